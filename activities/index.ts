@@ -1,0 +1,15 @@
+import type { ActivityDeps } from './deps';
+import { createProjectActivities } from './projects';
+import { createStateActivities } from './state';
+
+export type { ActivityDeps } from './deps';
+
+/** Every activity, built from its dependencies (the worker registers the result). */
+export function createActivities(deps: ActivityDeps) {
+  return {
+    ...createStateActivities(deps),
+    ...createProjectActivities(deps),
+  };
+}
+
+export type Activities = ReturnType<typeof createActivities>;

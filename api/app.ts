@@ -1,0 +1,67 @@
+import { bodyParser } from '@koa/bodyparser';
+import Router from '@koa/router';
+import Koa from 'koa';
+import { version } from '../package.json';
+import type { ApiDeps } from './context';
+import { accessLog } from './middleware/access-log';
+import { authenticate } from './middleware/auth';
+import { problemErrors } from './middleware/errors';
+import { idempotency } from './middleware/idempotency';
+import { requestId } from './middleware/request-id';
+import { openApiDocument, referencePage } from './openapi';
+import { Problem, notFound } from './problem';
+import type { RouteDef } from './route';
+import { buildRouter } from './router';
+import { routes as allRoutes } from './routes';
+
+export const BODY_LIMIT = '1mb';
+
+/** The Koa app, without listen: bin/ serves it, tests call it in process. */
+export function createApp(deps: ApiDeps, routes: readonly RouteDef[] = allRoutes): Koa {
+  const app = new Koa({ proxy: false });
+  app.silent = true;
+  app.on('error', (err, ctx) => {
+    deps.logger.error({ err, requestId: ctx?.state?.requestId }, 'response error');
+  });
+
+  const meta = new Router();
+  const document = openApiDocument(routes, version);
+  const page = referencePage(routes, version);
+  meta.get('/api/v1/openapi.json', (ctx) => { ctx.body = document; });
+  meta.get('/docs', (ctx) => { ctx.type = 'text/html'; ctx.body = page; });
+  meta.get('/healthz', (ctx) => { ctx.body = { status: 'ok' }; });
+
+  const api = buildRouter(routes, deps);
+  const allowed = api.allowedMethods({
+    throw: true,
+    methodNotAllowed: () => new Problem(405, 'this method is not allowed on this path'),
+    notImplemented: () => new Problem(405, 'this method is not supported'),
+  });
+
+  app.use(requestId());
+  app.use(problemErrors(deps.logger));
+  app.use(accessLog(deps.logger));
+  app.use(meta.routes());
+  app.use(async (ctx, next) => {
+    if (ctx.path === '/api/v1' || ctx.path.startsWith('/api/v1/')) return next();
+    throw notFound(`no route for ${ctx.method} ${ctx.path}`.replace(/ not found$/, ''));
+  });
+  app.use(authenticate(deps.dataSource));
+  app.use(bodyParser({
+    enableTypes: ['json'],
+    jsonLimit: BODY_LIMIT,
+    encoding: 'utf-8',
+    parsedMethods: ['POST', 'PUT', 'PATCH', 'DELETE'],
+    onError: (err: Error & { status?: number }) => {
+      if (err.status === 413 || /too large/i.test(err.message)) throw new Problem(413, `request body is larger than the ${BODY_LIMIT} limit`);
+      throw new Problem(400, 'request body is not valid JSON');
+    },
+  }));
+  app.use(idempotency(deps.dataSource));
+  app.use(api.routes());
+  app.use(allowed);
+  app.use(async (ctx) => {
+    throw new Problem(404, `no route for ${ctx.method} ${ctx.path}`);
+  });
+  return app;
+}

@@ -1,0 +1,35 @@
+import type { Client } from '@temporalio/client';
+import type { Logger } from 'pino';
+import type { DataSource } from 'typeorm';
+import type { SecretBox } from '../domain/secret-box';
+import type { CallerIdentity } from '../domain/projects';
+import type { Config } from '../worker/config';
+import type { Outbox } from '../worker/outbox';
+
+/** Everything the API needs, passed in by whoever builds the app (bin/ or a test). */
+export interface ApiDeps {
+  dataSource: DataSource;
+  temporal: Client;
+  outbox: Outbox;
+  secretBox: SecretBox;
+  logger: Logger;
+  config: Config;
+  /** Check every response body against its route's declared schema (tests). */
+  validateResponses?: boolean;
+}
+
+/** Who is calling, in which workspace, with which grants. */
+export interface Caller extends CallerIdentity {
+  workspaceUuid: string;
+  tokenUuid: string;
+  /** null for a workspace token. */
+  memberUuid: string | null;
+}
+
+declare module 'koa' {
+  interface DefaultState {
+    requestId: string;
+    caller?: Caller;
+    hiddenProjects?: Set<string>;
+  }
+}

@@ -1,0 +1,56 @@
+import type Koa from 'koa';
+import type * as yup from 'yup';
+import type { Operation } from '../domain/permissions';
+import type { ApiDeps, Caller } from './context';
+
+export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
+
+export interface RouteContext<P = Record<string, string>, Q = Record<string, unknown>, B = unknown> {
+  params: P;
+  query: Q;
+  body: B;
+  caller: Caller;
+  deps: ApiDeps;
+  koa: Koa.Context;
+  requestId: string;
+}
+
+/**
+ * One declaration per route: the router, the OpenAPI document, the permission-matrix test
+ * and the fuzz test are all derived from these.
+ */
+export interface RouteDef<P = any, Q = any, B = any> {
+  method: Method;
+  /** Path under /api/v1 with {param} placeholders, e.g. /projects/{uuid}. */
+  path: string;
+  /** Key of the permission table (domain/permissions OPERATIONS). */
+  operation: Operation;
+  summary: string;
+  tag: string;
+  /** Path parameter schema; by default every parameter is a UUID. */
+  params?: yup.ObjectSchema<any>;
+  query?: yup.ObjectSchema<any>;
+  body?: yup.Schema<any>;
+  /** Success status (default 200). */
+  status?: number;
+  /** Declared response body: documents the route and, in tests, is checked against every response. */
+  response?: yup.Schema<any>;
+  /** Lists: page/per_page query, Link and X-Total-Count headers. */
+  paginated?: boolean;
+  /** Marks a deprecated request field or route for the reference. */
+  description?: string;
+  handler(ctx: RouteContext<P, Q, B>): Promise<unknown>;
+}
+
+export function route<P = Record<string, string>, Q = Record<string, unknown>, B = unknown>(def: RouteDef<P, Q, B>): RouteDef<P, Q, B> {
+  return def;
+}
+
+/** `/projects/{uuid}` -> `/projects/:uuid` */
+export function koaPath(path: string): string {
+  return path.replace(/\{([A-Za-z_]+)\}/g, ':$1');
+}
+
+export function pathParams(path: string): string[] {
+  return [...path.matchAll(/\{([A-Za-z_]+)\}/g)].map((m) => m[1]!);
+}

@@ -1,0 +1,6 @@
+import type { RouteDef } from '../route';
+import { projectRoutes } from './projects';
+import { resourceRoutes } from './resources';
+
+/** The route table: every declared route of the API. */
+export const routes: RouteDef[] = [...projectRoutes, ...resourceRoutes];

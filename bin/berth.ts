@@ -1,0 +1,40 @@
+import { runDev } from './dev';
+import { runApi, runMigrate, runWorkerProcess } from './serve';
+import { runToken } from './token';
+import { loadConfig } from '../worker/config';
+
+const USAGE = `usage: berth <command>
+
+  dev                     the whole stack on this machine (npm start)
+  api                     the API server (production: DATABASE_URL and TEMPORAL_ADDRESS set)
+  worker                  a worker (scale out by running more)
+  migrate                 apply database migrations
+  token create --workspace <uuid|name> (--role <name> [--email <e>] | --permissions a,b) [--name <n>] [--expires-in-days <n>]
+  token revoke <token-uuid>
+  token list --workspace <uuid|name>
+`;
+
+async function main(argv: string[]): Promise<void> {
+  const [command, ...rest] = argv;
+  const config = loadConfig();
+  switch (command) {
+    case 'dev':
+      return runDev(config);
+    case 'api':
+      return runApi(config);
+    case 'worker':
+      return runWorkerProcess(config);
+    case 'migrate':
+      return runMigrate(config);
+    case 'token':
+      return runToken(config, rest);
+    default:
+      process.stderr.write(USAGE);
+      process.exitCode = command && command !== 'help' && command !== '--help' ? 2 : 0;
+  }
+}
+
+main(process.argv.slice(2)).catch((err) => {
+  process.stderr.write(`berth: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,115 @@
+import { mkdirSync } from 'node:fs';
+import type { Server } from 'node:http';
+import path from 'node:path';
+import { createApp } from '../api/app';
+import { migrate } from '../entities/data-source';
+import type { Config } from '../worker/config';
+import { createLogger } from '../worker/logger';
+import { startWorker, type WorkerHandle } from '../worker/main';
+import { openRuntime, type Runtime } from '../worker/runtime';
+import { seedDefaults } from './bootstrap';
+import { startEmbeddedPostgres, type EmbeddedPostgresHandle } from './embedded-postgres';
+import { resolveTemporal } from './temporal-cli';
+import { startTemporalDevServer, type TemporalDevServer } from './temporal-server';
+
+const EMBEDDED_PG_PORT = 5433;
+
+/**
+ * `berth dev` (npm start): the whole stack on one machine. Embedded PostgreSQL unless
+ * DATABASE_URL is set, the Temporal CLI dev server unless TEMPORAL_ADDRESS is set, then
+ * migrations, the worker and the API. Ctrl-C stops everything; data stays under .berth/.
+ */
+export async function runDev(config: Config): Promise<void> {
+  const logger = createLogger(config.logLevel);
+  const say = (msg: string) => process.stdout.write(`${msg}\n`);
+  mkdirSync(config.dataDir, { recursive: true });
+  const stops: Array<() => Promise<void>> = [];
+  let stopping = false;
+  const stopAll = async (code: number) => {
+    if (stopping) return;
+    stopping = true;
+    say('\nberth: stopping…');
+    for (const stop of stops.reverse()) {
+      try {
+        await stop();
+      } catch (err) {
+        logger.error({ err }, 'error while stopping');
+      }
+    }
+    say('berth: stopped');
+    process.exit(code);
+  };
+  process.once('SIGINT', () => void stopAll(0));
+  process.once('SIGTERM', () => void stopAll(0));
+
+  try {
+    let databaseUrl = config.databaseUrl;
+    if (!databaseUrl) {
+      say(`berth: starting embedded PostgreSQL (data in ${path.join(config.dataDir, 'postgres')})`);
+      const pg: EmbeddedPostgresHandle = await startEmbeddedPostgres({
+        dir: path.join(config.dataDir, 'postgres'), port: EMBEDDED_PG_PORT, database: 'berth', log: (m) => logger.warn(m),
+      });
+      stops.push(() => pg.stop());
+      databaseUrl = pg.url;
+    }
+
+    let temporalAddress = config.temporalAddress;
+    let uiUrl: string | null = null;
+    if (!temporalAddress) {
+      const executable = resolveTemporal('cli', { dataDir: config.dataDir, env: process.env, log: (m) => say(`berth: ${m}`) });
+      say(`berth: starting the Temporal dev server (${executable.type === 'existing-path' ? executable.path : 'SDK download'})`);
+      const temporal: TemporalDevServer = await startTemporalDevServer({
+        executable, port: config.temporalPort, uiPort: config.temporalUiPort,
+        dbFilename: path.join(config.dataDir, 'temporal.db'), namespace: config.temporalNamespace,
+      });
+      stops.push(() => temporal.stop());
+      temporalAddress = temporal.address;
+      uiUrl = temporal.uiUrl;
+    }
+
+    const runtime: Runtime = await openRuntime(config, logger, { databaseUrl, temporalAddress });
+    stops.push(() => runtime.close());
+    const ran = await migrate(runtime.dataSource);
+    if (ran.length > 0) say(`berth: applied migrations: ${ran.join(', ')}`);
+    const seeded = await seedDefaults(runtime.dataSource, { bootstrapToken: config.bootstrapToken });
+    if (config.webhookAllowCidrs.length > 0) {
+      logger.warn({ cidrs: config.webhookAllowCidrs }, 'BERTH_WEBHOOK_ALLOW_CIDRS lets webhooks reach these private ranges');
+    }
+
+    const worker: WorkerHandle = await startWorker({
+      connection: await runtime.nativeConnection(), namespace: config.temporalNamespace, taskQueue: config.taskQueue,
+      deps: runtime.activityDeps, outbox: runtime.outbox, logger, reconcileIntervalMs: config.reconcileIntervalMs,
+    });
+    stops.push(() => worker.shutdown());
+    void worker.done.catch((err) => {
+      logger.error({ err }, 'worker stopped with an error');
+      void stopAll(1);
+    });
+
+    const app = createApp(runtime.apiDeps);
+    const server: Server = await new Promise((resolve, reject) => {
+      const s = app.listen(config.port, config.host, () => resolve(s));
+      s.once('error', reject);
+    });
+    stops.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+    const apiUrl = `http://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${config.port}`;
+    say('');
+    say(`  Berth API        ${apiUrl}/api/v1   (reference: ${apiUrl}/docs)`);
+    if (uiUrl) say(`  Temporal UI      ${uiUrl}   (find an operation: BerthResource = "<uuid>")`);
+    else say(`  Temporal         ${temporalAddress}`);
+    say(`  Data             ${config.dataDir}${config.databaseUrl ? ' (PostgreSQL: DATABASE_URL)' : ''}`);
+    say(`  Workspace        ${seeded.workspaceUuid}`);
+    if (seeded.ownerToken) {
+      say('');
+      say('  Owner token (shown once; keep it):');
+      say(`    ${seeded.ownerToken}`);
+      say(`  Try: curl -H "Authorization: Bearer ${seeded.ownerToken}" ${apiUrl}/api/v1/projects`);
+    }
+    say('');
+    say('  Ctrl-C stops everything; data is kept for the next start.');
+  } catch (err) {
+    logger.error({ err }, 'berth dev failed to start');
+    await stopAll(1);
+  }
+}

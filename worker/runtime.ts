@@ -1,0 +1,70 @@
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { NativeConnection } from '@temporalio/worker';
+import type { Logger } from 'pino';
+import type { DataSource } from 'typeorm';
+import type { ActivityDeps } from '../activities';
+import { SimulatedProvider } from '../activities/provider/simulated';
+import type { ApiDeps } from '../api/context';
+import { SecretBox } from '../domain/secret-box';
+import { createDataSource } from '../entities/data-source';
+import type { Config } from './config';
+import { Outbox } from './outbox';
+
+/** The secret keyring: BERTH_SECRET_KEY, or a key generated once under the data directory. */
+export function loadSecretBox(config: Config, logger: Logger): SecretBox {
+  if (config.secretKey) return SecretBox.fromKeyring(config.secretKey);
+  const file = path.join(config.dataDir, 'secret.key');
+  if (!existsSync(file)) {
+    mkdirSync(config.dataDir, { recursive: true });
+    writeFileSync(file, `k1:${SecretBox.generateKey()}\n`, { mode: 0o600 });
+    logger.warn({ file }, 'generated a secret key for encryption at rest; set BERTH_SECRET_KEY in production');
+  }
+  return SecretBox.fromKeyring(readFileSync(file, 'utf8').trim());
+}
+
+export interface Runtime {
+  config: Config;
+  logger: Logger;
+  dataSource: DataSource;
+  secretBox: SecretBox;
+  temporal: Client;
+  outbox: Outbox;
+  activityDeps: ActivityDeps;
+  apiDeps: ApiDeps;
+  /** Opens a worker connection (only processes that run a worker need one). */
+  nativeConnection(): Promise<NativeConnection>;
+  close(): Promise<void>;
+}
+
+/** Builds every long-lived dependency from configuration and resolved addresses. */
+export async function openRuntime(config: Config, logger: Logger, addresses: { databaseUrl: string; temporalAddress: string }): Promise<Runtime> {
+  const dataSource = createDataSource({ url: addresses.databaseUrl });
+  await dataSource.initialize();
+  const secretBox = loadSecretBox(config, logger);
+  const connection = Connection.lazy({ address: addresses.temporalAddress });
+  const temporal = new Client({ connection, namespace: config.temporalNamespace });
+  const outbox = new Outbox(dataSource, temporal, { taskQueue: config.taskQueue, logger });
+  const provider = new SimulatedProvider({ dataSource, faultRate: config.providerFaultRate, latencyMs: config.providerLatencyMs });
+  let native: NativeConnection | undefined;
+  return {
+    config,
+    logger,
+    dataSource,
+    secretBox,
+    temporal,
+    outbox,
+    activityDeps: { dataSource, logger, config, secretBox, provider, temporal },
+    apiDeps: { dataSource, temporal, outbox, secretBox, logger, config },
+    async nativeConnection() {
+      native ??= await NativeConnection.connect({ address: addresses.temporalAddress });
+      return native;
+    },
+    async close() {
+      await native?.close();
+      await connection.close();
+      await dataSource.destroy();
+    },
+  };
+}

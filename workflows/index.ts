@@ -1,0 +1,2 @@
+/** Every workflow type the worker runs. */
+export { projectDelete } from './project-delete';
