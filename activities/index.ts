@@ -1,4 +1,5 @@
 import type { ActivityDeps } from './deps';
+import { createEventActivities } from './events';
 import { createProjectActivities } from './projects';
 import { createStateActivities } from './state';
 
@@ -8,6 +9,7 @@ export type { ActivityDeps } from './deps';
 export function createActivities(deps: ActivityDeps) {
   return {
     ...createStateActivities(deps),
+    ...createEventActivities(deps),
     ...createProjectActivities(deps),
   };
 }

@@ -1,6 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import type { Server } from 'node:http';
 import path from 'node:path';
+import { DefaultLogger, Runtime as TemporalRuntime } from '@temporalio/worker';
 import { createApp } from '../api/app';
 import { migrate } from '../entities/data-source';
 import type { Config } from '../worker/config';
@@ -12,8 +13,6 @@ import { startEmbeddedPostgres, type EmbeddedPostgresHandle } from './embedded-p
 import { resolveTemporal } from './temporal-cli';
 import { startTemporalDevServer, type TemporalDevServer } from './temporal-server';
 
-const EMBEDDED_PG_PORT = 5433;
-
 /**
  * `berth dev` (npm start): the whole stack on one machine. Embedded PostgreSQL unless
  * DATABASE_URL is set, the Temporal CLI dev server unless TEMPORAL_ADDRESS is set, then
@@ -21,6 +20,7 @@ const EMBEDDED_PG_PORT = 5433;
  */
 export async function runDev(config: Config): Promise<void> {
   const logger = createLogger(config.logLevel);
+  TemporalRuntime.install({ logger: new DefaultLogger('WARN') });
   const say = (msg: string) => process.stdout.write(`${msg}\n`);
   mkdirSync(config.dataDir, { recursive: true });
   const stops: Array<() => Promise<void>> = [];
@@ -47,7 +47,7 @@ export async function runDev(config: Config): Promise<void> {
     if (!databaseUrl) {
       say(`berth: starting embedded PostgreSQL (data in ${path.join(config.dataDir, 'postgres')})`);
       const pg: EmbeddedPostgresHandle = await startEmbeddedPostgres({
-        dir: path.join(config.dataDir, 'postgres'), port: EMBEDDED_PG_PORT, database: 'berth', log: (m) => logger.warn(m),
+        dir: path.join(config.dataDir, 'postgres'), port: config.embeddedPgPort, database: 'berth', log: (m) => logger.warn(m),
       });
       stops.push(() => pg.stop());
       databaseUrl = pg.url;

@@ -1,3 +1,4 @@
+import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { createApp } from '../api/app';
 import { migrate } from '../entities/data-source';
 import { createDataSource } from '../entities/data-source';
@@ -39,6 +40,7 @@ export async function runApi(config: Config): Promise<void> {
 /** `berth worker`: one worker and its outbox reconciler; run several to scale out. */
 export async function runWorkerProcess(config: Config): Promise<void> {
   const logger = createLogger(config.logLevel);
+  Runtime.install({ logger: new DefaultLogger('WARN') });
   const runtime = await openRuntime(config, logger, required(config));
   const handle = await startWorker({
     connection: await runtime.nativeConnection(), namespace: config.temporalNamespace, taskQueue: config.taskQueue,

@@ -23,13 +23,13 @@ async function withDatabase<T>(config: Config, fn: (ds: DataSource) => Promise<T
     const dir = path.join(config.dataDir, 'postgres');
     if (!existsSync(path.join(dir, 'password'))) throw new Error(`no embedded database under ${dir}; run \`npm start\` once first or set DATABASE_URL`);
     const password = readFileSync(path.join(dir, 'password'), 'utf8').trim();
-    url = `postgres://berth:${encodeURIComponent(password)}@127.0.0.1:5433/berth`;
+    url = `postgres://berth:${encodeURIComponent(password)}@127.0.0.1:${config.embeddedPgPort}/berth`;
     const probe = createDataSource({ url, poolSize: 1 });
     try {
       await probe.initialize();
       await probe.destroy();
     } catch {
-      const pg = await startEmbeddedPostgres({ dir, port: 5433, database: 'berth' });
+      const pg = await startEmbeddedPostgres({ dir, port: config.embeddedPgPort, database: 'berth' });
       url = pg.url;
       stop = pg.stop;
     }

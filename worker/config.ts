@@ -13,6 +13,8 @@ export interface Config {
   temporalCli: string | undefined;
   temporalPort: number;
   temporalUiPort: number;
+  /** Port of the embedded PostgreSQL (only when DATABASE_URL is unset). */
+  embeddedPgPort: number;
   taskQueue: string;
   host: string;
   port: number;
@@ -57,6 +59,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     temporalCli: env.TEMPORAL_CLI || undefined,
     temporalPort: int(env.BERTH_TEMPORAL_PORT, 7233, 'BERTH_TEMPORAL_PORT'),
     temporalUiPort: int(env.BERTH_TEMPORAL_UI_PORT, 8233, 'BERTH_TEMPORAL_UI_PORT'),
+    embeddedPgPort: int(env.BERTH_PG_PORT, 5433, 'BERTH_PG_PORT'),
     taskQueue: env.BERTH_TASK_QUEUE || 'berth',
     host: env.BERTH_HOST || '127.0.0.1',
     port: int(env.PORT ?? env.BERTH_PORT, 8080, 'PORT'),

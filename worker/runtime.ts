@@ -5,7 +5,7 @@ import { NativeConnection } from '@temporalio/worker';
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import type { ActivityDeps } from '../activities';
-import { SimulatedProvider } from '../activities/provider/simulated';
+import { createSimulatedProvider } from '../activities/provider/simulated';
 import type { ApiDeps } from '../api/context';
 import { SecretBox } from '../domain/secret-box';
 import { createDataSource } from '../entities/data-source';
@@ -46,7 +46,7 @@ export async function openRuntime(config: Config, logger: Logger, addresses: { d
   const connection = Connection.lazy({ address: addresses.temporalAddress });
   const temporal = new Client({ connection, namespace: config.temporalNamespace });
   const outbox = new Outbox(dataSource, temporal, { taskQueue: config.taskQueue, logger });
-  const provider = new SimulatedProvider({ dataSource, faultRate: config.providerFaultRate, latencyMs: config.providerLatencyMs });
+  const provider = createSimulatedProvider({ dataSource, faultRate: config.providerFaultRate, latencyMs: config.providerLatencyMs });
   let native: NativeConnection | undefined;
   return {
     config,

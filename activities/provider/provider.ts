@@ -1,11 +1,14 @@
+import type { SimulatedCore } from './simulated/core';
+
 /**
  * The data-plane driver: the only way activities reach the cluster that runs workloads.
- * Each area adds its typed operations as an interface here; a driver implements them all.
- * The embedded default is the simulated driver (./simulated), which says so in its name.
+ * It is composed of one typed part per area (an interface in ./<area>.ts, e.g.
+ * `apps: AppsDriver`), each implemented by every driver. The embedded default is the
+ * simulated driver (./simulated), which says so in its name.
  */
-export interface ProviderInfo {
+export interface Provider {
   /** Driver name, e.g. "simulated". */
   readonly name: string;
+  /** Present on the simulated driver only: fault injection and latency. */
+  readonly core?: SimulatedCore;
 }
-
-export type Provider = ProviderInfo;

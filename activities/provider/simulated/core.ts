@@ -1,7 +1,6 @@
 import { ApplicationFailure } from '@temporalio/common';
 import type { DataSource } from 'typeorm';
-import { one } from '../../entities/sql';
-import type { Provider } from './provider';
+import { one } from '../../../entities/sql';
 
 export interface SimulatedOptions {
   dataSource: DataSource;
@@ -13,15 +12,16 @@ export interface SimulatedOptions {
 }
 
 /**
- * The simulated data-plane driver: keeps its own state in PostgreSQL, completes
- * operations after a configurable latency and fails them at a configurable rate
- * (BERTH_PROVIDER_FAULT_RATE) or on demand (`injectFault`), so retries, compensation and
- * state machines run for real. It runs no workloads.
+ * What every part of the simulated driver shares: its database (the driver keeps its own
+ * state in PostgreSQL, in sim_* tables), its latency, and fault injection: at random with
+ * BERTH_PROVIDER_FAULT_RATE, or on demand with `injectFault` (tests and operators).
  */
-export class SimulatedProvider implements Provider {
-  readonly name = 'simulated';
+export class SimulatedCore {
+  constructor(readonly options: SimulatedOptions) {}
 
-  constructor(protected readonly options: SimulatedOptions) {}
+  get db(): DataSource {
+    return this.options.dataSource;
+  }
 
   /** Makes the next `count` calls of `operation` fail (retryable or not). */
   static async injectFault(ds: DataSource, operation: string, count = 1, options: { retryable?: boolean; message?: string } = {}): Promise<void> {
@@ -35,9 +35,12 @@ export class SimulatedProvider implements Provider {
     await ds.query(`DELETE FROM sim_faults`);
   }
 
-  /** Fails when a fault is injected for `operation`, or at random with faultRate. */
-  protected async maybeFail(operation: string): Promise<void> {
-    const injected = await one<{ retryable: boolean; message: string }>(this.options.dataSource,
+  /**
+   * Call first in every driver operation: fails when a fault is injected for `operation`
+   * (a non-retryable one ends the activity at once), or at random with faultRate.
+   */
+  async maybeFail(operation: string): Promise<void> {
+    const injected = await one<{ retryable: boolean; message: string }>(this.db,
       `UPDATE sim_faults SET remaining = remaining - 1 WHERE operation = $1 AND remaining > 0 RETURNING retryable, message`,
       [operation]);
     if (injected) {
@@ -48,5 +51,10 @@ export class SimulatedProvider implements Provider {
     if (this.options.faultRate > 0 && random() < this.options.faultRate) {
       throw ApplicationFailure.retryable(`simulated transient fault in ${operation}`, 'SimulatedFault');
     }
+  }
+
+  /** When an operation started now completes (activities poll; workflows sleep between polls). */
+  readyAt(now = Date.now()): Date {
+    return new Date(now + this.options.latencyMs);
   }
 }

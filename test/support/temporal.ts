@@ -1,0 +1,52 @@
+import { randomBytes } from 'node:crypto';
+import type { Client } from '@temporalio/client';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { Worker } from '@temporalio/worker';
+import { temporal } from '@temporalio/proto';
+import { SEARCH_ATTRIBUTES } from '../../domain/search-attributes';
+import { createActivities, type ActivityDeps } from '../../activities';
+import { Outbox } from '../../worker/outbox';
+import { testEnv } from './env';
+
+export interface TimeSkipping {
+  env: TestWorkflowEnvironment;
+  client: Client;
+  taskQueue: string;
+  /** An outbox that starts workflows on this server and task queue. */
+  outbox: Outbox;
+  /**
+   * Runs `fn` while a worker (the suite's bundle, the real activities built from `deps`,
+   * plus any overrides) polls this task queue. Time skips while the test awaits results.
+   */
+  withWorker<T>(fn: () => Promise<T>, activities?: Record<string, (...args: any[]) => Promise<unknown>>): Promise<T>;
+  close(): Promise<void>;
+}
+
+/** The time-skipping test server (binary resolved by the shared resolver) for workflow tests. */
+export async function timeSkipping(deps: ActivityDeps): Promise<TimeSkipping> {
+  const env = await TestWorkflowEnvironment.createTimeSkipping({
+    server: { executable: { type: 'existing-path', path: testEnv('testServer') } },
+  });
+  await env.connection.operatorService.addSearchAttributes({
+    namespace: env.namespace ?? 'default',
+    searchAttributes: Object.fromEntries(SEARCH_ATTRIBUTES.map((k) => [k.name, temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD])),
+  });
+  const taskQueue = `ts-${randomBytes(6).toString('hex')}`;
+  const outbox = new Outbox(deps.dataSource, env.client, { taskQueue, logger: deps.logger });
+  return {
+    env,
+    client: env.client,
+    taskQueue,
+    outbox,
+    async withWorker(fn, activities) {
+      const worker = await Worker.create({
+        connection: env.nativeConnection,
+        taskQueue,
+        workflowBundle: { codePath: testEnv('workflowBundle') },
+        activities: { ...createActivities({ ...deps, temporal: env.client }), ...activities },
+      });
+      return worker.runUntil(fn());
+    },
+    close: () => env.teardown(),
+  };
+}
