@@ -7,13 +7,14 @@ import { Member } from './member';
 import { Operation } from './operation';
 import { Project, ProjectResource, ProjectRestriction } from './project';
 import { Region } from './region';
+import { RegistryCredential } from './registry-credential';
 import { Role } from './role';
 import { User } from './user';
 import { Workspace } from './workspace';
 
 export { ApiToken, App, ComputeResource, ResourceAllocation, PlatformEvent, IdempotencyKey, Member, Operation, Project,
-  ProjectResource, ProjectRestriction, Region, Role, User, Workspace };
+  ProjectResource, ProjectRestriction, Region, RegistryCredential, Role, User, Workspace };
 
 /** Every entity class; register new ones here. */
 export const entities = [ApiToken, App, ComputeResource, ResourceAllocation, PlatformEvent, IdempotencyKey, Member,
-  Operation, Project, ProjectResource, ProjectRestriction, Region, Role, User, Workspace];
+  Operation, Project, ProjectResource, ProjectRestriction, Region, RegistryCredential, Role, User, Workspace];

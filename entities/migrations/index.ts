@@ -1,4 +1,5 @@
 import { Foundation1732200000000 } from './1732200000000-foundation';
+import { RegistryCredentials1732200000001 } from './1732200000001-registry-credentials';
 
 /** Every migration, in order. Add new ones at the end. */
-export const migrations = [Foundation1732200000000];
+export const migrations = [Foundation1732200000000, RegistryCredentials1732200000001];
