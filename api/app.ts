@@ -9,7 +9,7 @@ import { problemErrors } from './middleware/errors';
 import { idempotency } from './middleware/idempotency';
 import { requestId } from './middleware/request-id';
 import { openApiDocument, referencePage } from './openapi';
-import { Problem, notFound } from './problem';
+import { Problem } from './problem';
 import type { RouteDef } from './route';
 import { buildRouter } from './router';
 import { routes as allRoutes } from './routes';
@@ -32,19 +32,23 @@ export function createApp(deps: ApiDeps, routes: readonly RouteDef[] = allRoutes
   meta.get('/healthz', (ctx) => { ctx.body = { status: 'ok' }; });
 
   const api = buildRouter(routes, deps);
-  const allowed = api.allowedMethods({
-    throw: true,
-    methodNotAllowed: () => new Problem(405, 'this method is not allowed on this path'),
-    notImplemented: () => new Problem(405, 'this method is not supported'),
-  });
+  const allowed = api.allowedMethods({ throw: false });
 
   app.use(requestId());
   app.use(problemErrors(deps.logger));
   app.use(accessLog(deps.logger));
+  app.use(async (ctx, next) => {
+    await next();
+    if (ctx.body != null) return;
+    if (ctx.status === 404) throw new Problem(404, `no route for ${ctx.method} ${ctx.path}`);
+    if (ctx.status === 405 || ctx.status === 501) {
+      throw new Problem(405, `${ctx.method} is not allowed on ${ctx.path}; allowed: ${ctx.response.get('Allow')}`, { headers: { Allow: ctx.response.get('Allow') } });
+    }
+  });
   app.use(meta.routes());
   app.use(async (ctx, next) => {
     if (ctx.path === '/api/v1' || ctx.path.startsWith('/api/v1/')) return next();
-    throw notFound(`no route for ${ctx.method} ${ctx.path}`.replace(/ not found$/, ''));
+    ctx.status = 404;
   });
   app.use(authenticate(deps.dataSource));
   app.use(bodyParser({
@@ -61,7 +65,7 @@ export function createApp(deps: ApiDeps, routes: readonly RouteDef[] = allRoutes
   app.use(api.routes());
   app.use(allowed);
   app.use(async (ctx) => {
-    throw new Problem(404, `no route for ${ctx.method} ${ctx.path}`);
+    ctx.status = 404;
   });
   return app;
 }

@@ -1,5 +1,6 @@
 import { runDev } from './dev';
 import { runApi, runMigrate, runWorkerProcess } from './serve';
+import { resolveTemporal } from './temporal-cli';
 import { runToken } from './token';
 import { loadConfig } from '../worker/config';
 
@@ -8,7 +9,8 @@ const USAGE = `usage: berth <command>
   dev                     the whole stack on this machine (npm start)
   api                     the API server (production: DATABASE_URL and TEMPORAL_ADDRESS set)
   worker                  a worker (scale out by running more)
-  migrate                 apply database migrations
+  migrate                 apply database migrations and seed the default workspace (prints its owner token once)
+  setup                   locate or install the Temporal CLI and test server (what npm start and npm test use)
   token create --workspace <uuid|name> (--role <name> [--email <e>] | --permissions a,b) [--name <n>] [--expires-in-days <n>]
   token revoke <token-uuid>
   token list --workspace <uuid|name>
@@ -26,6 +28,13 @@ async function main(argv: string[]): Promise<void> {
       return runWorkerProcess(config);
     case 'migrate':
       return runMigrate(config);
+    case 'setup': {
+      for (const kind of ['cli', 'test-server'] as const) {
+        const found = resolveTemporal(kind, { dataDir: config.dataDir, log: (m) => process.stderr.write(`berth: ${m}\n`) });
+        process.stdout.write(`${kind}: ${found.type === 'existing-path' ? found.path : 'SDK download at first use'}\n`);
+      }
+      return;
+    }
     case 'token':
       return runToken(config, rest);
     default:

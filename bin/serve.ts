@@ -1,11 +1,11 @@
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { createApp } from '../api/app';
-import { migrate } from '../entities/data-source';
-import { createDataSource } from '../entities/data-source';
+import { createDataSource, migrate } from '../entities/data-source';
 import type { Config } from '../worker/config';
 import { createLogger } from '../worker/logger';
 import { startWorker } from '../worker/main';
 import { openRuntime } from '../worker/runtime';
+import { seedDefaults } from './bootstrap';
 
 function required(config: Config): { databaseUrl: string; temporalAddress: string } {
   if (!config.databaseUrl) throw new Error('DATABASE_URL is required (use `berth dev` for the embedded stack)');
@@ -62,6 +62,10 @@ export async function runMigrate(config: Config): Promise<void> {
   try {
     const ran = await migrate(ds);
     process.stdout.write(ran.length ? `applied: ${ran.join(', ')}\n` : 'nothing to apply\n');
+    const seeded = await seedDefaults(ds, { bootstrapToken: config.bootstrapToken });
+    if (seeded.ownerToken) {
+      process.stdout.write(`created the default workspace ${seeded.workspaceUuid}; owner token (shown once):\n${seeded.ownerToken}\n`);
+    }
   } finally {
     await ds.destroy();
   }

@@ -1,0 +1,80 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { createServer, type Server, type Socket } from 'node:net';
+import path from 'node:path';
+import request from 'supertest';
+import { seedWorkspace } from '../support/fixtures';
+import { eventually, startStack, type TestStack } from '../support/stack';
+
+/**
+ * A crash between the commit of an entity and the start of its workflow must not strand
+ * it. The API runs in its own process against a Temporal address that accepts connections
+ * and never answers, so the request commits and then hangs in the workflow start; the test
+ * kills the process there (SIGKILL), then a worker's reconciler must start the workflow.
+ */
+let stack: TestStack;
+let blackHole: Server;
+const sockets: Socket[] = [];
+let child: ChildProcess | undefined;
+
+beforeAll(async () => {
+  stack = await startStack();
+  blackHole = createServer((s) => { sockets.push(s); s.on('error', () => {}); });
+  await new Promise<void>((resolve) => blackHole.listen(0, '127.0.0.1', resolve));
+});
+afterAll(async () => {
+  child?.kill('SIGKILL');
+  for (const s of sockets) s.destroy();
+  await new Promise<void>((resolve) => blackHole.close(() => resolve()));
+  await stack.close();
+});
+
+function startApiProcess(env: NodeJS.ProcessEnv): Promise<{ proc: ChildProcess; port: number }> {
+  const script = path.join(__dirname, 'support', 'api-process.ts');
+  const proc = spawn(process.execPath, ['--require', require.resolve('tsx/cjs'), script], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  return new Promise((resolve, reject) => {
+    let out = '';
+    proc.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+      const m = /listening (\d+)/.exec(out);
+      if (m) resolve({ proc, port: Number(m[1]) });
+    });
+    proc.once('exit', (code) => reject(new Error(`api process exited early (${code})`)));
+  });
+}
+
+describe('crash between commit and workflow start', () => {
+  it('the reconciler starts the workflow of an entity whose request was killed after commit', async () => {
+    const ws = await seedWorkspace(stack.ds);
+    const project = (await stack.http.post('/api/v1/projects').set('Authorization', `Bearer ${ws.ownerToken}`).send({ name: `crash-${randomBytes(3).toString('hex')}` })).body;
+    const { address, port } = blackHole.address() as { address: string; port: number };
+    const api = await startApiProcess({
+      DATABASE_URL: stack.db.url, TEMPORAL_ADDRESS: `${address}:${port}`, BERTH_TASK_QUEUE: stack.taskQueue, BERTH_SECRET_KEY: randomBytes(32).toString('base64'),
+    });
+    child = api.proc;
+    const pending = request(`http://127.0.0.1:${api.port}`).delete(`/api/v1/projects/${project.uuid}`).set('Authorization', `Bearer ${ws.ownerToken}`).then(() => 'answered', () => 'killed');
+
+    // The transaction commits (project deleting, outbox row written), then the start hangs.
+    const op = await eventually(async () => (await stack.ds.query(
+      `SELECT o.uuid, o.started_at, p.state FROM operations o JOIN projects p ON p.uuid = o.resource_uuid WHERE o.resource_uuid = $1`, [project.uuid]))[0],
+    { what: 'committed outbox row' });
+    expect(op.state).toBe('deleting');
+    expect(op.started_at).toBeNull();
+    child.kill('SIGKILL');
+    await new Promise((resolve) => child!.once('exit', resolve));
+    expect(await pending).toBe('killed');
+    child = undefined;
+
+    // Nothing started the workflow: it does not exist on the server.
+    await expect(stack.temporal.workflow.getHandle(`project-delete/${project.uuid}`).describe()).rejects.toThrow(/not found/i);
+
+    // A worker's reconciler recovers it.
+    await stack.startWorker();
+    await eventually(async () => (await stack.ds.query(`SELECT 1 FROM projects WHERE uuid = $1`, [project.uuid])).length === 0,
+      { what: 'project deleted by the recovered workflow', timeoutMs: 30_000 });
+    const [row] = await stack.ds.query(`SELECT started_at, start_attempts FROM operations WHERE uuid = $1`, [op.uuid]);
+    expect(row.started_at).not.toBeNull();
+    const description = await stack.temporal.workflow.getHandle(`project-delete/${project.uuid}`).describe();
+    expect(description.status.name).toBe('COMPLETED');
+  });
+});
