@@ -11,6 +11,9 @@ export interface Plan {
   unit_price: number;
 }
 
+/** bigint columns read as numbers (byte counts stay far below 2^53). */
+export const bigintNumber = { to: (v: number) => v, from: (v: string | null) => (v === null ? v : Number(v)) };
+
 export interface Component {
   name: string;
   code_name: string;
@@ -30,9 +33,9 @@ export class ComputeResource {
   @Column('text', { default: 'active' }) state: string;
   @Column('text', { array: true, default: () => "'{}'" }) labels: string[];
   @Column('double precision') total_cpu_size: number;
-  @Column('bigint', { transformer: { to: (v: number) => v, from: (v: string | null) => (v === null ? v : Number(v)) } })
+  @Column('bigint', { transformer: bigintNumber })
   total_ram_size: number;
-  @Column('bigint', { transformer: { to: (v: number) => v, from: (v: string | null) => (v === null ? v : Number(v)) } })
+  @Column('bigint', { transformer: bigintNumber })
   total_disk_size: number;
   @Column('jsonb') plan: Plan;
   @Column('jsonb', { default: () => "'[]'" }) components: Component[];
@@ -48,8 +51,8 @@ export class ResourceAllocation {
   @Column('text') owner_type: string;
   @Column('uuid') resource_uuid: string;
   @Column('double precision', { default: 0 }) cpu_size: number;
-  @Column('bigint', { default: 0, transformer: { to: (v: number) => v, from: (v: string | null) => (v === null ? v : Number(v)) } })
+  @Column('bigint', { default: 0, transformer: bigintNumber })
   ram_size: number;
-  @Column('bigint', { default: 0, transformer: { to: (v: number) => v, from: (v: string | null) => (v === null ? v : Number(v)) } })
+  @Column('bigint', { default: 0, transformer: bigintNumber })
   disk_size: number;
 }

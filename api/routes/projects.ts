@@ -7,7 +7,7 @@ import { offsetOf, setPageHeaders, type Page } from '../pagination';
 import { conflict, notFound, unprocessable } from '../problem';
 import { route, type RouteContext } from '../route';
 import { arr, obj, oneOf, str, uuid } from '../schemas/common';
-import { projectSchema, projectViews, restrictionSchema, restrictionView, type RestrictionView } from '../views/projects';
+import { projectSchema, projectViews, restrictionSchema, restrictionView, type ProjectRow, type RestrictionView } from '../views/projects';
 
 const TAG = 'projects';
 
@@ -33,15 +33,6 @@ const restrictionBody = obj({
 });
 
 type Ctx = RouteContext<any, any, any>;
-
-interface ProjectRow {
-  uuid: string;
-  name: string;
-  description: string;
-  state: 'active' | 'deleting';
-  created_at: Date;
-  updated_at: Date;
-}
 
 /** The project, if it exists in the caller's workspace and is not closed to the caller. */
 export async function findProject(ctx: Ctx, projectUuid: string, db: EntityManager = ctx.deps.dataSource.manager): Promise<ProjectRow> {

@@ -29,7 +29,7 @@ export interface RestrictionView {
   role_name: string | null;
 }
 
-interface ProjectRow {
+export interface ProjectRow {
   uuid: string;
   name: string;
   description: string;
