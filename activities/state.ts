@@ -9,6 +9,11 @@ export const STATEFUL_TABLES = {
 
 export type StatefulTable = keyof typeof STATEFUL_TABLES;
 
+/** The audit log's resource type of each stateful table. */
+const RESOURCE_TYPES: Record<StatefulTable, string> = Object.fromEntries(
+  Object.keys(STATEFUL_TABLES).map((t) => [t, t.replace(/ies$/, 'y').replace(/s$/, '')]),
+) as Record<StatefulTable, string>;
+
 export interface Transition {
   table: StatefulTable;
   uuid: string;
@@ -20,15 +25,22 @@ export interface Transition {
 export function createStateActivities({ dataSource }: Pick<ActivityDeps, 'dataSource'>) {
   return {
     /**
-     * A guarded state move: `UPDATE .. WHERE state = ANY(from)`. Idempotent: a retry after
-     * the move succeeded changes nothing and answers false.
+     * A guarded state move: `UPDATE .. WHERE state = ANY(from)`, recorded in the audit log
+     * with source `workflow`. Idempotent: a retry after the move succeeded changes nothing
+     * and answers false. Every table here has uuid, workspace_uuid and updated_at columns.
      */
     async transition(t: Transition): Promise<boolean> {
       const column = STATEFUL_TABLES[t.table];
       if (!column) throw new Error(`unknown stateful table ${t.table}`);
+      // The move and its audit entry (source: workflow) in one statement.
       const moved = await rows(dataSource,
-        `UPDATE ${t.table} SET ${column} = $3, updated_at = now() WHERE uuid = $1 AND ${column} = ANY($2::text[]) RETURNING uuid`,
-        [t.uuid, t.from, t.to]);
+        `WITH old AS (SELECT uuid, ${column} AS state FROM ${t.table} WHERE uuid = $1 AND ${column} = ANY($2::text[]) FOR UPDATE),
+              moved AS (UPDATE ${t.table} x SET ${column} = $3, updated_at = now() FROM old WHERE x.uuid = old.uuid
+                        RETURNING x.uuid, x.workspace_uuid, old.state AS from_state)
+         INSERT INTO audit_events (workspace_uuid, actor_type, source, action, resource_type, resource_uuid, diff)
+         SELECT workspace_uuid, 'system', 'workflow', $4, $5, uuid, jsonb_build_object($6::text, jsonb_build_object('from', from_state, 'to', $3::text))
+           FROM moved RETURNING resource_uuid`,
+        [t.uuid, t.from, t.to, `${RESOURCE_TYPES[t.table]}.${column}`, RESOURCE_TYPES[t.table], column]);
       return moved.length > 0;
     },
   };

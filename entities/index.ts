@@ -1,4 +1,5 @@
 import { ApiToken } from './api-token';
+import { AuditEvent } from './audit-event';
 import { App } from './app';
 import { ComputeResource, ResourceAllocation } from './compute-resource';
 import { PlatformEvent } from './event';
@@ -12,9 +13,9 @@ import { Role } from './role';
 import { User } from './user';
 import { Workspace } from './workspace';
 
-export { ApiToken, App, ComputeResource, ResourceAllocation, PlatformEvent, IdempotencyKey, Member, Operation, Project,
+export { ApiToken, App, AuditEvent, ComputeResource, ResourceAllocation, PlatformEvent, IdempotencyKey, Member, Operation, Project,
   ProjectResource, ProjectRestriction, Region, RegistryCredential, Role, User, Workspace };
 
 /** Every entity class; register new ones here. */
-export const entities = [ApiToken, App, ComputeResource, ResourceAllocation, PlatformEvent, IdempotencyKey, Member,
+export const entities = [ApiToken, App, AuditEvent, ComputeResource, ResourceAllocation, PlatformEvent, IdempotencyKey, Member,
   Operation, Project, ProjectResource, ProjectRestriction, Region, RegistryCredential, Role, User, Workspace];

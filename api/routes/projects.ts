@@ -3,6 +3,7 @@ import type { EntityManager } from 'typeorm';
 import { one, rows } from '../../entities/sql';
 import * as yup from 'yup';
 import { assertProjectVisible, visibleProjectsClause } from '../access';
+import { recordAudit, snapshot } from '../audit';
 import { offsetOf, setPageHeaders, type Page } from '../pagination';
 import { conflict, notFound, unprocessable } from '../problem';
 import { route, type RouteContext } from '../route';
@@ -98,6 +99,7 @@ export const projectRoutes = [
           [uuid, ctx.caller.workspaceUuid, ctx.body.name, ctx.body.description ?? '']);
         if (!row) throw conflict(`a project named "${ctx.body.name}" already exists in this workspace`);
         if (ctx.body.resource_ids) await assignResources(ctx, m, uuid, ctx.body.resource_ids);
+        await recordAudit(m, ctx, { action: 'project.create', resourceType: 'project', resourceUuid: uuid, before: null, after: await snapshot(m, 'projects', uuid) });
         ctx.koa.set('Location', `/api/v1/projects/${uuid}`);
         return view(ctx, m, row);
       });
@@ -117,6 +119,7 @@ export const projectRoutes = [
       return ctx.deps.dataSource.transaction(async (m) => {
         const project = await findProject(ctx, ctx.params.uuid, m);
         assertActive(project);
+        const before = await snapshot(m, 'projects', project.uuid);
         if (ctx.body.name !== undefined && ctx.body.name !== project.name) {
           const [taken] = await m.query(`SELECT 1 FROM projects WHERE workspace_uuid = $1 AND name = $2`, [ctx.caller.workspaceUuid, ctx.body.name]);
           if (taken) throw conflict(`a project named "${ctx.body.name}" already exists in this workspace`);
@@ -126,6 +129,7 @@ export const projectRoutes = [
             WHERE uuid = $1 RETURNING uuid, name, description, state, created_at, updated_at`,
           [project.uuid, ctx.body.name ?? null, ctx.body.description ?? null]);
         if (ctx.body.resource_ids) await assignResources(ctx, m, project.uuid, ctx.body.resource_ids);
+        await recordAudit(m, ctx, { action: 'project.update', resourceType: 'project', resourceUuid: project.uuid, before, after: await snapshot(m, 'projects', project.uuid) });
         return view(ctx, m, row!);
       });
     },
@@ -137,6 +141,7 @@ export const projectRoutes = [
     async handler(ctx) {
       const { project, operation } = await ctx.deps.dataSource.transaction(async (m) => {
         const found = await findProject(ctx, ctx.params.uuid, m);
+        const before = await snapshot(m, 'projects', found.uuid);
         const updated = await one<ProjectRow>(m,
           `UPDATE projects SET state = 'deleting', updated_at = now() WHERE uuid = $1
             RETURNING uuid, name, description, state, created_at, updated_at`, [found.uuid]);
@@ -144,6 +149,7 @@ export const projectRoutes = [
           operation: 'project-delete', workflowType: 'projectDelete', workspaceUuid: ctx.caller.workspaceUuid,
           resourceUuid: found.uuid, args: [{ projectUuid: found.uuid }],
         });
+        await recordAudit(m, ctx, { action: 'project.delete', resourceType: 'project', resourceUuid: found.uuid, before, after: await snapshot(m, 'projects', found.uuid) });
         return { project: await view(ctx, m, updated!), operation: op };
       });
       await ctx.deps.outbox.dispatch(operation.uuid);
@@ -181,6 +187,7 @@ export const projectRoutes = [
            ON CONFLICT DO NOTHING RETURNING id, subject_type, user_uuid, role_name`,
           [project.uuid, ctx.body.subject_type, ctx.body.user_uuid ?? null, ctx.body.role_name ?? null]);
         if (!row) throw conflict('this restriction already exists');
+        await recordAudit(m, ctx, { action: 'project.restriction_add', resourceType: 'project', resourceUuid: project.uuid, before: null, after: restrictionView(row) as unknown as Record<string, unknown> });
         return restrictionView(row);
       });
     },
@@ -190,11 +197,14 @@ export const projectRoutes = [
     summary: 'Remove a restriction',
     params: yup.object({ uuid: uuid().required(), id: yup.number().integer().min(1).max(2147483647).required() }),
     async handler(ctx) {
-      const project = await findProject(ctx, ctx.params.uuid);
-      const deleted = await rows(ctx.deps.dataSource,
-        `DELETE FROM project_restrictions WHERE project_uuid = $1 AND id = $2 RETURNING id`, [project.uuid, ctx.params.id]);
-      if (deleted.length === 0) throw notFound('restriction');
-      return undefined;
+      return ctx.deps.dataSource.transaction(async (m) => {
+        const project = await findProject(ctx, ctx.params.uuid, m);
+        const deleted = await rows<RestrictionView>(m,
+          `DELETE FROM project_restrictions WHERE project_uuid = $1 AND id = $2 RETURNING id, subject_type, user_uuid, role_name`, [project.uuid, ctx.params.id]);
+        if (deleted.length === 0) throw notFound('restriction');
+        await recordAudit(m, ctx, { action: 'project.restriction_remove', resourceType: 'project', resourceUuid: project.uuid, before: restrictionView(deleted[0]!) as unknown as Record<string, unknown>, after: null });
+        return undefined;
+      });
     },
   }),
 ];

@@ -39,7 +39,8 @@ export function obj<S extends yup.ObjectShape>(shape: S) {
     .test('no-unknown-keys', function check() {
       const original: unknown = this.originalValue;
       if (original === null || typeof original !== 'object' || Array.isArray(original)) return true;
-      const unknown = Object.keys(original).filter((k) => !(k in shape));
+      const fields = (this.schema as yup.ObjectSchema<yup.AnyObject>).fields ?? shape;
+      const unknown = Object.keys(original).filter((k) => !(k in fields));
       if (unknown.length === 0) return true;
       const prefix = this.path ? `${this.path}.` : '';
       return this.createError({

@@ -1,0 +1,71 @@
+import * as yup from 'yup';
+import { rows, one } from '../../entities/sql';
+import { assertProjectVisible } from '../access';
+import { offsetOf, setPageHeaders, type Page } from '../pagination';
+import { notFound, badRequest } from '../problem';
+import { route } from '../route';
+import { obj, str, timestamp, uuid } from '../schemas/common';
+import { activityListSchema, auditEventSchema, auditEventView, type AuditRow } from '../views/audit';
+import { iso } from '../views/common';
+
+const auditQuery = obj({
+  resource_uuid: uuid(),
+  actor: uuid(),
+  action: str().max(200),
+  since: timestamp().test('iso', '${path} must be an ISO 8601 date-time', (v) => v === undefined || !Number.isNaN(Date.parse(v))),
+  until: timestamp().test('iso', '${path} must be an ISO 8601 date-time', (v) => v === undefined || !Number.isNaN(Date.parse(v))),
+});
+
+type AuditQuery = yup.InferType<typeof auditQuery> & Page;
+
+export const auditRoutes = [
+  route<{}, AuditQuery, unknown>({
+    method: 'get', path: '/audit_events', operation: 'audit.read', tag: 'audit', paginated: true, query: auditQuery,
+    summary: 'The workspace\'s audit log, newest first (owner and admins): every accepted change with its actor, diff and origin',
+    response: yup.array(auditEventSchema),
+    async handler(ctx) {
+      const q = ctx.query;
+      if (q.since && q.until && Date.parse(q.since) > Date.parse(q.until)) throw badRequest('since must not be after until');
+      const where = `workspace_uuid = $1 AND ($2::uuid IS NULL OR resource_uuid = $2) AND ($3::uuid IS NULL OR actor_uuid = $3)
+        AND ($4::text IS NULL OR action = $4) AND ($5::timestamptz IS NULL OR created_at >= $5) AND ($6::timestamptz IS NULL OR created_at <= $6)`;
+      const params = [ctx.caller.workspaceUuid, q.resource_uuid ?? null, q.actor ?? null, q.action ?? null, q.since ?? null, q.until ?? null];
+      const total = await one<{ n: number }>(ctx.deps.dataSource, `SELECT count(*)::int AS n FROM audit_events WHERE ${where}`, params);
+      const list = await rows<AuditRow>(ctx.deps.dataSource,
+        `SELECT * FROM audit_events WHERE ${where} ORDER BY created_at DESC, uuid DESC LIMIT $7 OFFSET $8`, [...params, q.per_page, offsetOf(q)]);
+      setPageHeaders(ctx.koa, q, total!.n);
+      return list.map(auditEventView);
+    },
+  }),
+  route<{ uuid: string }, Page, unknown>({
+    method: 'get', path: '/apps/{uuid}/activity', operation: 'apps.activity', tag: 'apps', paginated: true,
+    summary: 'An app\'s activity: its changes from the audit log and its platform events (deployments, state changes, health), newest first',
+    response: activityListSchema,
+    async handler(ctx) {
+      const app = await one<{ uuid: string; project_id: string | null }>(ctx.deps.dataSource,
+        `SELECT uuid, project_id FROM apps WHERE uuid = $1 AND workspace_uuid = $2`, [ctx.params.uuid, ctx.caller.workspaceUuid]);
+      if (!app) throw notFound('app');
+      await assertProjectVisible(ctx, app.project_id, 'app');
+      const feed = `
+        SELECT 'change' AS kind, uuid, action AS type, created_at, source, actor_type, actor_uuid, diff, NULL::jsonb AS data
+          FROM audit_events WHERE workspace_uuid = $1 AND resource_uuid = $2
+        UNION ALL
+        SELECT 'event', uuid, type, created_at, NULL, NULL, NULL, NULL, payload->'data'
+          FROM events WHERE workspace_uuid = $1 AND app_uuid = $2`;
+      const params = [ctx.caller.workspaceUuid, app.uuid];
+      const total = await one<{ n: number }>(ctx.deps.dataSource, `SELECT count(*)::int AS n FROM (${feed}) f`, params);
+      const list = await rows(ctx.deps.dataSource, `${feed} ORDER BY created_at DESC, uuid DESC LIMIT $3 OFFSET $4`,
+        [...params, ctx.query.per_page, offsetOf(ctx.query)]);
+      setPageHeaders(ctx.koa, ctx.query, total!.n);
+      return list.map((r) => ({
+        kind: r.kind as 'change' | 'event',
+        uuid: r.uuid,
+        type: r.type,
+        created_at: iso(r.created_at)!,
+        source: r.source,
+        actor: r.kind === 'change' ? { type: r.actor_type, uuid: r.actor_uuid } : null,
+        diff: r.diff,
+        data: r.data,
+      }));
+    },
+  }),
+];

@@ -1,0 +1,62 @@
+import * as yup from 'yup';
+import { json, obj, oneOf, str, timestamp, uuid } from '../schemas/common';
+import { iso } from './common';
+
+export interface AuditRow {
+  uuid: string;
+  actor_type: 'member' | 'workspace_token' | 'system';
+  actor_uuid: string | null;
+  source: string;
+  action: string;
+  resource_type: string;
+  resource_uuid: string | null;
+  diff: Record<string, unknown>;
+  request_id: string | null;
+  client_ip: string | null;
+  user_agent: string | null;
+  created_at: Date;
+}
+
+export const auditEventSchema = obj({
+  uuid: uuid().required(),
+  actor: obj({ type: oneOf(['member', 'workspace_token', 'system'] as const).required(), uuid: uuid().nullable().defined() }).required(),
+  source: oneOf(['api', 'workflow', 'code-host', 'scheduler'] as const).required(),
+  action: str().required(),
+  resource_type: str().required(),
+  resource_uuid: uuid().nullable().defined(),
+  diff: json().required(),
+  request_id: str().nullable().defined(),
+  client_ip: str().nullable().defined(),
+  user_agent: str().nullable().defined(),
+  created_at: timestamp().required(),
+});
+
+export function auditEventView(r: AuditRow) {
+  return {
+    uuid: r.uuid,
+    actor: { type: r.actor_type, uuid: r.actor_uuid },
+    source: r.source as 'api' | 'workflow' | 'code-host' | 'scheduler',
+    action: r.action,
+    resource_type: r.resource_type,
+    resource_uuid: r.resource_uuid,
+    diff: r.diff,
+    request_id: r.request_id,
+    client_ip: r.client_ip,
+    user_agent: r.user_agent,
+    created_at: iso(r.created_at)!,
+  };
+}
+
+/** An entry of an app's activity feed: a change from the audit log, or a platform event. */
+export const activitySchema = obj({
+  kind: oneOf(['change', 'event'] as const).required(),
+  uuid: uuid().required(),
+  type: str().required(),
+  created_at: timestamp().required(),
+  source: str().nullable().defined(),
+  actor: obj({ type: str().required(), uuid: uuid().nullable().defined() }).nullable().defined(),
+  diff: json().nullable().defined(),
+  data: json().nullable().defined(),
+});
+
+export const activityListSchema = yup.array(activitySchema);
