@@ -5,6 +5,11 @@ import type { ActivityDeps } from './deps';
 export const STATEFUL_TABLES = {
   projects: 'state',
   apps: 'state',
+  vpcs: 'status',
+  vpc_attachments: 'status',
+  vpc_vpn_gateways: 'status',
+  vpc_vpn_users: 'status',
+  vpc_site_connections: 'status',
 } as const;
 
 export type StatefulTable = keyof typeof STATEFUL_TABLES;
