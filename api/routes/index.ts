@@ -1,6 +1,15 @@
 import type { RouteDef } from '../route';
 import { projectRoutes } from './projects';
 import { resourceRoutes } from './resources';
+import { vpcAttachmentRoutes } from './vpc-attachments';
+import { vpcPeerRouteRoutes } from './vpc-peer-routes';
+import { vpcSiteConnectionRoutes } from './vpc-site-connections';
+import { vpcSubnetRoutes } from './vpc-subnets';
+import { vpcVpnGatewayRoutes } from './vpc-vpn-gateways';
+import { vpcVpnUserRoutes } from './vpc-vpn-users';
+import { vpcRoutes } from './vpcs';
 
 /** The route table: every declared route of the API. */
-export const routes: RouteDef[] = [...projectRoutes, ...resourceRoutes];
+export const routes: RouteDef[] = [...projectRoutes, ...resourceRoutes,
+  ...vpcRoutes, ...vpcSubnetRoutes, ...vpcAttachmentRoutes, ...vpcPeerRouteRoutes, ...vpcVpnGatewayRoutes, ...vpcVpnUserRoutes,
+  ...vpcSiteConnectionRoutes];

@@ -51,7 +51,12 @@ export function createSimulatedNetwork(core: SimulatedCore): NetworkDriver {
       const existing = await one<{ address: string }>(db, `SELECT host(address) AS address FROM sim_network_attachments WHERE attachment_uuid = $1`, [spec.attachmentUuid]);
       if (existing) return { addressV4: existing.address };
       if (!spec.subnetCidrV4) {
-        throw ApplicationFailure.nonRetryable('the simulated driver addresses pods over IPv4 only', 'SimulatedUnsupported');
+        // An IPv6-only subnet: the simulation hands out no IPv4 address.
+        await db.query(
+          `INSERT INTO sim_network_attachments (attachment_uuid, vpc_uuid, workload_type, workload_uuid, default_route, fqdn)
+           VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING`,
+          [spec.attachmentUuid, spec.vpcUuid, spec.workloadType, spec.workloadUuid, spec.defaultRoute, spec.fqdn]);
+        return { addressV4: null };
       }
       // The pod's address: the lowest free host address of the subnet (after the gateway at +1).
       for (let attempt = 0; attempt < 5; attempt++) {
