@@ -266,3 +266,6 @@ export function attachmentFqdn(workload: { name: string; cronJob: boolean }, vpc
   if (workload.cronJob) return null;
   return `${workload.name}.${vpcName}.vpc.${regionDomain}`.toLowerCase();
 }
+
+/** Signal the API sends a device's vpnUserCreate workflow once its configuration was read. */
+export const VAULT_EMPTIED_SIGNAL = 'vaultEmptied';

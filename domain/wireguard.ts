@@ -63,6 +63,3 @@ export function wireguardConfig(c: WireguardConfigInput): string {
 /** The WireGuard vault holds a device's private key for this long, for one read. */
 export const WIREGUARD_VAULT_MS = 15 * 60 * 1000;
 export const WIREGUARD_PORT = 51820;
-
-/** Signal the API sends the device's vpnUserCreate workflow once the vault was read. */
-export const VAULT_EMPTIED_SIGNAL = 'vaultEmptied';

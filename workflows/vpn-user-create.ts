@@ -1,5 +1,5 @@
 import { condition, defineSignal, setHandler } from '@temporalio/workflow';
-import { VAULT_EMPTIED_SIGNAL } from '../domain/wireguard';
+import { VAULT_EMPTIED_SIGNAL } from '../domain/vpc';
 import { stateQuery } from './common';
 import { dbActivities, driverActivities, reasonOf } from './vpc-common';
 

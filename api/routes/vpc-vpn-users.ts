@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import * as yup from 'yup';
-import { cidr4, vpnPoolAddresses } from '../../domain/vpc';
-import { VAULT_EMPTIED_SIGNAL, WIREGUARD_VAULT_MS, generateWireguardKeyPair, wireguardConfig } from '../../domain/wireguard';
+import { VAULT_EMPTIED_SIGNAL, cidr4, vpnPoolAddresses } from '../../domain/vpc';
+import { WIREGUARD_VAULT_MS, generateWireguardKeyPair, wireguardConfig } from '../../domain/wireguard';
 import { one, rows } from '../../entities/sql';
 import { conflict, gone, notFound, unprocessable } from '../problem';
 import { route, type RouteContext } from '../route';
