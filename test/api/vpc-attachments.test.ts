@@ -57,6 +57,10 @@ describe('attachments', () => {
     expect(res.body.status).toBe('detaching');
     await eventually(async () => !(await attachment(done.uuid)), { what: 'detached' });
     expect((await restartsOf(stack.ds, app.uuid)).map((r) => r.reason)).toEqual(['vpc attach', 'vpc detach']);
+    const counts = (await stack.http.get(`/api/v1/vpcs/${vpc.uuid}`).set(auth(ws.ownerToken))).body;
+    const [{ n }] = await stack.ds.query(`SELECT count(*)::int AS n FROM vpc_attachments WHERE vpc_uuid = $1 AND status = 'attached'`, [vpc.uuid]);
+    expect(counts.attachment_count).toBe(n);
+    expect(counts.attachment_count).toBe(1);
     expect(await stack.ds.query(`SELECT 1 FROM sim_network_attachments WHERE attachment_uuid = $1`, [done.uuid])).toEqual([]);
   });
 
