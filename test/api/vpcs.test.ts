@@ -1,5 +1,6 @@
+import fc from 'fast-check';
 import { SimulatedCore } from '../../activities/provider/simulated';
-import { ulaPrefixOf } from '../../domain/vpc';
+import { cidr4, formatCidr4, mask, overlaps, ulaPrefixOf } from '../../domain/vpc';
 import { createResource, seedWorkspace, tokenWith, type Workspace } from '../support/fixtures';
 import { tableCounts } from '../support/db';
 import { eventually, startStack, type TestStack } from '../support/stack';
@@ -220,6 +221,28 @@ describe('subnets', () => {
     const rows = await stack.ds.query(
       `SELECT count(*)::int AS n FROM vpc_subnets a JOIN vpc_subnets b ON a.vpc_uuid = b.vpc_uuid AND a.uuid < b.uuid AND a.cidr_v4 && b.cidr_v4`);
     expect(rows[0].n).toBe(0);
+  });
+
+  it('SUB-05 property: whatever mix of ranges is sent at once, the accepted subnets of a VPC never overlap', async () => {
+    let run = 0;
+    await fc.assert(fc.asyncProperty(
+      fc.array(fc.record({ offset: fc.integer({ min: 256, max: 4095 }), prefix: fc.integer({ min: 20, max: 29 }) }), { minLength: 2, maxLength: 8 }),
+      async (candidates) => {
+        run += 1;
+        const net = await activeVpc(stack, ws, { name: `prop-${run}`, cidr_v4: `10.${100 + run}.0.0/20` });
+        const base = cidr4(net.cidr_v4).base;
+        const ranges = candidates.map((c) => formatCidr4({ base: ((base + c.offset * 1) & mask(c.prefix)) >>> 0, prefix: c.prefix }));
+        const results = await Promise.all(ranges.map((cidr) => stack.http.post(`/api/v1/vpcs/${net.uuid}/subnets`).set(auth(ws.ownerToken)).send({ cidr_v4: cidr })));
+        for (const r of results) expect([201, 409, 422]).toContain(r.status);
+        const accepted: string[] = (await stack.ds.query(`SELECT cidr_v4::text AS c FROM vpc_subnets WHERE vpc_uuid = $1`, [net.uuid])).map((r: { c: string }) => r.c);
+        for (let i = 0; i < accepted.length; i++) {
+          for (let j = i + 1; j < accepted.length; j++) expect(overlaps(cidr4(accepted[i]!), cidr4(accepted[j]!))).toBe(false);
+        }
+        // Every refused range really overlaps an accepted one (or the default subnet is among them).
+        ranges.forEach((cidr, i) => {
+          if (results[i]!.status === 422) expect(accepted.some((a) => overlaps(cidr4(a), cidr4(cidr)))).toBe(true);
+        });
+      }), { numRuns: 8 });
   });
 
   it('subnets and peer routes need apps:operate or network:operate; reads need network:view (AUTH-13, AUTH-08)', async () => {
