@@ -136,6 +136,23 @@ describe('VPCs', () => {
     expect((await stack.http.get(`/api/v1/vpcs/${created.uuid}`).set(auth(stranger.ownerToken))).status).toBe(404);
   });
 
+  it('VPC-07 a crash between the commit and the workflow start does not strand the VPC: the reconciler starts it', async () => {
+    const dispatch = stack.outbox.dispatch;
+    stack.outbox.dispatch = async () => undefined; // the API process "dies" right after its commit
+    let res;
+    try {
+      res = await post({ region_id: ws.regionId, name: 'after-crash', cidr_v4: '10.250.0.0/16' });
+    } finally {
+      stack.outbox.dispatch = dispatch;
+    }
+    expect(res.status).toBe(201);
+    const [op] = await stack.ds.query(`SELECT started_at FROM operations WHERE workflow_id = $1`, [`vpc-create/${res.body.uuid}`]);
+    expect(op.started_at).toBeNull();
+    await eventually(async () => (await stack.http.get(`/api/v1/vpcs/${res.body.uuid}`).set(auth(ws.ownerToken))).body.status === 'active', { what: 'reconciled VPC active' });
+    const [after] = await stack.ds.query(`SELECT started_at FROM operations WHERE workflow_id = $1`, [`vpc-create/${res.body.uuid}`]);
+    expect(after.started_at).not.toBeNull();
+  });
+
   it('VPC-13 DELETE gets 422 while a subnet remains, then removes VPC, router and resolver', async () => {
     const vpc = await activeVpc(stack, ws, { name: 'doomed', cidr_v4: '172.20.0.0/22' });
     const refused = await stack.http.delete(`/api/v1/vpcs/${vpc.uuid}`).set(auth(ws.ownerToken));
