@@ -2,6 +2,8 @@ import type { ActivityDeps } from './deps';
 import { createEventActivities } from './events';
 import { createProjectActivities } from './projects';
 import { createStateActivities } from './state';
+import { createVpcActivities } from './vpc';
+import { createVpnActivities } from './vpn';
 
 export type { ActivityDeps } from './deps';
 
@@ -11,6 +13,8 @@ export function createActivities(deps: ActivityDeps) {
     ...createStateActivities(deps),
     ...createEventActivities(deps),
     ...createProjectActivities(deps),
+    ...createVpcActivities(deps),
+    ...createVpnActivities(deps),
   };
 }
 

@@ -5,6 +5,11 @@ import type { ActivityDeps } from './deps';
 export const STATEFUL_TABLES = {
   projects: 'state',
   apps: 'state',
+  vpcs: 'status',
+  vpc_attachments: 'status',
+  vpc_vpn_gateways: 'status',
+  vpc_vpn_users: 'status',
+  vpc_site_connections: 'status',
 } as const;
 
 export type StatefulTable = keyof typeof STATEFUL_TABLES;
@@ -32,14 +37,19 @@ export function createStateActivities({ dataSource }: Pick<ActivityDeps, 'dataSo
     async transition(t: Transition): Promise<boolean> {
       const column = STATEFUL_TABLES[t.table];
       if (!column) throw new Error(`unknown stateful table ${t.table}`);
-      // The move and its audit entry (source: workflow) in one statement.
+      // The move and its audit entry (source: workflow) in one statement. Rows of child
+      // tables (no workspace_uuid of their own) take their VPC's or app's workspace.
       const moved = await rows(dataSource,
         `WITH old AS (SELECT uuid, ${column} AS state FROM ${t.table} WHERE uuid = $1 AND ${column} = ANY($2::text[]) FOR UPDATE),
               moved AS (UPDATE ${t.table} x SET ${column} = $3, updated_at = now() FROM old WHERE x.uuid = old.uuid
-                        RETURNING x.uuid, x.workspace_uuid, old.state AS from_state)
-         INSERT INTO audit_events (workspace_uuid, actor_type, source, action, resource_type, resource_uuid, diff)
-         SELECT workspace_uuid, 'system', 'workflow', $4, $5, uuid, jsonb_build_object($6::text, jsonb_build_object('from', from_state, 'to', $3::text))
-           FROM moved RETURNING resource_uuid`,
+                        RETURNING x.uuid, to_jsonb(x) AS r, old.state AS from_state),
+              owned AS (SELECT uuid, from_state, COALESCE((r->>'workspace_uuid')::uuid,
+                          (SELECT v.workspace_uuid FROM vpcs v WHERE v.uuid = (r->>'vpc_uuid')::uuid),
+                          (SELECT a.workspace_uuid FROM apps a WHERE a.uuid = (r->>'app_uuid')::uuid)) AS workspace_uuid FROM moved),
+              audited AS (INSERT INTO audit_events (workspace_uuid, actor_type, source, action, resource_type, resource_uuid, diff)
+                          SELECT workspace_uuid, 'system', 'workflow', $4, $5, uuid, jsonb_build_object($6::text, jsonb_build_object('from', from_state, 'to', $3::text))
+                            FROM owned WHERE workspace_uuid IS NOT NULL)
+         SELECT uuid FROM moved`,
         [t.uuid, t.from, t.to, `${RESOURCE_TYPES[t.table]}.${column}`, RESOURCE_TYPES[t.table], column]);
       return moved.length > 0;
     },

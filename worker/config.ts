@@ -32,6 +32,10 @@ export interface Config {
   providerFaultRate: number;
   providerLatencyMs: number;
   s3Endpoint: string | undefined;
+  /** The cluster's own ranges (pods, services); no VPC range may overlap them. */
+  platformNetworks: string[];
+  /** Public IPv4 addresses per region code for site-to-site connections ("code=cidr|addr[,...];..."). */
+  publicIpv4Pools: Record<string, string[]>;
 }
 
 function int(value: string | undefined, fallback: number, name: string): number {
@@ -43,6 +47,25 @@ function int(value: string | undefined, fallback: number, name: string): number 
 
 function list(value: string | undefined): string[] {
   return (value ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+}
+
+const CIDR4 = /^(\d{1,3}\.){3}\d{1,3}(\/\d{1,2})?$/;
+
+function cidrList(value: string, name: string): string[] {
+  const items = list(value);
+  for (const item of items) if (!CIDR4.test(item)) throw new Error(`${name}: "${item}" is not an IPv4 range or address`);
+  return items;
+}
+
+/** "local=192.0.2.0/28;eu=198.51.100.8/29,198.51.100.20" -> { local: [...], eu: [...] } */
+function pools(value: string, name: string): Record<string, string[]> {
+  const out: Record<string, string[]> = {};
+  for (const entry of value.split(';').map((s) => s.trim()).filter(Boolean)) {
+    const i = entry.indexOf('=');
+    if (i <= 0) throw new Error(`${name}: "${entry}" is not region=range[,range]`);
+    out[entry.slice(0, i).trim()] = cidrList(entry.slice(i + 1), name);
+  }
+  return out;
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): Config {
@@ -76,5 +99,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     providerFaultRate: faultRate,
     providerLatencyMs: int(env.BERTH_PROVIDER_LATENCY_MS, 1000, 'BERTH_PROVIDER_LATENCY_MS'),
     s3Endpoint: env.BERTH_S3_ENDPOINT || undefined,
+    platformNetworks: cidrList(env.BERTH_PLATFORM_NETWORKS ?? '10.42.0.0/16,10.43.0.0/16', 'BERTH_PLATFORM_NETWORKS'),
+    publicIpv4Pools: pools(env.BERTH_PUBLIC_IPV4_POOLS ?? 'local=192.0.2.0/28', 'BERTH_PUBLIC_IPV4_POOLS'),
   };
 }

@@ -2,6 +2,24 @@ import type { RouteDef } from '../route';
 import { auditRoutes } from './audit';
 import { projectRoutes } from './projects';
 import { resourceRoutes } from './resources';
+import { vpcAttachmentRoutes } from './vpc-attachments';
+import { vpcPeerRouteRoutes } from './vpc-peer-routes';
+import { vpcSiteConnectionRoutes } from './vpc-site-connections';
+import { vpcSubnetRoutes } from './vpc-subnets';
+import { vpcVpnGatewayRoutes } from './vpc-vpn-gateways';
+import { vpcVpnUserRoutes } from './vpc-vpn-users';
+import { vpcRoutes } from './vpcs';
 
-/** The route table: every declared route of the API. */
-export const routes: RouteDef[] = [...projectRoutes, ...resourceRoutes, ...auditRoutes];
+/** The route table: every declared route of the API (one entry per line). */
+export const routes: RouteDef[] = [
+  ...projectRoutes,
+  ...resourceRoutes,
+  ...auditRoutes,
+  ...vpcRoutes,
+  ...vpcSubnetRoutes,
+  ...vpcAttachmentRoutes,
+  ...vpcPeerRouteRoutes,
+  ...vpcVpnGatewayRoutes,
+  ...vpcVpnUserRoutes,
+  ...vpcSiteConnectionRoutes,
+];

@@ -1,10 +1,12 @@
 import { Foundation1732200000000 } from './1732200000000-foundation';
 import { RegistryCredentials1732200000001 } from './1732200000001-registry-credentials';
+import { Vpc1732500000000 } from './1732500000000-vpc';
 import { Audit1732900000000 } from './1732900000000-audit';
 
-/** Every migration, in order. Add new ones at the end. */
+/** Every migration, in timestamp order (one entry per line). */
 export const migrations = [
   Foundation1732200000000,
   RegistryCredentials1732200000001,
+  Vpc1732500000000,
   Audit1732900000000,
 ];

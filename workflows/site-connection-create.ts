@@ -1,0 +1,24 @@
+import { setHandler } from '@temporalio/workflow';
+import { stateQuery } from './common';
+import { dbActivities, driverActivities, reasonOf } from './vpc-common';
+
+export interface SiteConnectionCreateInput {
+  connectionUuid: string;
+}
+
+/** Brings up a site-to-site connection's IPsec tunnels: pending -> active (or failed). */
+export async function siteConnectionCreate(input: SiteConnectionCreateInput): Promise<string> {
+  let state = 'connecting';
+  setHandler(stateQuery, () => state);
+  try {
+    await driverActivities.createSiteTunnel(input.connectionUuid);
+  } catch (err) {
+    await driverActivities.deleteSiteTunnel(input.connectionUuid).catch(() => undefined);
+    await dbActivities.failVpcComponent('vpc_site_connections', input.connectionUuid, reasonOf(err));
+    state = 'failed';
+    return state;
+  }
+  await dbActivities.transition({ table: 'vpc_site_connections', uuid: input.connectionUuid, from: ['pending'], to: 'active' });
+  state = 'active';
+  return state;
+}

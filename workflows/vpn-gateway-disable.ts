@@ -1,0 +1,17 @@
+import { setHandler } from '@temporalio/workflow';
+import { stateQuery } from './common';
+import { dbActivities, driverActivities } from './vpc-common';
+
+export interface VpnGatewayDisableInput {
+  gatewayUuid: string;
+}
+
+/** Turns a VPN gateway off (its WireGuard devices go with it) and removes the record. */
+export async function vpnGatewayDisable(input: VpnGatewayDisableInput): Promise<string> {
+  let state = 'disabling';
+  setHandler(stateQuery, () => state);
+  await driverActivities.disableVpnGateway(input.gatewayUuid);
+  await dbActivities.deleteVpnGatewayRecord(input.gatewayUuid);
+  state = 'disabled';
+  return state;
+}

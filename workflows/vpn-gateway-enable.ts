@@ -1,0 +1,23 @@
+import { setHandler } from '@temporalio/workflow';
+import { stateQuery } from './common';
+import { dbActivities, driverActivities, reasonOf } from './vpc-common';
+
+export interface VpnGatewayEnableInput {
+  gatewayUuid: string;
+}
+
+/** Turns a VPN gateway on through the driver: pending -> active (or failed). */
+export async function vpnGatewayEnable(input: VpnGatewayEnableInput): Promise<string> {
+  let state = 'enabling';
+  setHandler(stateQuery, () => state);
+  try {
+    await driverActivities.enableVpnGateway(input.gatewayUuid);
+  } catch (err) {
+    await dbActivities.failVpcComponent('vpc_vpn_gateways', input.gatewayUuid, reasonOf(err));
+    state = 'failed';
+    return state;
+  }
+  await dbActivities.transition({ table: 'vpc_vpn_gateways', uuid: input.gatewayUuid, from: ['pending'], to: 'active' });
+  state = 'active';
+  return state;
+}
