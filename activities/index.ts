@@ -2,6 +2,7 @@ import type { ActivityDeps } from './deps';
 import { createEventActivities } from './events';
 import { createProjectActivities } from './projects';
 import { createStateActivities } from './state';
+import { createWebhookActivities } from './webhooks';
 
 export type { ActivityDeps } from './deps';
 
@@ -11,6 +12,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createStateActivities(deps),
     ...createEventActivities(deps),
     ...createProjectActivities(deps),
+    ...createWebhookActivities(deps),
   };
 }
 

@@ -10,11 +10,15 @@ import { Region } from './region';
 import { RegistryCredential } from './registry-credential';
 import { Role } from './role';
 import { User } from './user';
+import { Webhook } from './webhook';
+import { WebhookDelivery } from './webhook-delivery';
 import { Workspace } from './workspace';
 
 export { ApiToken, App, ComputeResource, ResourceAllocation, PlatformEvent, IdempotencyKey, Member, Operation, Project,
   ProjectResource, ProjectRestriction, Region, RegistryCredential, Role, User, Workspace };
+export { Webhook, WebhookDelivery };
 
 /** Every entity class; register new ones here. */
 export const entities = [ApiToken, App, ComputeResource, ResourceAllocation, PlatformEvent, IdempotencyKey, Member,
-  Operation, Project, ProjectResource, ProjectRestriction, Region, RegistryCredential, Role, User, Workspace];
+  Operation, Project, ProjectResource, ProjectRestriction, Region, RegistryCredential, Role, User, Workspace,
+  Webhook, WebhookDelivery];
