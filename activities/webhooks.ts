@@ -60,7 +60,6 @@ function runId(): string {
 
 export function createWebhookActivities(deps: Pick<ActivityDeps, 'dataSource' | 'logger' | 'config' | 'secretBox'>) {
   const { dataSource, logger, config, secretBox } = deps;
-  const allow = parseAllowList(config.webhookAllowCidrs);
   const resolver = createHostResolver(config.dnsServers);
   const mailer = createMailer(config, logger);
 
@@ -131,7 +130,7 @@ export function createWebhookActivities(deps: Pick<ActivityDeps, 'dataSource' | 
       const timestamp = Math.floor(Date.now() / 1000);
       const result = await postWebhook({
         url: row.url, body: row.body, headers: webhookHeaders(secret, input.eventId, timestamp, row.body),
-        allow, resolver, timeoutMs: WEBHOOK_ATTEMPT_TIMEOUT_MS,
+        allow: parseAllowList(config.webhookAllowCidrs), resolver, timeoutMs: WEBHOOK_ATTEMPT_TIMEOUT_MS,
       });
       const ok = result.kind === 'response' && result.status >= 200 && result.status < 300;
       const conclusion = ok ? 'delivered' : result.kind === 'refused' || input.final ? 'failed' : null;
