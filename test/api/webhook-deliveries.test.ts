@@ -116,14 +116,12 @@ describe('test ping and signatures', () => {
     expect(delivery.message).toBe([...long].slice(0, 500).join(''));
   });
 
-  it('redirects are not followed: a 3xx is a failed attempt', async () => {
+  it('redirects are not followed: a 3xx is a failed attempt and the Location is never visited', async () => {
     const elsewhere = await startReceiver();
-    receiver.respond = () => ({ status: 302, body: '' });
-    const original = receiver.respond;
+    receiver.respond = () => ({ status: 307, body: 'moved', headers: { location: elsewhere.url } });
     const { uuid } = await createWebhook();
-    receiver.respond = (hit, i) => (hit.path === '/hook' ? { status: 302, body: 'moved' } : original(hit, i));
     const delivery = await ping(uuid);
-    expect(delivery).toMatchObject({ status: 'failed', response_code: 302 });
+    expect(delivery).toMatchObject({ status: 'failed', response_code: 307, message: 'moved' });
     expect(elsewhere.hits).toHaveLength(0);
     await elsewhere.close();
   });
@@ -162,6 +160,43 @@ describe('manual retry', () => {
     const done = await settled(uuid, first.uuid);
     expect(done).toMatchObject({ status: 'delivered', attempts: 2, event_id: eventId });
     expect(new Set(receiver.hitsFor(eventId).map((h) => h.headers['webhook-id']))).toEqual(new Set([eventId]));
+  });
+
+  it('WH-15 a retry of a delivery still waiting between attempts is not duplicated: the same run attempts now', async () => {
+    const { uuid } = await createWebhook({ events: ['quota_alert'] });
+    receiver.respond = () => ({ status: 500, body: 'not yet' });
+    const eventId = await emitQuota();
+    await eventually(async () => receiver.hitsFor(eventId).length === 1, { what: 'first attempt' });
+    const handle = stack.temporal.workflow.getHandle(`webhook-delivery/${uuid}/${eventId}`);
+    await eventually(async () => String(await handle.query('state')).startsWith('waiting'), { what: 'waiting for attempt 2' });
+    const { runId } = await handle.describe();
+    receiver.respond = () => ({ status: 200, body: 'ok' });
+    const [pending] = await deliveries(uuid);
+    const asked = Date.now();
+    const res = await stack.http.post(`/api/v1/webhooks/${uuid}/deliveries/${pending.uuid}/retry`).set(auth).expect(200);
+    expect(res.body).toMatchObject({ status: 'pending', event_id: eventId });
+    const done = await settled(uuid, pending.uuid);
+    expect(done).toMatchObject({ status: 'delivered', attempts: 2 });
+    expect(receiver.hitsFor(eventId)).toHaveLength(2);
+    expect(receiver.hitsFor(eventId)[1]!.at - asked).toBeLessThan(20_000); // not the 30 s wait
+    expect((await handle.describe()).runId).toBe(runId);
+    expect(await handle.result()).toBe('delivered');
+  });
+
+  it('a delivery still retrying when its webhook is disabled stops at its next attempt, sends nothing and does not count', async () => {
+    const { uuid } = await createWebhook({ events: ['quota_alert'] });
+    receiver.respond = () => ({ status: 500 });
+    const eventId = await emitQuota();
+    const handle = stack.temporal.workflow.getHandle(`webhook-delivery/${uuid}/${eventId}`);
+    await eventually(async () => String(await handle.query('state')).startsWith('waiting'), { what: 'waiting for attempt 2' });
+    await stack.http.put(`/api/v1/webhooks/${uuid}`).set(auth).send({ enabled: false }).expect(200);
+    await handle.signal('redeliver'); // wake it now instead of in 30 s
+    expect(await handle.result()).toBe('stopped');
+    const [d] = await deliveries(uuid);
+    expect(d).toMatchObject({ status: 'failed', attempts: 1, response_code: 500 });
+    expect(d.message).toMatch(/disabled/);
+    expect(receiver.hitsFor(eventId)).toHaveLength(1);
+    expect((await stack.http.get(`/api/v1/webhooks/${uuid}`).set(auth).expect(200)).body.consecutive_failures).toBe(0);
   });
 
   it('WH-24 a retry on a disabled webhook is a 422 and changes nothing', async () => {

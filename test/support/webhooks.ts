@@ -21,7 +21,7 @@ export interface Receiver {
   port: number;
   hits: Hit[];
   /** Decides each answer (default 200 "ok"). */
-  respond: (hit: Hit, index: number) => { status: number; body?: string };
+  respond: (hit: Hit, index: number) => { status: number; body?: string; headers?: Record<string, string> };
   hitsFor(eventId: string): Hit[];
   close(): Promise<void>;
 }
@@ -47,7 +47,7 @@ export async function startReceiver(respond?: Receiver['respond']): Promise<Rece
       const hit: Hit = { at: Date.now(), path: req.url ?? '/', headers: req.headers, body: Buffer.concat(chunks).toString('utf8') };
       hits.push(hit);
       const answer = receiver.respond(hit, hits.length - 1);
-      res.writeHead(answer.status, { 'content-type': 'text/plain' });
+      res.writeHead(answer.status, { 'content-type': 'text/plain', ...answer.headers });
       res.end(answer.body ?? '');
     });
   });
