@@ -1,5 +1,6 @@
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { generateWebhookSecret, signWebhook, webhookHeaders } from '../../domain/webhook-signature';
+import { loadConfig } from '../../worker/config';
 import { WEBHOOK_MAX_ATTEMPTS, WEBHOOK_RETRY_DELAYS_MS, webhookAttemptOffsetMs, webhookRetryDelayMs } from '../../domain/webhooks';
 
 describe('Standard Webhooks signatures', () => {
@@ -43,5 +44,12 @@ describe('the retry schedule', () => {
       expect(webhookRetryDelayMs(next, 0.999999)).toBeLessThanOrEqual(Math.round(nominal * 1.1));
     }
     expect(() => webhookRetryDelayMs(10, 0.5)).toThrow(RangeError);
+  });
+});
+
+describe('configuration', () => {
+  it('a malformed BERTH_WEBHOOK_ALLOW_CIDRS stops the start with a clear message', () => {
+    expect(() => loadConfig({ BERTH_WEBHOOK_ALLOW_CIDRS: '127.0.0.2/32,not-a-range' })).toThrow(/"not-a-range" is not an address range/);
+    expect(loadConfig({ BERTH_WEBHOOK_ALLOW_CIDRS: '127.0.0.2/32, ::1/128' }).webhookAllowCidrs).toEqual(['127.0.0.2/32', '::1/128']);
   });
 });
