@@ -4,6 +4,7 @@ import { createProjectActivities } from './projects';
 import { createStateActivities } from './state';
 import { createVpcActivities } from './vpc';
 import { createVpnActivities } from './vpn';
+import { createWebhookActivities } from './webhooks';
 
 export type { ActivityDeps } from './deps';
 
@@ -15,6 +16,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createProjectActivities(deps),
     ...createVpcActivities(deps),
     ...createVpnActivities(deps),
+    ...createWebhookActivities(deps),
   };
 }
 

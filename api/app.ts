@@ -61,7 +61,7 @@ export function createApp(deps: ApiDeps, routes: readonly RouteDef[] = allRoutes
       throw new Problem(400, 'request body is not valid JSON');
     },
   }));
-  app.use(idempotency(deps.dataSource));
+  app.use(idempotency(deps.dataSource, deps.secretBox));
   app.use(api.routes());
   app.use(allowed);
   app.use(async (ctx) => {

@@ -11,6 +11,15 @@ export const BerthOperation = defineSearchAttributeKey('BerthOperation', SearchA
 
 export const SEARCH_ATTRIBUTES = [BerthWorkspace, BerthResource, BerthOperation];
 
+/** The search attributes of one operation's workflow (outbox starts, event fan-out, retries). */
+export function operationSearchAttributes(workspaceUuid: string, resourceUuid: string, operation: string) {
+  return [
+    { key: BerthWorkspace, value: workspaceUuid },
+    { key: BerthResource, value: resourceUuid },
+    { key: BerthOperation, value: operation },
+  ];
+}
+
 /** Workflow ids: `<operation>/<resource uuid>[/<sub id>]`. */
 export function workflowIdOf(operation: string, resourceUuid: string, subId?: string): string {
   return subId ? `${operation}/${resourceUuid}/${subId}` : `${operation}/${resourceUuid}`;

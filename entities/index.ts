@@ -11,16 +11,20 @@ import { Region } from './region';
 import { RegistryCredential } from './registry-credential';
 import { Role } from './role';
 import { User } from './user';
+import { Webhook } from './webhook';
+import { WebhookDelivery } from './webhook-delivery';
 import { Workspace } from './workspace';
 import { BillableItem, RegionPublicIpv4, Vpc, VpcAttachment, VpcPeerRoute, VpcSiteConnection, VpcSubnet, VpcVpnGateway, VpcVpnUser } from './vpc';
 
 export { ApiToken, App, AuditEvent, ComputeResource, ResourceAllocation, PlatformEvent, IdempotencyKey, Member, Operation, Project,
   ProjectResource, ProjectRestriction, Region, RegistryCredential, Role, User, Workspace };
 export { BillableItem, RegionPublicIpv4, Vpc, VpcAttachment, VpcPeerRoute, VpcSiteConnection, VpcSubnet, VpcVpnGateway, VpcVpnUser };
+export { Webhook, WebhookDelivery };
 
 /** Every entity class; register new ones here. */
 export const entities = [
   ApiToken, App, AuditEvent, ComputeResource, ResourceAllocation, PlatformEvent, IdempotencyKey, Member,
   Operation, Project, ProjectResource, ProjectRestriction, Region, RegistryCredential, Role, User, Workspace,
   BillableItem, RegionPublicIpv4, Vpc, VpcAttachment, VpcPeerRoute, VpcSiteConnection, VpcSubnet, VpcVpnGateway, VpcVpnUser,
+  Webhook, WebhookDelivery,
 ];

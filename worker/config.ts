@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { parseAllowList } from '../domain/webhook-destination';
 
 /**
  * The one typed configuration module. Only bin/ and worker/ read process.env;
@@ -75,6 +76,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
   }
   const faultRate = int(env.BERTH_PROVIDER_FAULT_RATE, 0, 'BERTH_PROVIDER_FAULT_RATE');
   if (faultRate < 0 || faultRate > 1) throw new Error('BERTH_PROVIDER_FAULT_RATE must be between 0 and 1');
+  parseAllowList(list(env.BERTH_WEBHOOK_ALLOW_CIDRS)); // a malformed range stops the start instead of failing every webhook request
   return {
     databaseUrl: env.DATABASE_URL || undefined,
     temporalAddress: env.TEMPORAL_ADDRESS || undefined,

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { WorkflowIdConflictPolicy, type Client } from '@temporalio/client';
 import type { Logger } from 'pino';
 import type { DataSource, EntityManager } from 'typeorm';
-import { BerthOperation, BerthResource, BerthWorkspace, workflowIdOf } from '../domain/search-attributes';
+import { operationSearchAttributes, workflowIdOf } from '../domain/search-attributes';
 
 export interface OperationRequest {
   /** Operation name, also the first part of the workflow id (e.g. `project-delete`). */
@@ -90,11 +90,7 @@ export class Outbox {
         taskQueue: row.task_queue,
         args: row.args,
         workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
-        typedSearchAttributes: [
-          { key: BerthWorkspace, value: row.workspace_uuid },
-          { key: BerthResource, value: row.resource_uuid },
-          { key: BerthOperation, value: row.operation },
-        ],
+        typedSearchAttributes: operationSearchAttributes(row.workspace_uuid, row.resource_uuid, row.operation),
       });
       await db.query(`UPDATE operations SET started_at = now(), start_attempts = start_attempts + 1, last_error = NULL WHERE uuid = $1`, [row.uuid]);
       return true;

@@ -11,3 +11,4 @@ export { vpnUserCreate } from './vpn-user-create';
 export { vpnUserDelete } from './vpn-user-delete';
 export { siteConnectionCreate } from './site-connection-create';
 export { siteConnectionDelete } from './site-connection-delete';
+export { webhookDelivery } from './webhook-delivery';

@@ -1,17 +1,19 @@
 import { createHash } from 'node:crypto';
 import type Koa from 'koa';
 import type { DataSource } from 'typeorm';
+import type { SecretBox } from '../../domain/secret-box';
 import { Problem } from '../problem';
 
 const KEY = /^[A-Za-z0-9._:-]{1,255}$/;
-const REPLAYED_HEADERS = ['location', 'link', 'x-total-count', 'deprecation'];
+const REPLAYED_HEADERS = ['location', 'link', 'x-total-count', 'deprecation', 'cache-control'];
 
 /**
  * Idempotency-Key on POST: the first response (any status below 500) is stored for 24
  * hours and replayed to a retry of the same request; the same key on a different request
- * is refused with 422.
+ * is refused with 422. A response marked `Cache-Control: no-store` (it carries a secret
+ * shown once, e.g. a webhook's signing secret) is stored sealed with the secret box.
  */
-export function idempotency(ds: DataSource): Koa.Middleware {
+export function idempotency(ds: DataSource, secretBox: SecretBox): Koa.Middleware {
   return async (ctx, next) => {
     const key = ctx.get('idempotency-key');
     if (ctx.method !== 'POST' || !key) return next();
@@ -32,7 +34,7 @@ export function idempotency(ds: DataSource): Koa.Middleware {
       ctx.status = stored.status;
       for (const [k, v] of Object.entries(stored.headers as Record<string, string>)) ctx.set(k, v);
       ctx.set('Idempotent-Replayed', 'true');
-      ctx.body = stored.body;
+      ctx.body = stored.headers['cache-control'] === 'no-store' ? JSON.parse(secretBox.open(stored.body as string)) : stored.body;
       return;
     }
     await next();
@@ -50,7 +52,9 @@ export function idempotency(ds: DataSource): Koa.Middleware {
          request_hash = EXCLUDED.request_hash, status = EXCLUDED.status, body = EXCLUDED.body,
          headers = EXCLUDED.headers, created_at = now()
        WHERE idempotency_keys.created_at <= now() - interval '24 hours'`,
-      [workspace, key, ctx.method, ctx.path, requestHash, ctx.status, JSON.stringify(ctx.body ?? null), JSON.stringify(headers)],
+      [workspace, key, ctx.method, ctx.path, requestHash, ctx.status,
+        JSON.stringify(headers['cache-control'] === 'no-store' ? secretBox.seal(JSON.stringify(ctx.body ?? null)) : ctx.body ?? null),
+        JSON.stringify(headers)],
     );
   };
 }

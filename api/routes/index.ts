@@ -9,6 +9,7 @@ import { vpcSubnetRoutes } from './vpc-subnets';
 import { vpcVpnGatewayRoutes } from './vpc-vpn-gateways';
 import { vpcVpnUserRoutes } from './vpc-vpn-users';
 import { vpcRoutes } from './vpcs';
+import { webhookRoutes } from './webhooks';
 
 /** The route table: every declared route of the API (one entry per line). */
 export const routes: RouteDef[] = [
@@ -22,4 +23,5 @@ export const routes: RouteDef[] = [
   ...vpcVpnGatewayRoutes,
   ...vpcVpnUserRoutes,
   ...vpcSiteConnectionRoutes,
+  ...webhookRoutes,
 ];

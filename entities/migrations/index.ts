@@ -1,5 +1,6 @@
 import { Foundation1732200000000 } from './1732200000000-foundation';
 import { RegistryCredentials1732200000001 } from './1732200000001-registry-credentials';
+import { Webhooks1732300000000 } from './1732300000000-webhooks';
 import { Vpc1732500000000 } from './1732500000000-vpc';
 import { Audit1732900000000 } from './1732900000000-audit';
 
@@ -7,6 +8,7 @@ import { Audit1732900000000 } from './1732900000000-audit';
 export const migrations = [
   Foundation1732200000000,
   RegistryCredentials1732200000001,
+  Webhooks1732300000000,
   Vpc1732500000000,
   Audit1732900000000,
 ];

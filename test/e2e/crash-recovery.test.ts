@@ -74,7 +74,8 @@ describe('crash between commit and workflow start', () => {
       { what: 'project deleted by the recovered workflow', timeoutMs: 30_000 });
     const [row] = await stack.ds.query(`SELECT started_at, start_attempts FROM operations WHERE uuid = $1`, [op.uuid]);
     expect(row.started_at).not.toBeNull();
-    const description = await stack.temporal.workflow.getHandle(`project-delete/${project.uuid}`).describe();
-    expect(description.status.name).toBe('COMPLETED');
+    const handle = stack.temporal.workflow.getHandle(`project-delete/${project.uuid}`);
+    await handle.result();
+    expect((await handle.describe()).status.name).toBe('COMPLETED');
   });
 });

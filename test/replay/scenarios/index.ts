@@ -1,6 +1,11 @@
 import { projectScenarios } from './projects';
 import type { ReplayScenario } from './types';
 import { vpcScenarios } from './vpc';
+import { webhookScenarios } from './webhooks';
 
-/** Every replay scenario; each area adds its list here. */
-export const scenarios: ReplayScenario[] = [...projectScenarios, ...vpcScenarios];
+/** Every replay scenario; each area adds its list here (one entry per line). */
+export const scenarios: ReplayScenario[] = [
+  ...projectScenarios,
+  ...vpcScenarios,
+  ...webhookScenarios,
+];

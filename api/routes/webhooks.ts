@@ -1,0 +1,241 @@
+import { randomUUID } from 'node:crypto';
+import type { EntityManager } from 'typeorm';
+import * as yup from 'yup';
+import type { EventEnvelope } from '../../domain/events';
+import { checkDestination, parseAllowList, resolvedVerdict } from '../../domain/webhook-destination';
+import { generateWebhookSecret } from '../../domain/webhook-signature';
+import { WEBHOOK_ATTEMPT_TIMEOUT_MS, webhookDeliveryWorkflowId } from '../../domain/webhooks';
+import { one, rows } from '../../entities/sql';
+import { createHostResolver, ResolutionError } from '../../worker/resolver';
+import { redeliverWebhook, startWebhookDelivery } from '../../worker/webhook-starts';
+import { offsetOf, setPageHeaders, type Page } from '../pagination';
+import { notFound, unavailable, unprocessable } from '../problem';
+import { route, type RouteContext } from '../route';
+import { createWebhookBody, updateWebhookBody } from '../schemas/webhooks';
+import {
+  createdWebhookSchema, DELIVERY_COLUMNS, deliverySchema, deliveryView, WEBHOOK_COLUMNS, webhookSchema, webhookView,
+  type DeliveryRow, type WebhookRow,
+} from '../views/webhooks';
+
+const TAG = 'webhooks';
+/** How long POST /webhooks/{uuid}/test waits for the ping's one attempt before answering with the delivery as it stands. */
+const PING_WAIT_MS = WEBHOOK_ATTEMPT_TIMEOUT_MS + 20_000;
+
+type Ctx = RouteContext<any, any, any>;
+type CreateBody = yup.InferType<typeof createWebhookBody>;
+type UpdateBody = yup.InferType<typeof updateWebhookBody>;
+
+async function findWebhook(ctx: Ctx, uuid: string, db: Pick<EntityManager, 'query'> = ctx.deps.dataSource.manager): Promise<WebhookRow> {
+  const row = await one<WebhookRow>(db, `SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE uuid = $1 AND workspace_uuid = $2`,
+    [uuid, ctx.caller.workspaceUuid]);
+  if (!row) throw notFound('webhook');
+  return row;
+}
+
+async function findDelivery(ctx: Ctx, webhookUuid: string, deliveryUuid: string): Promise<DeliveryRow> {
+  const row = await one<DeliveryRow>(ctx.deps.dataSource, `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE uuid = $1 AND webhook_uuid = $2`,
+    [deliveryUuid, webhookUuid]);
+  if (!row) throw notFound('delivery');
+  return row;
+}
+
+/**
+ * The destination rules (Delivery and verification, 9): http(s), no private address,
+ * no internal name; a hostname must resolve now, and only to public addresses (it is
+ * resolved again before every delivery attempt).
+ */
+async function checkUrl(ctx: Ctx, url: string): Promise<void> {
+  const allow = parseAllowList(ctx.deps.config.webhookAllowCidrs);
+  const destination = checkDestination(url, allow);
+  const refuse = (reason: string) => unprocessable(`url ${reason}`, [{ path: 'body.url', message: reason }]);
+  if (!destination.ok) throw refuse(destination.reason);
+  if (destination.literal) return;
+  let addresses: string[];
+  try {
+    addresses = await createHostResolver(ctx.deps.config.dnsServers).resolve(destination.host);
+  } catch (err) {
+    if (err instanceof ResolutionError) throw refuse(`is refused: ${err.message}`);
+    throw err;
+  }
+  const verdict = resolvedVerdict(destination.host, addresses, allow);
+  if (!verdict.allowed) throw refuse(`is refused: ${verdict.reason}`);
+}
+
+function checkEvents(events: readonly string[] | undefined): string[] | undefined {
+  if (events === undefined) return undefined;
+  if (events.includes('ping')) {
+    throw unprocessable('ping is a test event and cannot be subscribed to', [{ path: 'body.events', message: 'ping is not subscribable' }]);
+  }
+  return [...new Set(events)];
+}
+
+async function checkApps(ctx: Ctx, m: EntityManager, appUuids: readonly string[] | undefined): Promise<string[] | undefined> {
+  if (appUuids === undefined) return undefined;
+  const ids = [...new Set(appUuids.map((a) => a.toLowerCase()))];
+  if (ids.length === 0) return ids;
+  const found = await rows<{ uuid: string }>(m, `SELECT uuid FROM apps WHERE workspace_uuid = $1 AND uuid = ANY($2::uuid[])`,
+    [ctx.caller.workspaceUuid, ids]);
+  const missing = ids.filter((id) => !found.some((f) => f.uuid === id));
+  if (missing.length > 0) {
+    throw unprocessable(`app_uuids must be apps of this workspace: ${missing.join(', ')}`,
+      missing.map((id) => ({ path: 'body.app_uuids', message: `${id} is not an app of this workspace` })));
+  }
+  return ids;
+}
+
+export const webhookRoutes = [
+  route<{}, Page, unknown>({
+    method: 'get', path: '/webhooks', operation: 'webhooks.manage', tag: TAG, paginated: true,
+    summary: 'List the workspace\'s webhooks, newest first', response: yup.array(webhookSchema),
+    async handler(ctx) {
+      const [{ count }] = await ctx.deps.dataSource.query(`SELECT count(*)::int AS count FROM webhooks WHERE workspace_uuid = $1`, [ctx.caller.workspaceUuid]);
+      const list = await rows<WebhookRow>(ctx.deps.dataSource,
+        `SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE workspace_uuid = $1 ORDER BY created_at DESC, uuid DESC LIMIT $2 OFFSET $3`,
+        [ctx.caller.workspaceUuid, ctx.query.per_page, offsetOf(ctx.query)]);
+      setPageHeaders(ctx.koa, ctx.query, count);
+      return list.map(webhookView);
+    },
+  }),
+  route<{}, {}, CreateBody>({
+    method: 'post', path: '/webhooks', operation: 'webhooks.manage', tag: TAG, status: 201,
+    summary: 'Create a webhook; the response carries its signing secret, shown only this once',
+    body: createWebhookBody, response: createdWebhookSchema,
+    async handler(ctx) {
+      const events = checkEvents(ctx.body.events) ?? [];
+      await checkUrl(ctx, ctx.body.url);
+      const secret = generateWebhookSecret();
+      const row = await ctx.deps.dataSource.transaction(async (m) => {
+        const apps = (await checkApps(ctx, m, ctx.body.app_uuids)) ?? [];
+        return one<WebhookRow>(m,
+          `INSERT INTO webhooks (uuid, workspace_uuid, url, description, events, app_uuids, include_review_apps, enabled, secret_sealed)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING ${WEBHOOK_COLUMNS}`,
+          [randomUUID(), ctx.caller.workspaceUuid, ctx.body.url, ctx.body.description ?? '', events, apps,
+            ctx.body.include_review_apps ?? false, ctx.body.enabled ?? true, ctx.deps.secretBox.seal(secret)]);
+      });
+      ctx.koa.set('Location', `/api/v1/webhooks/${row!.uuid}`);
+      ctx.koa.set('Cache-Control', 'no-store');
+      return { ...webhookView(row!), secret };
+    },
+  }),
+  route<{ uuid: string }>({
+    method: 'get', path: '/webhooks/{uuid}', operation: 'webhooks.manage', tag: TAG,
+    summary: 'Show a webhook (never its secret)', response: webhookSchema,
+    async handler(ctx) {
+      return webhookView(await findWebhook(ctx, ctx.params.uuid));
+    },
+  }),
+  route<{ uuid: string }, {}, UpdateBody>({
+    method: 'put', path: '/webhooks/{uuid}', operation: 'webhooks.manage', tag: TAG,
+    summary: 'Update a webhook: url, description, events, app_uuids, include_review_apps, enabled (re-enabling resets the failure count)',
+    body: updateWebhookBody, response: webhookSchema,
+    async handler(ctx) {
+      const events = checkEvents(ctx.body.events);
+      if (ctx.body.url !== undefined) await checkUrl(ctx, ctx.body.url);
+      return ctx.deps.dataSource.transaction(async (m) => {
+        const current = await findWebhook(ctx, ctx.params.uuid, m);
+        const apps = await checkApps(ctx, m, ctx.body.app_uuids);
+        const enabled = ctx.body.enabled ?? current.enabled;
+        const reenabled = enabled && !current.enabled;
+        const row = await one<WebhookRow>(m,
+          `UPDATE webhooks SET url = COALESCE($2, url), description = COALESCE($3, description), events = COALESCE($4, events),
+                  app_uuids = COALESCE($5, app_uuids), include_review_apps = COALESCE($6, include_review_apps), enabled = $7,
+                  consecutive_failures = CASE WHEN $8 THEN 0 ELSE consecutive_failures END,
+                  disabled_at = CASE WHEN $7 THEN NULL WHEN enabled THEN now() ELSE disabled_at END,
+                  disable_notice_pending = CASE WHEN $7 THEN false ELSE disable_notice_pending END,
+                  updated_at = now()
+            WHERE uuid = $1 RETURNING ${WEBHOOK_COLUMNS}`,
+          [current.uuid, ctx.body.url ?? null, ctx.body.description ?? null, events ?? null, apps ?? null,
+            ctx.body.include_review_apps ?? null, enabled, reenabled]);
+        return webhookView(row!);
+      });
+    },
+  }),
+  route<{ uuid: string }>({
+    method: 'delete', path: '/webhooks/{uuid}', operation: 'webhooks.manage', tag: TAG, status: 204,
+    summary: 'Delete a webhook and its delivery history (deliveries in flight stop)',
+    async handler(ctx) {
+      const deleted = await rows(ctx.deps.dataSource, `DELETE FROM webhooks WHERE uuid = $1 AND workspace_uuid = $2 RETURNING uuid`,
+        [ctx.params.uuid, ctx.caller.workspaceUuid]);
+      if (deleted.length === 0) throw notFound('webhook');
+      return undefined;
+    },
+  }),
+  route<{ uuid: string }>({
+    method: 'post', path: '/webhooks/{uuid}/test', operation: 'webhooks.manage', tag: TAG,
+    summary: 'Send a signed ping now, even to a disabled webhook; always 200 with the delivery (read status and response_code)',
+    response: deliverySchema,
+    async handler(ctx) {
+      const webhook = await findWebhook(ctx, ctx.params.uuid);
+      const eventId = randomUUID();
+      const envelope: EventEnvelope = { id: eventId, type: 'ping', timestamp: new Date().toISOString(), data: {} };
+      const body = JSON.stringify(envelope);
+      await ctx.deps.dataSource.transaction(async (m) => {
+        await m.query(`INSERT INTO events (uuid, workspace_uuid, type, app_uuid, payload) VALUES ($1, $2, 'ping', NULL, $3)`,
+          [eventId, ctx.caller.workspaceUuid, body]);
+        await m.query(`INSERT INTO webhook_deliveries (uuid, webhook_uuid, event_id, event_type, body) VALUES ($1, $2, $3, 'ping', $4)`,
+          [randomUUID(), webhook.uuid, eventId, body]);
+      });
+      try {
+        await startWebhookDelivery(ctx.deps.temporal, ctx.deps.config.taskQueue, ctx.caller.workspaceUuid, { webhookUuid: webhook.uuid, eventId, ping: true });
+        const handle = ctx.deps.temporal.workflow.getHandle(webhookDeliveryWorkflowId(webhook.uuid, eventId));
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([handle.result(), new Promise((resolve) => { timer = setTimeout(resolve, PING_WAIT_MS); })])
+          .finally(() => clearTimeout(timer));
+      } catch (err) {
+        ctx.deps.logger.warn({ err, webhookUuid: webhook.uuid, eventId }, 'test ping could not be sent');
+        await ctx.deps.dataSource.query(
+          `UPDATE webhook_deliveries SET status = 'failed', message = $3 WHERE webhook_uuid = $1 AND event_id = $2 AND status = 'pending'`,
+          [webhook.uuid, eventId, 'the ping could not be queued; try again']);
+      }
+      const row = await one<DeliveryRow>(ctx.deps.dataSource, `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE webhook_uuid = $1 AND event_id = $2`,
+        [webhook.uuid, eventId]);
+      return deliveryView(row!);
+    },
+  }),
+  route<{ uuid: string }, Page, unknown>({
+    method: 'get', path: '/webhooks/{uuid}/deliveries', operation: 'webhooks.manage', tag: TAG, paginated: true,
+    summary: 'Recent deliveries of a webhook, newest first, one per event (the last 50 events are kept)',
+    response: yup.array(deliverySchema),
+    async handler(ctx) {
+      const webhook = await findWebhook(ctx, ctx.params.uuid);
+      const [{ count }] = await ctx.deps.dataSource.query(`SELECT count(*)::int AS count FROM webhook_deliveries WHERE webhook_uuid = $1`, [webhook.uuid]);
+      const list = await rows<DeliveryRow>(ctx.deps.dataSource,
+        `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE webhook_uuid = $1 ORDER BY seq DESC LIMIT $2 OFFSET $3`,
+        [webhook.uuid, ctx.query.per_page, offsetOf(ctx.query)]);
+      setPageHeaders(ctx.koa, ctx.query, count);
+      return list.map(deliveryView);
+    },
+  }),
+  route<{ uuid: string; delivery_uuid: string }>({
+    method: 'get', path: '/webhooks/{uuid}/deliveries/{delivery_uuid}', operation: 'webhooks.manage', tag: TAG,
+    summary: 'Show one delivery', response: deliverySchema,
+    async handler(ctx) {
+      const webhook = await findWebhook(ctx, ctx.params.uuid);
+      return deliveryView(await findDelivery(ctx, webhook.uuid, ctx.params.delivery_uuid));
+    },
+  }),
+  route<{ uuid: string; delivery_uuid: string }>({
+    method: 'post', path: '/webhooks/{uuid}/deliveries/{delivery_uuid}/retry', operation: 'webhooks.manage', tag: TAG,
+    summary: 'Re-queue the stored payload under the original event id; the delivery returns pending (422 when the webhook is disabled)',
+    response: deliverySchema,
+    async handler(ctx) {
+      const webhook = await findWebhook(ctx, ctx.params.uuid);
+      const delivery = await findDelivery(ctx, webhook.uuid, ctx.params.delivery_uuid);
+      if (!webhook.enabled) throw unprocessable('the webhook is disabled: re-enable it (PUT enabled: true) before retrying deliveries');
+      const moved = await one<DeliveryRow>(ctx.deps.dataSource,
+        `UPDATE webhook_deliveries SET status = 'pending' WHERE uuid = $1 AND status IN ('failed', 'delivered') RETURNING ${DELIVERY_COLUMNS}`,
+        [delivery.uuid]);
+      try {
+        await redeliverWebhook(ctx.deps.temporal, ctx.deps.config.taskQueue, ctx.caller.workspaceUuid,
+          { webhookUuid: webhook.uuid, eventId: delivery.event_id, ...(delivery.event_type === 'ping' ? { ping: true } : {}) });
+      } catch (err) {
+        ctx.deps.logger.error({ err, webhookUuid: webhook.uuid, deliveryUuid: delivery.uuid }, 'could not re-queue a delivery');
+        if (moved) {
+          await ctx.deps.dataSource.query(`UPDATE webhook_deliveries SET status = $2 WHERE uuid = $1 AND status = 'pending'`, [delivery.uuid, delivery.status]);
+        }
+        throw unavailable('the delivery could not be re-queued; try again shortly', 5);
+      }
+      return deliveryView(moved ?? { ...delivery, status: 'pending' });
+    },
+  }),
+];

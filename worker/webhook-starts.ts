@@ -1,0 +1,46 @@
+import { WorkflowExecutionAlreadyStartedError, WorkflowIdConflictPolicy, WorkflowIdReusePolicy, type Client } from '@temporalio/client';
+import { operationSearchAttributes } from '../domain/search-attributes';
+import {
+  WEBHOOK_DELIVERY_OPERATION, WEBHOOK_DELIVERY_WORKFLOW, WEBHOOK_REDELIVER_SIGNAL, webhookDeliveryWorkflowId, type WebhookDeliveryArgs,
+} from '../domain/webhooks';
+
+function options(taskQueue: string, workspaceUuid: string, args: WebhookDeliveryArgs) {
+  return {
+    workflowId: webhookDeliveryWorkflowId(args.webhookUuid, args.eventId),
+    taskQueue,
+    args: [args],
+    typedSearchAttributes: operationSearchAttributes(workspaceUuid, args.webhookUuid, WEBHOOK_DELIVERY_OPERATION),
+  };
+}
+
+/**
+ * Starts the delivery workflow of one webhook and event (event fan-out, test pings). A
+ * run already going is used as is and a finished one is not started again, so a retried
+ * fan-out delivers once; manual retries go through `redeliverWebhook`.
+ */
+export async function startWebhookDelivery(client: Client, taskQueue: string, workspaceUuid: string, args: WebhookDeliveryArgs): Promise<void> {
+  try {
+    await client.workflow.start(WEBHOOK_DELIVERY_WORKFLOW, {
+      ...options(taskQueue, workspaceUuid, args),
+      workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
+      workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+    });
+  } catch (err) {
+    if (err instanceof WorkflowExecutionAlreadyStartedError) return;
+    throw err;
+  }
+}
+
+/**
+ * A manual retry: signal-with-start under the same workflow id. A running delivery gets
+ * the `redeliver` signal (it attempts now, or starts another cycle if it had finished
+ * its last one), so it is never duplicated; a finished one is started again as a new run.
+ */
+export async function redeliverWebhook(client: Client, taskQueue: string, workspaceUuid: string, args: WebhookDeliveryArgs): Promise<void> {
+  await client.workflow.signalWithStart(WEBHOOK_DELIVERY_WORKFLOW, {
+    ...options(taskQueue, workspaceUuid, args),
+    workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
+    signal: WEBHOOK_REDELIVER_SIGNAL,
+    signalArgs: [],
+  });
+}
