@@ -2,8 +2,10 @@ import type { ActivityDeps } from './deps';
 import { createEventActivities } from './events';
 import { createProjectActivities } from './projects';
 import { createStateActivities } from './state';
+import { createBucketActivities } from './buckets';
 
 export type { ActivityDeps } from './deps';
+export type { StorageCleanupInput } from './buckets';
 
 /** Every activity, built from its dependencies (the worker registers the result). */
 export function createActivities(deps: ActivityDeps) {
@@ -11,6 +13,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createStateActivities(deps),
     ...createEventActivities(deps),
     ...createProjectActivities(deps),
+    ...createBucketActivities(deps),
   };
 }
 

@@ -5,6 +5,9 @@ import type { ActivityDeps } from './deps';
 export const STATEFUL_TABLES = {
   projects: 'state',
   apps: 'state',
+  buckets: 'state',
+  static_sites: 'state',
+  stack_deployments: 'state',
 } as const;
 
 export type StatefulTable = keyof typeof STATEFUL_TABLES;

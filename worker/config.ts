@@ -32,6 +32,14 @@ export interface Config {
   providerFaultRate: number;
   providerLatencyMs: number;
   s3Endpoint: string | undefined;
+  /** Operator credentials and region of BERTH_S3_ENDPOINT. */
+  s3AccessKey: string | undefined;
+  s3SecretKey: string | undefined;
+  s3Region: string;
+  /** Port of the embedded object store `berth dev` runs when BERTH_S3_ENDPOINT is unset (0: any free port). */
+  embeddedS3Port: number;
+  /** Static sites are served at https://<name>.<sitesDomain>. */
+  sitesDomain: string;
 }
 
 function int(value: string | undefined, fallback: number, name: string): number {
@@ -76,5 +84,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     providerFaultRate: faultRate,
     providerLatencyMs: int(env.BERTH_PROVIDER_LATENCY_MS, 1000, 'BERTH_PROVIDER_LATENCY_MS'),
     s3Endpoint: env.BERTH_S3_ENDPOINT || undefined,
+    s3AccessKey: env.BERTH_S3_ACCESS_KEY || undefined,
+    s3SecretKey: env.BERTH_S3_SECRET_KEY || undefined,
+    s3Region: env.BERTH_S3_REGION || 'us-east-1',
+    embeddedS3Port: int(env.BERTH_S3_PORT, 9000, 'BERTH_S3_PORT'),
+    sitesDomain: env.BERTH_SITES_DOMAIN || 'sites.berth.localhost',
   };
 }

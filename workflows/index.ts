@@ -1,2 +1,4 @@
 /** Every workflow type the worker runs. */
 export { projectDelete } from './project-delete';
+export { bucketProvision } from './bucket-provision';
+export { storageCleanup } from './storage-cleanup';

@@ -1,4 +1,6 @@
 import type { SimulatedCore } from './simulated/core';
+import type { StacksDriver } from './stacks';
+import type { StorageDriver } from './storage';
 
 /**
  * The data-plane driver: the only way activities reach the cluster that runs workloads.
@@ -11,4 +13,6 @@ export interface Provider {
   readonly name: string;
   /** Present on the simulated driver only: fault injection and latency. */
   readonly core?: SimulatedCore;
+  storage: StorageDriver;
+  stacks: StacksDriver;
 }

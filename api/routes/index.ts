@@ -1,6 +1,9 @@
 import type { RouteDef } from '../route';
 import { projectRoutes } from './projects';
 import { resourceRoutes } from './resources';
+import { bucketRoutes } from './buckets';
+import { registryCredentialRoutes } from './registry-credentials';
 
 /** The route table: every declared route of the API. */
-export const routes: RouteDef[] = [...projectRoutes, ...resourceRoutes];
+export const routes: RouteDef[] = [...projectRoutes, ...resourceRoutes,
+  ...bucketRoutes, ...registryCredentialRoutes];

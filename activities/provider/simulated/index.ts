@@ -1,5 +1,7 @@
 import type { Provider } from '../provider';
 import { SimulatedCore, type SimulatedOptions } from './core';
+import { createSimulatedStacks } from './stacks';
+import { createSimulatedStorage } from './storage';
 
 export { SimulatedCore } from './core';
 export type { SimulatedOptions } from './core';
@@ -13,5 +15,7 @@ export function createSimulatedProvider(options: SimulatedOptions): Provider {
   return {
     name: 'simulated',
     core,
+    storage: createSimulatedStorage(core, options.objectStore),
+    stacks: createSimulatedStacks(core),
   };
 }
