@@ -3,9 +3,11 @@ import { createEventActivities } from './events';
 import { createProjectActivities } from './projects';
 import { createStateActivities } from './state';
 import { createBucketActivities } from './buckets';
+import { createStackActivities } from './stacks';
 
 export type { ActivityDeps } from './deps';
 export type { StorageCleanupInput } from './buckets';
+export type { AnalyzeInput, AnalyzeResult, PublishedItem } from './stacks';
 
 /** Every activity, built from its dependencies (the worker registers the result). */
 export function createActivities(deps: ActivityDeps) {
@@ -14,6 +16,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createEventActivities(deps),
     ...createProjectActivities(deps),
     ...createBucketActivities(deps),
+    ...createStackActivities(deps),
   };
 }
 

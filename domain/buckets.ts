@@ -64,7 +64,6 @@ export function policyProblem(policy: string): string | null {
 export function objectKeyProblem(key: string): string | null {
   if (key.length === 0 || new TextEncoder().encode(key).length > 1024) return 'must be 1 to 1024 bytes';
   if (key.startsWith('/')) return 'must not start with a slash';
-  // eslint-disable-next-line no-control-regex
   if (/[\u0000-\u001f\u007f]/.test(key)) return 'must not contain control characters';
   if (key.split('/').some((s) => s === '.' || s === '..')) return 'must not contain . or .. segments';
   return null;

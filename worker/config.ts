@@ -40,6 +40,8 @@ export interface Config {
   embeddedS3Port: number;
   /** Static sites are served at https://<name>.<sitesDomain>. */
   sitesDomain: string;
+  /** Lets stacks and static sites clone file:// repositories (tests, local development); off by default. */
+  gitAllowFileUrls: boolean;
 }
 
 function int(value: string | undefined, fallback: number, name: string): number {
@@ -89,5 +91,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     s3Region: env.BERTH_S3_REGION || 'us-east-1',
     embeddedS3Port: int(env.BERTH_S3_PORT, 9000, 'BERTH_S3_PORT'),
     sitesDomain: env.BERTH_SITES_DOMAIN || 'sites.berth.localhost',
+    gitAllowFileUrls: env.BERTH_GIT_ALLOW_FILE_URLS === '1' || env.BERTH_GIT_ALLOW_FILE_URLS === 'true',
   };
 }

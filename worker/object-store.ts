@@ -14,9 +14,7 @@ interface AwsAccount {
 }
 
 // s3rver ships no type declarations.
-// eslint-disable-next-line @typescript-eslint/no-require-imports
 const S3rver = require('s3rver') as new (options: Record<string, unknown>) => S3rverInstance;
-// eslint-disable-next-line @typescript-eslint/no-require-imports
 const AWSAccount = require('s3rver/lib/models/account') as new (id: number, name: string) => AwsAccount;
 
 export interface EmbeddedObjectStore extends ObjectStoreOptions {

@@ -2,3 +2,5 @@
 export { projectDelete } from './project-delete';
 export { bucketProvision } from './bucket-provision';
 export { storageCleanup } from './storage-cleanup';
+export { stackAnalyze } from './stack-analyze';
+export { stackDeploy } from './stack-deploy';

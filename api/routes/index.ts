@@ -3,7 +3,8 @@ import { projectRoutes } from './projects';
 import { resourceRoutes } from './resources';
 import { bucketRoutes } from './buckets';
 import { registryCredentialRoutes } from './registry-credentials';
+import { stackRoutes } from './stacks';
 
 /** The route table: every declared route of the API. */
 export const routes: RouteDef[] = [...projectRoutes, ...resourceRoutes,
-  ...bucketRoutes, ...registryCredentialRoutes];
+  ...bucketRoutes, ...registryCredentialRoutes, ...stackRoutes];
