@@ -4,6 +4,7 @@ import { createProjectActivities } from './projects';
 import { createStateActivities } from './state';
 import { createBucketActivities } from './buckets';
 import { createStackActivities } from './stacks';
+import { createStaticSiteActivities } from './static-sites';
 
 export type { ActivityDeps } from './deps';
 export type { StorageCleanupInput } from './buckets';
@@ -17,6 +18,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createProjectActivities(deps),
     ...createBucketActivities(deps),
     ...createStackActivities(deps),
+    ...createStaticSiteActivities(deps),
   };
 }
 

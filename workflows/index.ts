@@ -4,3 +4,5 @@ export { bucketProvision } from './bucket-provision';
 export { storageCleanup } from './storage-cleanup';
 export { stackAnalyze } from './stack-analyze';
 export { stackDeploy } from './stack-deploy';
+export { staticSiteProvision } from './static-site-provision';
+export { staticSiteDeploy } from './static-site-deploy';
