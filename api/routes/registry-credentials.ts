@@ -36,6 +36,17 @@ function assertHostname(registry: RegistryProvider, hostname: string | null | un
   }
 }
 
+/**
+ * For routes that take `deployment_config.credential_id` (apps with container_registry):
+ * 422 unless it names a credential of the caller's workspace.
+ */
+export async function checkRegistryCredential(ctx: Ctx, credentialId: string, path = 'body.deployment_config.credential_id'): Promise<RegistryCredentialRow> {
+  const row = await one<RegistryCredentialRow>(ctx.deps.dataSource,
+    `SELECT ${CREDENTIAL_COLUMNS} FROM container_registry_credentials WHERE uuid = $1 AND workspace_uuid = $2`, [credentialId, ctx.caller.workspaceUuid]);
+  if (!row) throw unprocessable('credential_id is not a container registry credential of this workspace', [{ path, message: 'no such credential' }]);
+  return row;
+}
+
 const duplicate = (name: string) => conflict(`a container registry credential named "${name}" already exists in this workspace`);
 
 async function find(ctx: Ctx, uuid: string): Promise<RegistryCredentialRow> {

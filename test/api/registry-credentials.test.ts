@@ -1,6 +1,7 @@
 import { seedWorkspace, tokenWith, type Workspace } from '../support/fixtures';
 import { expectNoSecretLeaks, startStack, type TestStack } from '../support/stack';
 import { REGISTRY_PROVIDERS } from '../../domain/registries';
+import { openRegistryCredential } from '../../activities/registry-credentials';
 
 let stack: TestStack;
 let ws: Workspace;
@@ -108,5 +109,18 @@ describe('container registry credentials', () => {
     expect((await stack.http.delete(`${base}/${created.body.uuid}`).set(auth(viewer))).status).toBe(403);
     await stack.http.delete(`${base}/${created.body.uuid}`).set(auth(manager)).expect(204);
     expect((await stack.http.get(`${base}/${created.body.uuid}`).set(auth(viewer))).status).toBe(404);
+  });
+
+  it('REG-05 an app references a credential by its uuid as deployment_config.credential_id: it resolves within its workspace only, with the pull server and the opened token', async () => {
+    const t = token();
+    const ghcr = await stack.http.post(base).set(auth(ws.ownerToken)).send({ name: 'pull-ghcr', registry: 'github', username: 'octo', token: t });
+    const auth1 = await openRegistryCredential(stack.activityDeps, ws.uuid, ghcr.body.uuid);
+    expect(auth1).toEqual({ registry: 'github', server: 'ghcr.io', username: 'octo', token: t });
+    const ecr = await stack.http.post(base).set(auth(ws.ownerToken))
+      .send({ name: 'pull-ecr', registry: 'aws_ecr', username: 'AWS', token: token(), registry_hostname: '1234.dkr.ecr.eu-west-1.amazonaws.com' });
+    expect((await openRegistryCredential(stack.activityDeps, ws.uuid, ecr.body.uuid))!.server).toBe('1234.dkr.ecr.eu-west-1.amazonaws.com');
+    const other = await seedWorkspace(stack.ds);
+    expect(await openRegistryCredential(stack.activityDeps, other.uuid, ghcr.body.uuid)).toBeNull();
+    expectNoSecretLeaks(stack, [t]);
   });
 });
