@@ -40,8 +40,10 @@ async function siteState(uuid: string, states: string[]) {
   }, { what: `site in ${states.join('/')}`, timeoutMs: 30_000 });
 }
 
-async function events(siteUuid: string) {
-  return stack.ds.query(`SELECT type, payload FROM events WHERE app_uuid = $1 ORDER BY created_at, type DESC`, [siteUuid]);
+async function events(siteUuid: string, atLeast = 0) {
+  const query = () => stack.ds.query(`SELECT type, payload FROM events WHERE app_uuid = $1 ORDER BY created_at, type DESC`, [siteUuid]);
+  if (atLeast > 0) await eventually(async () => (await query()).length >= atLeast, { what: `${atLeast} events` });
+  return query();
 }
 
 /** What the site serves: the route of its host and the objects under it on the store. */
@@ -95,7 +97,7 @@ describe('static sites', () => {
     const running = await siteState(created.body.uuid, ['running', 'failed']);
     expect(running.state).toBe('running');
     expect(await served('blog')).toEqual({ 'index.html': '<h1>v1</h1>', 'css/site.css': 'h1{}' });
-    const evs = await events(created.body.uuid);
+    const evs = await events(created.body.uuid, 2);
     expect(evs.map((e: { type: string }) => e.type)).toEqual(['deploy_started', 'deploy_ended']);
     const [started, ended] = evs.map((e: { payload: any }) => e.payload);
     expect(started.data.app_id).toBe(created.body.uuid);
@@ -108,8 +110,10 @@ describe('static sites', () => {
     await stack.http.put(`/api/v1/static_sites/${created.body.uuid}/deployment`).set(auth(ws.ownerToken)).send({}).expect(202);
     await eventually(async () => (await events(created.body.uuid)).length === 4, { what: 'second deploy events' });
     expect(await served('blog')).toEqual({ 'index.html': '<h1>v2</h1>' });
-    const states = await stack.temporal.workflow.getHandle(`static-site-deploy/${created.body.uuid}/${(await stack.http.get(`/api/v1/static_sites/${created.body.uuid}/deployments`).set(auth(ws.ownerToken))).body[0].uuid}`).query('state');
-    expect(states).toBe('running');
+    const latest = (await stack.http.get(`/api/v1/static_sites/${created.body.uuid}/deployments`).set(auth(ws.ownerToken))).body[0].uuid;
+    const handle = stack.temporal.workflow.getHandle(`static-site-deploy/${created.body.uuid}/${latest}`);
+    expect(await handle.result()).toBe('running');
+    expect(await handle.query('state')).toBe('running');
   });
 
   it('SIT-02 SIT-06 a failed deployment ends failed, with deploy_ended carrying the reason', async () => {
@@ -119,7 +123,7 @@ describe('static sites', () => {
     expect(created.status).toBe(201);
     const failed = await siteState(created.body.uuid, ['failed', 'running']);
     expect(failed.state).toBe('failed');
-    const evs = await events(created.body.uuid);
+    const evs = await events(created.body.uuid, 2);
     expect(evs.map((e: { type: string }) => e.type)).toEqual(['deploy_started', 'deploy_ended']);
     expect(evs[1].payload.data).toMatchObject({ app_id: created.body.uuid, message: expect.stringContaining('publish_directory "dist" does not exist') });
     // Fixing the source redeploys it to running.
