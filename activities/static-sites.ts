@@ -38,13 +38,24 @@ export function createStaticSiteActivities({ dataSource, secretBox, provider, co
       return true;
     },
 
-    /** A deployment starts: the site moves to deploying, the deployment to running. */
+    /**
+     * A deployment starts: the deployment moves to running and the site to deploying, in one
+     * transaction. Idempotent: a retry after the move answers true again; false when the
+     * deployment was not pending (or the site cannot deploy now).
+     */
     async startSiteDeployment(siteUuid: string, deploymentUuid: string): Promise<boolean> {
-      const moved = await rows(dataSource,
-        `UPDATE static_sites SET state = 'deploying', failure_reason = NULL, updated_at = now() WHERE uuid = $1 AND state IN ('assigned', 'running', 'failed') RETURNING uuid`,
-        [siteUuid]);
-      await dataSource.query(`UPDATE static_site_deployments SET state = 'running' WHERE uuid = $1 AND state = 'pending'`, [deploymentUuid]);
-      return moved.length > 0;
+      return dataSource.transaction(async (m) => {
+        const [d] = await m.query(`SELECT state FROM static_site_deployments WHERE uuid = $1 FOR UPDATE`, [deploymentUuid]);
+        if (!d) return false;
+        if (d.state === 'running') return true;
+        if (d.state !== 'pending') return false;
+        const moved = await rows(m,
+          `UPDATE static_sites SET state = 'deploying', failure_reason = NULL, updated_at = now() WHERE uuid = $1 AND state IN ('assigned', 'running', 'failed') RETURNING uuid`,
+          [siteUuid]);
+        if (moved.length === 0) return false;
+        await m.query(`UPDATE static_site_deployments SET state = 'running' WHERE uuid = $1`, [deploymentUuid]);
+        return true;
+      });
     },
 
     /**

@@ -1,4 +1,5 @@
 import { GetObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
+import { createStaticSiteActivities } from '../../activities/static-sites';
 import { seedWorkspace, tokenWith, type Workspace } from '../support/fixtures';
 import { localRepo, type LocalRepo } from '../support/git';
 import { startObjectStore } from '../support/object-store';
@@ -164,5 +165,19 @@ describe('static sites', () => {
     await stack.http.delete(`/api/v1/static_sites/${created.body.uuid}`).set(auth(ws.ownerToken)).expect(204);
     expect((await stack.http.get(`/api/v1/static_sites/${created.body.uuid}`).set(auth(ws.ownerToken))).status).toBe(404);
     await eventually(async () => (await stack.ds.query(`SELECT 1 FROM sim_storage_routes WHERE host = 'short-lived.sites.test.localhost'`)).length === 0, { what: 'route removed' });
+  });
+
+  it('SIT-02 starting a deployment is idempotent: a retried start answers true and moves nothing twice', async () => {
+    const created = await stack.http.post('/api/v1/static_sites').set(auth(ws.ownerToken)).send({ name: 'idempotent' });
+    await siteState(created.body.uuid, ['assigned']);
+    const deploymentUuid = '00000000-0000-4000-8000-00000000d001';
+    await stack.ds.query(`INSERT INTO static_site_deployments (uuid, site_uuid) VALUES ($1, $2)`, [deploymentUuid, created.body.uuid]);
+    const acts = createStaticSiteActivities(stack.activityDeps);
+    expect(await acts.startSiteDeployment(created.body.uuid, deploymentUuid)).toBe(true);
+    expect(await acts.startSiteDeployment(created.body.uuid, deploymentUuid)).toBe(true);
+    const [site] = await stack.ds.query(`SELECT state FROM static_sites WHERE uuid = $1`, [created.body.uuid]);
+    expect(site.state).toBe('deploying');
+    await acts.finishSiteDeployment(created.body.uuid, deploymentUuid, 'failed', 'stopped by the test');
+    expect(await acts.startSiteDeployment(created.body.uuid, deploymentUuid)).toBe(false);
   });
 });
