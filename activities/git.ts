@@ -18,7 +18,7 @@ export interface GitCredential {
  * through GIT_CONFIG_* environment variables: never in the URL, the arguments or a log.
  * Only https (and file, where allowed) transports are enabled.
  */
-export async function cloneBranch(url: string, branch: string, options: { credential?: GitCredential | null; allowFile: boolean; timeoutMs?: number }): Promise<{ dir: string; commitSha: string; dispose(): Promise<void> }> {
+export async function cloneBranch(url: string, branch: string, options: { credential?: GitCredential | null; allowFile: boolean; caFile?: string; timeoutMs?: number }): Promise<{ dir: string; commitSha: string; dispose(): Promise<void> }> {
   const dir = await mkdtemp(path.join(tmpdir(), 'berth-git-'));
   const env: NodeJS.ProcessEnv = {
     // eslint-disable-next-line no-restricted-properties -- not configuration: git is found on the worker's own PATH
@@ -30,6 +30,7 @@ export async function cloneBranch(url: string, branch: string, options: { creden
     GIT_ALLOW_PROTOCOL: options.allowFile ? 'https:file' : 'https',
     GIT_LFS_SKIP_SMUDGE: '1',
   };
+  if (options.caFile) env.GIT_SSL_CAINFO = options.caFile;
   if (options.credential) {
     const basic = Buffer.from(`${options.credential.username}:${options.credential.token}`).toString('base64');
     Object.assign(env, { GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: 'http.extraHeader', GIT_CONFIG_VALUE_0: `Authorization: Basic ${basic}` });

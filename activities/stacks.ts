@@ -74,7 +74,7 @@ export function createStackActivities({ dataSource, secretBox, provider, config,
 
   async function analyze(input: AnalyzeInput): Promise<AnalyzeResult> {
     const clone = await cloneBranch(input.repositoryUrl, input.branch, {
-      credential: await credential(input.workspaceUuid, input.credentialId), allowFile: config.gitAllowFileUrls,
+      credential: await credential(input.workspaceUuid, input.credentialId), allowFile: config.gitAllowFileUrls, caFile: config.gitCaFile,
     });
     try {
       const { text, file } = await readCompose(clone.dir, input.composePath);

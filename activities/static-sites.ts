@@ -73,7 +73,7 @@ export function createStaticSiteActivities({ dataSource, secretBox, provider, co
           `SELECT username, token_sealed FROM container_registry_credentials WHERE uuid = $1 AND workspace_uuid = $2`, [s.credential_id, s.workspace_uuid]);
         if (c) credential = { username: c.username || 'git', token: secretBox.open(c.token_sealed) };
       }
-      const clone = await cloneBranch(s.deployment_config.repository, s.deployment_config.branch ?? 'main', { credential, allowFile: config.gitAllowFileUrls });
+      const clone = await cloneBranch(s.deployment_config.repository, s.deployment_config.branch ?? 'main', { credential, allowFile: config.gitAllowFileUrls, caFile: config.gitCaFile });
       try {
         const root = await realpath(clone.dir);
         let dir: string;

@@ -42,6 +42,8 @@ export interface Config {
   sitesDomain: string;
   /** Lets stacks and static sites clone file:// repositories (tests, local development); off by default. */
   gitAllowFileUrls: boolean;
+  /** CA bundle git trusts for HTTPS repositories (a self-hosted code host with a private CA). */
+  gitCaFile: string | undefined;
 }
 
 function int(value: string | undefined, fallback: number, name: string): number {
@@ -92,5 +94,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     embeddedS3Port: int(env.BERTH_S3_PORT, 9000, 'BERTH_S3_PORT'),
     sitesDomain: env.BERTH_SITES_DOMAIN || 'sites.berth.localhost',
     gitAllowFileUrls: env.BERTH_GIT_ALLOW_FILE_URLS === '1' || env.BERTH_GIT_ALLOW_FILE_URLS === 'true',
+    gitCaFile: env.BERTH_GIT_CA_FILE || undefined,
   };
 }
