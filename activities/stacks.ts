@@ -216,6 +216,12 @@ export function createStackActivities({ dataSource, secretBox, provider, config,
       await dataSource.query(`UPDATE apps SET state = 'failed', updated_at = now() WHERE uuid = $1`, [itemUuid]);
     },
 
+    /** After a stack is deleted: its services leave the data plane (idempotent). */
+    async removeStackServices(itemUuids: string[]): Promise<number> {
+      for (const uuid of itemUuids) await provider.stacks.removeService(uuid);
+      return itemUuids.length;
+    },
+
     /** Ends a deployment: completed (at least one service runs) or failed. */
     async finishStackDeployment(deploymentUuid: string, outcome: 'completed' | 'failed', subevent: string): Promise<boolean> {
       const moved = await rows(dataSource,

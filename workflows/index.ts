@@ -4,5 +4,6 @@ export { bucketProvision } from './bucket-provision';
 export { storageCleanup } from './storage-cleanup';
 export { stackAnalyze } from './stack-analyze';
 export { stackDeploy } from './stack-deploy';
+export { stackCleanup } from './stack-cleanup';
 export { staticSiteProvision } from './static-site-provision';
 export { staticSiteDeploy } from './static-site-deploy';

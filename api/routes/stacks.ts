@@ -251,4 +251,26 @@ export const stackRoutes = [
       return stack;
     },
   }),
+  route<{ uuid: string }>({
+    method: 'delete', path: '/stacks/{uuid}', operation: 'stacks.write', tag: TAG, status: 204,
+    summary: 'Delete a stack with its services (its apps and add-on items); 409 while a deployment runs',
+    async handler(ctx) {
+      const operation = await ctx.deps.dataSource.transaction(async (m) => {
+        const s = await findStack(ctx, ctx.params.uuid, m, true);
+        const running = await one(m, `SELECT 1 FROM stack_deployments WHERE stack_uuid = $1 AND state NOT IN ('completed', 'failed')`, [s.uuid]);
+        if (running) throw conflict('a deployment of this stack is in progress; delete it when it has finished');
+        const items = await rows<{ uuid: string }>(m, `SELECT uuid FROM stack_items WHERE stack_uuid = $1`, [s.uuid]);
+        const uuids = items.map((i) => i.uuid);
+        await m.query(`DELETE FROM resource_allocations WHERE owner_uuid = ANY($1::uuid[])`, [uuids]);
+        await m.query(`DELETE FROM apps WHERE uuid = ANY($1::uuid[])`, [uuids]);
+        await m.query(`DELETE FROM stacks WHERE uuid = $1`, [s.uuid]);
+        return ctx.deps.outbox.enqueue(m, {
+          operation: 'stack-delete', workflowType: 'stackCleanup', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: s.uuid,
+          args: [{ itemUuids: uuids }],
+        });
+      });
+      await ctx.deps.outbox.dispatch(operation.uuid);
+      return undefined;
+    },
+  }),
 ];

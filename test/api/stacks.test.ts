@@ -286,6 +286,20 @@ describe('stacks: create and deploy', () => {
     expect(computeStackState({ state: 'completed' }, ['stopped', 'stopped'])).toBe('stopped');
   });
 
+  it('DELETE /stacks/{uuid} removes the stack, its apps and allocations, and its services from the data plane', async () => {
+    const r = repo({ 'compose.yaml': fixture('warnings.yaml') });
+    const created = await stack.http.post('/api/v1/stacks').set(auth(ws.ownerToken)).send({ name: 'doomed', resource_id: ws.resourceUuid, repository_url: r.url, branch: 'main' });
+    const s = await deployed(created.body.uuid);
+    const items = s.services.map((x: { item_uuid: string }) => x.item_uuid);
+    expect((await stack.ds.query(`SELECT 1 FROM sim_stack_services WHERE item_uuid = ANY($1::uuid[])`, [items])).length).toBe(3);
+    await stack.http.delete(`/api/v1/stacks/${s.uuid}`).set(auth(ws.ownerToken)).expect(204);
+    expect((await stack.http.get(`/api/v1/stacks/${s.uuid}`).set(auth(ws.ownerToken))).status).toBe(404);
+    expect(await stack.ds.query(`SELECT 1 FROM apps WHERE uuid = ANY($1::uuid[])`, [items])).toEqual([]);
+    expect(await stack.ds.query(`SELECT 1 FROM resource_allocations WHERE owner_uuid = ANY($1::uuid[])`, [items])).toEqual([]);
+    await eventually(async () => (await stack.ds.query(`SELECT 1 FROM sim_stack_services WHERE item_uuid = ANY($1::uuid[])`, [items])).length === 0,
+      { what: 'services removed' });
+  });
+
   it('permissions: apps:view reads stacks, only apps:manage creates or analyzes', async () => {
     const viewer = await tokenWith(stack.ds, ws.uuid, ['apps:view']);
     expect((await stack.http.get('/api/v1/stacks').set(auth(viewer))).status).toBe(200);

@@ -103,4 +103,18 @@ export const storageScenarios: ReplayScenario[] = [
       }
     }),
   },
+  {
+    name: 'stack-cleanup',
+    record: () => withStorageStack(async (stack, ws, auth) => {
+      const repo = localRepo({ 'compose.yaml': fixture('warnings.yaml') });
+      try {
+        const s = await stack.http.post('/api/v1/stacks').set(auth).send({ name: 'removed', resource_id: ws.resourceUuid, repository_url: repo.url, branch: 'main' });
+        await completed(stack, `stack-deploy/${s.body.uuid}/${s.body.latest_deployment.uuid}`);
+        await stack.http.delete(`/api/v1/stacks/${s.body.uuid}`).set(auth).expect(204);
+        return await completed(stack, `stack-delete/${s.body.uuid}`);
+      } finally {
+        repo.dispose();
+      }
+    }),
+  },
 ];
