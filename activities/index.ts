@@ -5,8 +5,13 @@ import { createStateActivities } from './state';
 import { createVpcActivities } from './vpc';
 import { createVpnActivities } from './vpn';
 import { createWebhookActivities } from './webhooks';
+import { createBucketActivities } from './buckets';
+import { createStackActivities } from './stacks';
+import { createStaticSiteActivities } from './static-sites';
 
 export type { ActivityDeps } from './deps';
+export type { StorageCleanupInput } from './buckets';
+export type { AnalyzeInput, AnalyzeResult, PublishedItem } from './stacks';
 
 /** Every activity, built from its dependencies (the worker registers the result). */
 export function createActivities(deps: ActivityDeps) {
@@ -17,6 +22,9 @@ export function createActivities(deps: ActivityDeps) {
     ...createVpcActivities(deps),
     ...createVpnActivities(deps),
     ...createWebhookActivities(deps),
+    ...createBucketActivities(deps),
+    ...createStackActivities(deps),
+    ...createStaticSiteActivities(deps),
   };
 }
 

@@ -10,6 +10,9 @@ export const STATEFUL_TABLES = {
   vpc_vpn_gateways: 'status',
   vpc_vpn_users: 'status',
   vpc_site_connections: 'status',
+  buckets: 'state',
+  static_sites: 'state',
+  stack_deployments: 'state',
 } as const;
 
 export type StatefulTable = keyof typeof STATEFUL_TABLES;

@@ -1,4 +1,5 @@
 import type { Client } from '@temporalio/client';
+import type { StorageDriver } from '../activities/provider/storage';
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import type { SecretBox } from '../domain/secret-box';
@@ -14,6 +15,8 @@ export interface ApiDeps {
   secretBox: SecretBox;
   logger: Logger;
   config: Config;
+  /** Object data path (upload, rename, delete, statistics, download links) of buckets. */
+  storage?: StorageDriver;
   /** Check every response body against its route's declared schema (tests). */
   validateResponses?: boolean;
 }

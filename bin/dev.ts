@@ -7,7 +7,8 @@ import { migrate } from '../entities/data-source';
 import type { Config } from '../worker/config';
 import { createLogger } from '../worker/logger';
 import { startWorker, type WorkerHandle } from '../worker/main';
-import { openRuntime, type Runtime } from '../worker/runtime';
+import { startEmbeddedObjectStore } from '../worker/object-store';
+import { objectStoreFromConfig, openRuntime, type Runtime } from '../worker/runtime';
 import { seedDefaults } from './bootstrap';
 import { startEmbeddedPostgres, type EmbeddedPostgresHandle } from './embedded-postgres';
 import { resolveTemporal } from './temporal-cli';
@@ -15,7 +16,8 @@ import { startTemporalDevServer, type TemporalDevServer } from './temporal-serve
 
 /**
  * `berth dev` (npm start): the whole stack on one machine. Embedded PostgreSQL unless
- * DATABASE_URL is set, the Temporal CLI dev server unless TEMPORAL_ADDRESS is set, then
+ * DATABASE_URL is set, the Temporal CLI dev server unless TEMPORAL_ADDRESS is set, the
+ * embedded object store (S3-compatible, on loopback) unless BERTH_S3_ENDPOINT is set, then
  * migrations, the worker and the API. Ctrl-C stops everything; data stays under .berth/.
  */
 export async function runDev(config: Config): Promise<void> {
@@ -67,7 +69,16 @@ export async function runDev(config: Config): Promise<void> {
       uiUrl = temporal.uiUrl;
     }
 
-    const runtime: Runtime = await openRuntime(config, logger, { databaseUrl, temporalAddress });
+    let objectStore = objectStoreFromConfig(config);
+    let storeSummary = `${config.s3Endpoint} (BERTH_S3_ENDPOINT)`;
+    if (!objectStore) {
+      const dir = path.join(config.dataDir, 'objects');
+      const store = await startEmbeddedObjectStore({ directory: dir, host: '127.0.0.1', port: config.embeddedS3Port, region: config.s3Region });
+      stops.push(() => store.close());
+      objectStore = store;
+      storeSummary = `${store.endpoint}   (embedded, data in ${dir})`;
+    }
+    const runtime: Runtime = await openRuntime({ ...config, s3Endpoint: objectStore.endpoint }, logger, { databaseUrl, temporalAddress, objectStore });
     stops.push(() => runtime.close());
     const ran = await migrate(runtime.dataSource);
     if (ran.length > 0) say(`berth: applied migrations: ${ran.join(', ')}`);
@@ -98,6 +109,7 @@ export async function runDev(config: Config): Promise<void> {
     say(`  Berth API        ${apiUrl}/api/v1   (reference: ${apiUrl}/docs)`);
     if (uiUrl) say(`  Temporal UI      ${uiUrl}   (find an operation: BerthResource = "<uuid>")`);
     else say(`  Temporal         ${temporalAddress}`);
+    say(`  Object store     ${storeSummary}`);
     say(`  Data             ${config.dataDir}${config.databaseUrl ? ' (PostgreSQL: DATABASE_URL)' : ''}`);
     say(`  Workspace        ${seeded.workspaceUuid}`);
     if (seeded.ownerToken) {

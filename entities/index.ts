@@ -13,6 +13,9 @@ import { Role } from './role';
 import { User } from './user';
 import { Webhook } from './webhook';
 import { WebhookDelivery } from './webhook-delivery';
+import { Bucket } from './bucket';
+import { StaticSite, StaticSiteDeployment } from './static-site';
+import { Stack, StackDeployment, StackItem } from './stack';
 import { Workspace } from './workspace';
 import { BillableItem, RegionPublicIpv4, Vpc, VpcAttachment, VpcPeerRoute, VpcSiteConnection, VpcSubnet, VpcVpnGateway, VpcVpnUser } from './vpc';
 
@@ -20,6 +23,7 @@ export { ApiToken, App, AuditEvent, ComputeResource, ResourceAllocation, Platfor
   ProjectResource, ProjectRestriction, Region, RegistryCredential, Role, User, Workspace };
 export { BillableItem, RegionPublicIpv4, Vpc, VpcAttachment, VpcPeerRoute, VpcSiteConnection, VpcSubnet, VpcVpnGateway, VpcVpnUser };
 export { Webhook, WebhookDelivery };
+export { Bucket, StaticSite, StaticSiteDeployment, Stack, StackDeployment, StackItem };
 
 /** Every entity class; register new ones here. */
 export const entities = [
@@ -27,4 +31,5 @@ export const entities = [
   Operation, Project, ProjectResource, ProjectRestriction, Region, RegistryCredential, Role, User, Workspace,
   BillableItem, RegionPublicIpv4, Vpc, VpcAttachment, VpcPeerRoute, VpcSiteConnection, VpcSubnet, VpcVpnGateway, VpcVpnUser,
   Webhook, WebhookDelivery,
+  Bucket, StaticSite, StaticSiteDeployment, Stack, StackDeployment, StackItem,
 ];

@@ -37,6 +37,18 @@ export interface Config {
   platformNetworks: string[];
   /** Public IPv4 addresses per region code for site-to-site connections ("code=cidr|addr[,...];..."). */
   publicIpv4Pools: Record<string, string[]>;
+  /** Operator credentials and region of BERTH_S3_ENDPOINT. */
+  s3AccessKey: string | undefined;
+  s3SecretKey: string | undefined;
+  s3Region: string;
+  /** Port of the embedded object store `berth dev` runs when BERTH_S3_ENDPOINT is unset (0: any free port). */
+  embeddedS3Port: number;
+  /** Static sites are served at https://<name>.<sitesDomain>. */
+  sitesDomain: string;
+  /** Lets stacks and static sites clone file:// repositories (tests, local development); off by default. */
+  gitAllowFileUrls: boolean;
+  /** CA bundle git trusts for HTTPS repositories (a self-hosted code host with a private CA). */
+  gitCaFile: string | undefined;
 }
 
 function int(value: string | undefined, fallback: number, name: string): number {
@@ -103,5 +115,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     s3Endpoint: env.BERTH_S3_ENDPOINT || undefined,
     platformNetworks: cidrList(env.BERTH_PLATFORM_NETWORKS ?? '10.42.0.0/16,10.43.0.0/16', 'BERTH_PLATFORM_NETWORKS'),
     publicIpv4Pools: pools(env.BERTH_PUBLIC_IPV4_POOLS ?? 'local=192.0.2.0/28', 'BERTH_PUBLIC_IPV4_POOLS'),
+    s3AccessKey: env.BERTH_S3_ACCESS_KEY || undefined,
+    s3SecretKey: env.BERTH_S3_SECRET_KEY || undefined,
+    s3Region: env.BERTH_S3_REGION || 'us-east-1',
+    embeddedS3Port: int(env.BERTH_S3_PORT, 9000, 'BERTH_S3_PORT'),
+    sitesDomain: env.BERTH_SITES_DOMAIN || 'sites.berth.localhost',
+    gitAllowFileUrls: env.BERTH_GIT_ALLOW_FILE_URLS === '1' || env.BERTH_GIT_ALLOW_FILE_URLS === 'true',
+    gitCaFile: env.BERTH_GIT_CA_FILE || undefined,
   };
 }

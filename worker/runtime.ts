@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import type { ActivityDeps } from '../activities';
 import { createSimulatedProvider } from '../activities/provider/simulated';
+import type { ObjectStoreOptions } from '../activities/provider/storage';
 import type { ApiDeps } from '../api/context';
 import { SecretBox } from '../domain/secret-box';
 import { createDataSource } from '../entities/data-source';
@@ -24,6 +25,13 @@ export function loadSecretBox(config: Config, logger: Logger): SecretBox {
   return SecretBox.fromKeyring(readFileSync(file, 'utf8').trim());
 }
 
+/** The object store of BERTH_S3_ENDPOINT, if configured. */
+export function objectStoreFromConfig(config: Config): ObjectStoreOptions | undefined {
+  if (!config.s3Endpoint) return undefined;
+  if (!config.s3AccessKey || !config.s3SecretKey) throw new Error('BERTH_S3_ENDPOINT needs BERTH_S3_ACCESS_KEY and BERTH_S3_SECRET_KEY');
+  return { endpoint: config.s3Endpoint, region: config.s3Region, accessKeyId: config.s3AccessKey, secretAccessKey: config.s3SecretKey };
+}
+
 export interface Runtime {
   config: Config;
   logger: Logger;
@@ -39,14 +47,17 @@ export interface Runtime {
 }
 
 /** Builds every long-lived dependency from configuration and resolved addresses. */
-export async function openRuntime(config: Config, logger: Logger, addresses: { databaseUrl: string; temporalAddress: string }): Promise<Runtime> {
+export async function openRuntime(config: Config, logger: Logger, addresses: { databaseUrl: string; temporalAddress: string; objectStore?: ObjectStoreOptions }): Promise<Runtime> {
   const dataSource = createDataSource({ url: addresses.databaseUrl });
   await dataSource.initialize();
   const secretBox = loadSecretBox(config, logger);
   const connection = Connection.lazy({ address: addresses.temporalAddress });
   const temporal = new Client({ connection, namespace: config.temporalNamespace });
   const outbox = new Outbox(dataSource, temporal, { taskQueue: config.taskQueue, logger });
-  const provider = createSimulatedProvider({ dataSource, faultRate: config.providerFaultRate, latencyMs: config.providerLatencyMs });
+  const provider = createSimulatedProvider({
+    dataSource, faultRate: config.providerFaultRate, latencyMs: config.providerLatencyMs,
+    objectStore: addresses.objectStore ?? objectStoreFromConfig(config),
+  });
   let native: NativeConnection | undefined;
   return {
     config,
@@ -56,7 +67,7 @@ export async function openRuntime(config: Config, logger: Logger, addresses: { d
     temporal,
     outbox,
     activityDeps: { dataSource, logger, config, secretBox, provider, temporal },
-    apiDeps: { dataSource, temporal, outbox, secretBox, logger, config },
+    apiDeps: { dataSource, temporal, outbox, secretBox, logger, config, storage: provider.storage },
     async nativeConnection() {
       native ??= await NativeConnection.connect({ address: addresses.temporalAddress });
       return native;

@@ -1,5 +1,7 @@
 import type { NetworkDriver } from './network';
 import type { SimulatedCore } from './simulated/core';
+import type { StacksDriver } from './stacks';
+import type { StorageDriver } from './storage';
 
 /**
  * The data-plane driver: the only way activities reach the cluster that runs workloads.
@@ -13,4 +15,6 @@ export interface Provider {
   /** Present on the simulated driver only: fault injection and latency. */
   readonly core?: SimulatedCore;
   readonly network: NetworkDriver;
+  readonly storage: StorageDriver;
+  readonly stacks: StacksDriver;
 }

@@ -2,6 +2,10 @@ import type { RouteDef } from '../route';
 import { auditRoutes } from './audit';
 import { projectRoutes } from './projects';
 import { resourceRoutes } from './resources';
+import { bucketRoutes } from './buckets';
+import { registryCredentialRoutes } from './registry-credentials';
+import { stackRoutes } from './stacks';
+import { staticSiteRoutes } from './static-sites';
 import { vpcAttachmentRoutes } from './vpc-attachments';
 import { vpcPeerRouteRoutes } from './vpc-peer-routes';
 import { vpcSiteConnectionRoutes } from './vpc-site-connections';
@@ -24,4 +28,8 @@ export const routes: RouteDef[] = [
   ...vpcVpnUserRoutes,
   ...vpcSiteConnectionRoutes,
   ...webhookRoutes,
+  ...bucketRoutes,
+  ...registryCredentialRoutes,
+  ...stackRoutes,
+  ...staticSiteRoutes,
 ];

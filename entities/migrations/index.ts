@@ -2,6 +2,7 @@ import { Foundation1732200000000 } from './1732200000000-foundation';
 import { RegistryCredentials1732200000001 } from './1732200000001-registry-credentials';
 import { Webhooks1732300000000 } from './1732300000000-webhooks';
 import { Vpc1732500000000 } from './1732500000000-vpc';
+import { Storage1732600000000 } from './1732600000000-storage';
 import { Audit1732900000000 } from './1732900000000-audit';
 
 /** Every migration, in timestamp order (one entry per line). */
@@ -10,5 +11,6 @@ export const migrations = [
   RegistryCredentials1732200000001,
   Webhooks1732300000000,
   Vpc1732500000000,
+  Storage1732600000000,
   Audit1732900000000,
 ];

@@ -58,6 +58,8 @@ describe('permission matrix over every declared route', () => {
     for (const route of routes.filter((r) => r.method !== 'get')) {
       const requirement = OPERATIONS[route.operation];
       if ('authenticated' in requirement) continue;
+      // A POST the contract grants to a view permission reads (buckets:view makes a download link, AUTH-11).
+      if ('anyOf' in requirement && requirement.anyOf.some((p) => p.endsWith(':view'))) continue;
       const res = await call(route, viewer);
       expect(`${route.method} ${route.path} ${res.status}`).toBe(`${route.method} ${route.path} 403`);
     }

@@ -7,6 +7,7 @@ import request from 'supertest';
 import type { DataSource } from 'typeorm';
 import type { ActivityDeps } from '../../activities';
 import { createSimulatedProvider } from '../../activities/provider/simulated';
+import type { ObjectStoreOptions } from '../../activities/provider/storage';
 import { createApp } from '../../api/app';
 import type { ApiDeps } from '../../api/context';
 import { SecretBox } from '../../domain/secret-box';
@@ -49,7 +50,7 @@ export interface TestStack {
  * The real stack for one test file: its own database, the suite's Temporal dev server
  * on a task queue of its own, the API served over real HTTP, logs captured.
  */
-export async function startStack(options: { env?: NodeJS.ProcessEnv } = {}): Promise<TestStack> {
+export async function startStack(options: { env?: NodeJS.ProcessEnv; objectStore?: ObjectStoreOptions } = {}): Promise<TestStack> {
   const db = await freshDatabase();
   const taskQueue = `test-${randomBytes(6).toString('hex')}`;
   const config: Config = {
@@ -64,8 +65,8 @@ export async function startStack(options: { env?: NodeJS.ProcessEnv } = {}): Pro
   const connection = Connection.lazy({ address: config.temporalAddress! });
   const temporal = new Client({ connection, namespace: config.temporalNamespace });
   const outbox = new Outbox(db.ds, temporal, { taskQueue, logger });
-  const provider = createSimulatedProvider({ dataSource: db.ds, faultRate: 0, latencyMs: 0 });
-  const apiDeps: ApiDeps = { dataSource: db.ds, temporal, outbox, secretBox, logger, config, validateResponses: true };
+  const provider = createSimulatedProvider({ dataSource: db.ds, faultRate: 0, latencyMs: 0, objectStore: options.objectStore });
+  const apiDeps: ApiDeps = { dataSource: db.ds, temporal, outbox, secretBox, logger, config, storage: provider.storage, validateResponses: true };
   const activityDeps: ActivityDeps = { dataSource: db.ds, logger, config, secretBox, provider, temporal };
   const responseBodies: string[] = [];
   const handler = createApp(apiDeps).callback();

@@ -1,6 +1,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import type { DataSource } from 'typeorm';
 import { one } from '../../../entities/sql';
+import type { ObjectStoreOptions } from '../storage';
 
 export interface SimulatedOptions {
   dataSource: DataSource;
@@ -9,6 +10,8 @@ export interface SimulatedOptions {
   /** How long operations take before they report completion. */
   latencyMs: number;
   random?: () => number;
+  /** The S3-compatible object store buckets live on (storage part); absent: none configured. */
+  objectStore?: ObjectStoreOptions;
 }
 
 /**

@@ -1,6 +1,8 @@
 import type { Provider } from '../provider';
 import { SimulatedCore, type SimulatedOptions } from './core';
 import { createSimulatedNetwork } from './network';
+import { createSimulatedStacks } from './stacks';
+import { createSimulatedStorage } from './storage';
 
 export { SimulatedCore } from './core';
 export type { SimulatedOptions } from './core';
@@ -15,5 +17,7 @@ export function createSimulatedProvider(options: SimulatedOptions): Provider {
     name: 'simulated',
     core,
     network: createSimulatedNetwork(core),
+    storage: createSimulatedStorage(core, options.objectStore),
+    stacks: createSimulatedStacks(core),
   };
 }

@@ -1,4 +1,5 @@
 import { projectScenarios } from './projects';
+import { storageScenarios } from './storage';
 import type { ReplayScenario } from './types';
 import { vpcScenarios } from './vpc';
 import { webhookScenarios } from './webhooks';
@@ -8,4 +9,5 @@ export const scenarios: ReplayScenario[] = [
   ...projectScenarios,
   ...vpcScenarios,
   ...webhookScenarios,
+  ...storageScenarios,
 ];

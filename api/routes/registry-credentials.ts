@@ -1,0 +1,131 @@
+import { randomUUID } from 'node:crypto';
+import * as yup from 'yup';
+import { needsHostname, REGISTRY_HOSTNAME, REGISTRY_PROVIDERS, type RegistryProvider } from '../../domain/registries';
+import { one, rows } from '../../entities/sql';
+import { offsetOf, setPageHeaders, type Page } from '../pagination';
+import { conflict, notFound, unprocessable } from '../problem';
+import { route, type RouteContext } from '../route';
+import { obj, oneOf, str } from '../schemas/common';
+import { CREDENTIAL_COLUMNS, registryCredentialSchema, registryCredentialView, type RegistryCredentialRow } from '../views/registry-credentials';
+
+const TAG = 'container_registry_credentials';
+const BASE = '/container_registry_credentials';
+
+const fields = {
+  name: str().trim().min(1).max(100),
+  registry: oneOf(REGISTRY_PROVIDERS),
+  username: str().max(255),
+  token: str().min(1).max(8192),
+  registry_hostname: str().trim().max(253).matches(REGISTRY_HOSTNAME, '${path} must be a host name (optionally with :port), without scheme or path').nullable(),
+};
+const createBody = obj({
+  ...fields,
+  name: fields.name.required(),
+  registry: fields.registry.required(),
+  username: fields.username.required(),
+  token: fields.token.required(),
+});
+const updateBody = obj(fields);
+
+type Ctx = RouteContext<any, any, any>;
+
+function assertHostname(registry: RegistryProvider, hostname: string | null | undefined): void {
+  if (needsHostname(registry) && !hostname) {
+    throw unprocessable(`registry_hostname is required for registry ${registry}`,
+      [{ path: 'body.registry_hostname', message: `required for ${registry}` }]);
+  }
+}
+
+/**
+ * For routes that take `deployment_config.credential_id` (apps with container_registry):
+ * 422 unless it names a credential of the caller's workspace.
+ */
+export async function checkRegistryCredential(ctx: Ctx, credentialId: string, path = 'body.deployment_config.credential_id'): Promise<RegistryCredentialRow> {
+  const row = await one<RegistryCredentialRow>(ctx.deps.dataSource,
+    `SELECT ${CREDENTIAL_COLUMNS} FROM container_registry_credentials WHERE uuid = $1 AND workspace_uuid = $2`, [credentialId, ctx.caller.workspaceUuid]);
+  if (!row) throw unprocessable('credential_id is not a container registry credential of this workspace', [{ path, message: 'no such credential' }]);
+  return row;
+}
+
+const duplicate = (name: string) => conflict(`a container registry credential named "${name}" already exists in this workspace`);
+
+async function find(ctx: Ctx, uuid: string): Promise<RegistryCredentialRow> {
+  const row = await one<RegistryCredentialRow>(ctx.deps.dataSource,
+    `SELECT ${CREDENTIAL_COLUMNS} FROM container_registry_credentials WHERE uuid = $1 AND workspace_uuid = $2`,
+    [uuid, ctx.caller.workspaceUuid]);
+  if (!row) throw notFound('container registry credential');
+  return row;
+}
+
+export const registryCredentialRoutes = [
+  route<{}, Page, unknown>({
+    method: 'get', path: BASE, operation: 'registry_credentials.read', tag: TAG, paginated: true,
+    summary: 'List the container registry credentials of the workspace, newest first (tokens are never returned)',
+    response: yup.array(registryCredentialSchema),
+    async handler(ctx) {
+      const [{ count }] = await ctx.deps.dataSource.query(
+        `SELECT count(*)::int AS count FROM container_registry_credentials WHERE workspace_uuid = $1`, [ctx.caller.workspaceUuid]);
+      const list = await rows<RegistryCredentialRow>(ctx.deps.dataSource,
+        `SELECT ${CREDENTIAL_COLUMNS} FROM container_registry_credentials WHERE workspace_uuid = $1
+          ORDER BY created_at DESC, uuid DESC LIMIT $2 OFFSET $3`,
+        [ctx.caller.workspaceUuid, ctx.query.per_page, offsetOf(ctx.query)]);
+      setPageHeaders(ctx.koa, ctx.query, count);
+      return list.map(registryCredentialView);
+    },
+  }),
+  route<{}, {}, yup.InferType<typeof createBody>>({
+    method: 'post', path: BASE, operation: 'registry_credentials.write', tag: TAG, status: 201,
+    summary: 'Store a container registry credential; the token is encrypted at rest and never returned',
+    body: createBody, response: registryCredentialSchema,
+    async handler(ctx) {
+      const b = ctx.body;
+      assertHostname(b.registry, b.registry_hostname);
+      const row = await one<RegistryCredentialRow>(ctx.deps.dataSource,
+        `INSERT INTO container_registry_credentials (uuid, workspace_uuid, name, registry, username, registry_hostname, token_sealed)
+         VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (workspace_uuid, name) DO NOTHING RETURNING ${CREDENTIAL_COLUMNS}`,
+        [randomUUID(), ctx.caller.workspaceUuid, b.name, b.registry, b.username, b.registry_hostname || null, ctx.deps.secretBox.seal(b.token)]);
+      if (!row) throw duplicate(b.name);
+      ctx.koa.set('Location', `/api/v1${BASE}/${row.uuid}`);
+      return registryCredentialView(row);
+    },
+  }),
+  route<{ uuid: string }>({
+    method: 'get', path: `${BASE}/{uuid}`, operation: 'registry_credentials.read', tag: TAG,
+    summary: 'Show one container registry credential (without its token)', response: registryCredentialSchema,
+    async handler(ctx) {
+      return registryCredentialView(await find(ctx, ctx.params.uuid));
+    },
+  }),
+  route<{ uuid: string }, {}, yup.InferType<typeof updateBody>>({
+    method: 'put', path: `${BASE}/{uuid}`, operation: 'registry_credentials.write', tag: TAG,
+    summary: 'Update a container registry credential; send token to replace it', body: updateBody, response: registryCredentialSchema,
+    async handler(ctx) {
+      const current = await find(ctx, ctx.params.uuid);
+      const b = ctx.body;
+      const registry = (b.registry ?? current.registry) as RegistryProvider;
+      const hostname = b.registry_hostname === undefined ? current.registry_hostname : b.registry_hostname || null;
+      assertHostname(registry, hostname);
+      if (b.name !== undefined && b.name !== current.name) {
+        const taken = await one(ctx.deps.dataSource, `SELECT 1 FROM container_registry_credentials WHERE workspace_uuid = $1 AND name = $2`,
+          [ctx.caller.workspaceUuid, b.name]);
+        if (taken) throw duplicate(b.name);
+      }
+      const row = await one<RegistryCredentialRow>(ctx.deps.dataSource,
+        `UPDATE container_registry_credentials SET name = COALESCE($2, name), registry = $3, username = COALESCE($4, username),
+                registry_hostname = $5, token_sealed = COALESCE($6, token_sealed), updated_at = now()
+          WHERE uuid = $1 RETURNING ${CREDENTIAL_COLUMNS}`,
+        [current.uuid, b.name ?? null, registry, b.username ?? null, hostname, b.token === undefined ? null : ctx.deps.secretBox.seal(b.token)]);
+      return registryCredentialView(row!);
+    },
+  }),
+  route<{ uuid: string }>({
+    method: 'delete', path: `${BASE}/{uuid}`, operation: 'registry_credentials.write', tag: TAG, status: 204,
+    summary: 'Delete a container registry credential',
+    async handler(ctx) {
+      const deleted = await rows(ctx.deps.dataSource,
+        `DELETE FROM container_registry_credentials WHERE uuid = $1 AND workspace_uuid = $2 RETURNING uuid`, [ctx.params.uuid, ctx.caller.workspaceUuid]);
+      if (deleted.length === 0) throw notFound('container registry credential');
+      return undefined;
+    },
+  }),
+];

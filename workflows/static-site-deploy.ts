@@ -1,0 +1,10 @@
+import { setHandler } from '@temporalio/workflow';
+import { stateQuery } from './common';
+import { deploySite, type SiteDeployInput } from './static-site';
+
+/** PUT /static_sites/{uuid}/deployment: publish the content source again. */
+export async function staticSiteDeploy(input: SiteDeployInput): Promise<string> {
+  let state = 'queued';
+  setHandler(stateQuery, () => state);
+  return deploySite(input, (s) => { state = s; });
+}
