@@ -1,6 +1,7 @@
 import { ApiToken } from './api-token';
 import { App } from './app';
 import { ComputeResource, ResourceAllocation } from './compute-resource';
+import { CustomDomain } from './domain';
 import { PlatformEvent } from './event';
 import { IdempotencyKey } from './idempotency-key';
 import { Member } from './member';
@@ -14,7 +15,9 @@ import { Workspace } from './workspace';
 
 export { ApiToken, App, ComputeResource, ResourceAllocation, PlatformEvent, IdempotencyKey, Member, Operation, Project,
   ProjectResource, ProjectRestriction, Region, RegistryCredential, Role, User, Workspace };
+export { CustomDomain };
 
 /** Every entity class; register new ones here. */
 export const entities = [ApiToken, App, ComputeResource, ResourceAllocation, PlatformEvent, IdempotencyKey, Member,
-  Operation, Project, ProjectResource, ProjectRestriction, Region, RegistryCredential, Role, User, Workspace];
+  Operation, Project, ProjectResource, ProjectRestriction, Region, RegistryCredential, Role, User, Workspace,
+  CustomDomain];

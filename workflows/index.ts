@@ -1,2 +1,3 @@
 /** Every workflow type the worker runs. */
 export { projectDelete } from './project-delete';
+export { domainVerify } from './domain-verify';

@@ -1,6 +1,8 @@
 import type { RouteDef } from '../route';
+import { domainRoutes } from './domains';
 import { projectRoutes } from './projects';
 import { resourceRoutes } from './resources';
 
 /** The route table: every declared route of the API. */
-export const routes: RouteDef[] = [...projectRoutes, ...resourceRoutes];
+export const routes: RouteDef[] = [...projectRoutes, ...resourceRoutes,
+  ...domainRoutes];
