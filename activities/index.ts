@@ -1,6 +1,7 @@
 import type { ActivityDeps } from './deps';
 import { createDomainActivities } from './domains';
 import { createEventActivities } from './events';
+import { createPreviewActivities } from './previews';
 import { createProjectActivities } from './projects';
 import { createStateActivities } from './state';
 
@@ -13,6 +14,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createEventActivities(deps),
     ...createProjectActivities(deps),
     ...createDomainActivities(deps),
+    ...createPreviewActivities(deps),
   };
 }
 

@@ -3,6 +3,7 @@ import { App } from './app';
 import { ComputeResource, ResourceAllocation } from './compute-resource';
 import { CustomDomain } from './domain';
 import { PlatformEvent } from './event';
+import { PreviewConfig, PreviewEnvironment } from './preview';
 import { IdempotencyKey } from './idempotency-key';
 import { Member } from './member';
 import { Operation } from './operation';
@@ -15,9 +16,9 @@ import { Workspace } from './workspace';
 
 export { ApiToken, App, ComputeResource, ResourceAllocation, PlatformEvent, IdempotencyKey, Member, Operation, Project,
   ProjectResource, ProjectRestriction, Region, RegistryCredential, Role, User, Workspace };
-export { CustomDomain };
+export { CustomDomain, PreviewConfig, PreviewEnvironment };
 
 /** Every entity class; register new ones here. */
 export const entities = [ApiToken, App, ComputeResource, ResourceAllocation, PlatformEvent, IdempotencyKey, Member,
   Operation, Project, ProjectResource, ProjectRestriction, Region, RegistryCredential, Role, User, Workspace,
-  CustomDomain];
+  CustomDomain, PreviewConfig, PreviewEnvironment];

@@ -1,5 +1,6 @@
 import type { Provider } from '../provider';
 import { SimulatedCore, type SimulatedOptions } from './core';
+import { simulatedPreviews } from './previews';
 
 export { SimulatedCore } from './core';
 export type { SimulatedOptions } from './core';
@@ -13,5 +14,6 @@ export function createSimulatedProvider(options: SimulatedOptions): Provider {
   return {
     name: 'simulated',
     core,
+    previews: simulatedPreviews(core),
   };
 }
