@@ -1,7 +1,8 @@
 import { domainScenarios } from './domains';
+import { previewScenarios } from './previews';
 import { projectScenarios } from './projects';
 import type { ReplayScenario } from './types';
 
 /** Every replay scenario; each area adds its list here. */
 export const scenarios: ReplayScenario[] = [...projectScenarios,
-  ...domainScenarios];
+  ...domainScenarios, ...previewScenarios];
