@@ -165,6 +165,25 @@ describe('code-host deliveries', () => {
     expect((await deliver(stack, app.uuid, secret, 'ping', { zen: 'hi' })).status).toBe(200);
   });
 
+  it('answers malformed signed deliveries with 400 and unknown events with 202 ignored, writing nothing', async () => {
+    const { app, secret } = await enabledApp();
+    const raw = '{"action": "opened", ';
+    const res = await stack.http.post(`/api/v1/code_host/apps/${app.uuid}/events`).set('Content-Type', 'application/json')
+      .set('X-GitHub-Event', 'pull_request').set('X-Hub-Signature-256', `sha256=${createHmac('sha256', secret).update(raw).digest('hex')}`).send(raw);
+    expect(res.status).toBe(400);
+    expect(res.headers['content-type']).toMatch(/problem\+json/);
+    expect((await deliver(stack, app.uuid, secret, 'pull_request', { action: 'opened', number: 'x' })).status).toBe(400);
+    expect((await deliver(stack, app.uuid, secret, 'pull_request', { ...pullRequestPayload({ action: 'opened', number: 4, headSha: 'not-a-sha' }) })).status).toBe(400);
+    expect((await deliver(stack, app.uuid, secret, 'pull_request', [1, 2])).status).toBe(400);
+    const unknown = await deliver(stack, app.uuid, secret, 'issues', { action: 'opened' });
+    expect(unknown.status).toBe(202);
+    expect(unknown.body.result).toBe('ignored');
+    const labeled = await deliver(stack, app.uuid, secret, 'pull_request', pullRequestPayload({ action: 'labeled', number: 4, headSha: sha() }));
+    expect(labeled.body.result).toBe('ignored');
+    expect((await deliver(stack, app.uuid, secret, 'push', { ref: 'refs/tags/v1', after: sha() })).body.result).toBe('ignored');
+    expect(await stack.ds.query(`SELECT 1 FROM preview_environments WHERE parent_app_uuid = $1`, [app.uuid])).toHaveLength(0);
+  });
+
   it('PRV-01 PRV-03 PRV-11 PRV-12 a pull request drives creating -> active -> updating -> active -> destroying -> gone', async () => {
     const { app, secret } = await enabledApp();
     const first = sha();
