@@ -1,11 +1,12 @@
 import { createHmac, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import Router from '@koa/router';
+import { WorkflowNotFoundError } from '@temporalio/client';
 import type Koa from 'koa';
 import type { EntityManager } from 'typeorm';
 import { branchMatches, previewAppName, previewKey } from '../domain/previews';
 import { one, rows } from '../entities/sql';
 import type { ApiDeps } from './context';
-import { assertResourceFitsProject, effectiveTarget, PREVIEW_OPERATION, wakePreview } from './preview-envs';
+import { assertResourceFitsProject, effectiveTarget, PREVIEW_OPERATION, previewWorkflowId, wakePreview } from './preview-envs';
 import { Problem, badRequest, conflict } from './problem';
 
 /**
@@ -182,7 +183,25 @@ async function upsert(deps: ApiDeps, parent: ParentRow, s: Source, options: { cr
   return result.outcome;
 }
 
+/**
+ * Whether the previous environment's workflow under this key is still finishing (its row is
+ * already gone). A start now would attach to that run (conflict policy use-existing), so
+ * the delivery is refused with 409 until it has closed; a closed run cannot come back.
+ */
+async function previousRunActive(deps: ApiDeps, parentAppUuid: string, key: string): Promise<boolean> {
+  try {
+    const run = await deps.temporal.workflow.getHandle(previewWorkflowId(parentAppUuid, key)).describe();
+    return run.status.name === 'RUNNING';
+  } catch (err) {
+    if (!(err instanceof WorkflowNotFoundError)) deps.logger.warn({ err, parentAppUuid, key }, 'could not describe the previous preview workflow');
+    return false;
+  }
+}
+
 async function create(deps: ApiDeps, m: EntityManager, parent: ParentRow, s: Source): Promise<{ outcome: HookOutcome; op: string }> {
+  if (await previousRunActive(deps, parent.uuid, s.key)) {
+    throw conflict('the previous preview environment of this pull request or branch is still being removed; deliver the event again in a moment');
+  }
   const target = effectiveTarget(parent, { resource_uuid: parent.config_resource, project_uuid: parent.config_project });
   await assertResourceFitsProject(m, target.resourceUuid, target.projectUuid, 'config.resource_id');
   let appName = previewAppName(parent.name, s.pullRequest !== null ? { pullRequest: s.pullRequest } : { branch: s.branch });

@@ -248,6 +248,24 @@ describe('code-host deliveries', () => {
     expect(await handle.result()).toBe('gone');
   });
 
+  it('a reopened pull request gets a new environment once the old one is gone (409 while it is being destroyed)', async () => {
+    const { app, secret } = await enabledApp();
+    const first = (await deliver(stack, app.uuid, secret, 'pull_request', pullRequestPayload({ action: 'opened', number: 5, headSha: sha() }))).body.preview_environment_id;
+    const active = await until(app, first, 'active');
+    await SimulatedCore.injectFault(stack.ds, 'previews.destroy', 1, { retryable: true });
+    await deliver(stack, app.uuid, secret, 'pull_request', pullRequestPayload({ action: 'closed', number: 5, headSha: sha() })).expect(202);
+    const early = await deliver(stack, app.uuid, secret, 'pull_request', pullRequestPayload({ action: 'reopened', number: 5, headSha: sha() }));
+    expect(early.status).toBe(409);
+    await gone(app, first);
+    await stack.temporal.workflow.getHandle(`preview/${app.uuid}/pr-5`).result();
+    const reopened = await deliver(stack, app.uuid, secret, 'pull_request', pullRequestPayload({ action: 'reopened', number: 5, headSha: sha() }));
+    expect(reopened.body.result).toBe('created');
+    expect(reopened.body.preview_environment_id).not.toBe(first);
+    const again = await until(app, reopened.body.preview_environment_id, 'active');
+    expect(again.app_uuid).not.toBe(active.app_uuid);
+    expect(again.closed_at).toBeNull();
+  });
+
   it('PRV-07 a failed deploy ends failed with deployment_error; redeploy (apps:deploy) brings it back to active', async () => {
     const { app, secret } = await enabledApp();
     await SimulatedCore.injectFault(stack.ds, 'previews.deploy', 1, { retryable: false, message: 'build failed: npm ERR! missing script: start' });

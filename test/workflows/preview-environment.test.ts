@@ -3,7 +3,7 @@ import request from 'supertest';
 import { createApp } from '../../api/app';
 import { BerthOperation, BerthResource } from '../../domain/search-attributes';
 import { insertApp } from '../support/app-rows';
-import { deliver, pushPayload, sha } from '../support/code-host';
+import { deliver, pullRequestPayload, pushPayload, sha } from '../support/code-host';
 import { seedWorkspace, type Workspace } from '../support/fixtures';
 import { startStack, type TestStack } from '../support/stack';
 import { timeSkipping, type TimeSkipping } from '../support/temporal';
@@ -93,6 +93,30 @@ describe('previewEnvironment workflow', () => {
     await ts.withWorker(async () => {
       const handle = ts.client.workflow.getHandle(`preview/${app.uuid}/branch-qa`);
       expect(await handle.result()).toBe('gone');
+    });
+  });
+
+  it('re-reads its environment at least hourly, so a change whose wake signal was lost is still deployed', async () => {
+    const app = await insertApp(stack.ds, ws);
+    const config = await http.put(`/api/v1/apps/${app.uuid}/preview_environments/config`).set({ Authorization: `Bearer ${ws.ownerToken}` })
+      .send({ enabled: true });
+    const secret: string = config.body.webhook_secret;
+    const created = await deliver({ ...stack, http }, app.uuid, secret, 'pull_request', pullRequestPayload({ action: 'opened', number: 1, headSha: sha() }));
+    const id: number = created.body.preview_environment_id;
+    const status = async () => (await stack.ds.query(`SELECT status, commit_sha FROM preview_environments WHERE id = $1`, [id]))[0];
+    await ts.withWorker(async () => {
+      const handle = ts.client.workflow.getHandle(`preview/${app.uuid}/pr-1`);
+      // Deployed, and waiting (its state query answers the status it waits in).
+      while ((await status()).status !== 'active' || (await handle.query('state')) !== 'active') await new Promise((r) => setTimeout(r, 50));
+      // What the code-host endpoint writes for a new commit, without its signal.
+      const next = sha();
+      await stack.ds.query(`UPDATE preview_environments SET head_sha = $2, generation = generation + 1, status = 'updating' WHERE id = $1`, [id, next]);
+      await new Promise((r) => setTimeout(r, 300));
+      expect((await status()).status).toBe('updating');
+      await ts.env.sleep(61 * 60 * 1000);
+      for (let i = 0; i < 100 && (await status()).status !== 'active'; i++) await new Promise((r) => setTimeout(r, 50));
+      expect(await status()).toEqual({ status: 'active', commit_sha: next });
+      await handle.terminate('test done');
     });
   });
 });
