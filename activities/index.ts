@@ -1,5 +1,7 @@
 import type { ActivityDeps } from './deps';
+import { createDomainActivities } from './domains';
 import { createEventActivities } from './events';
+import { createPreviewActivities } from './previews';
 import { createProjectActivities } from './projects';
 import { createStateActivities } from './state';
 import { createVpcActivities } from './vpc';
@@ -25,6 +27,8 @@ export function createActivities(deps: ActivityDeps) {
     ...createBucketActivities(deps),
     ...createStackActivities(deps),
     ...createStaticSiteActivities(deps),
+    ...createDomainActivities(deps),
+    ...createPreviewActivities(deps),
   };
 }
 

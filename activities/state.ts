@@ -13,6 +13,7 @@ export const STATEFUL_TABLES = {
   buckets: 'state',
   static_sites: 'state',
   stack_deployments: 'state',
+  domains: 'verification_status',
 } as const;
 
 export type StatefulTable = keyof typeof STATEFUL_TABLES;

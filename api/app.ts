@@ -2,6 +2,7 @@ import { bodyParser } from '@koa/bodyparser';
 import Router from '@koa/router';
 import Koa from 'koa';
 import { version } from '../package.json';
+import { codeHostRouter } from './code-host';
 import type { ApiDeps } from './context';
 import { accessLog } from './middleware/access-log';
 import { authenticate } from './middleware/auth';
@@ -50,6 +51,8 @@ export function createApp(deps: ApiDeps, routes: readonly RouteDef[] = allRoutes
     if (ctx.path === '/api/v1' || ctx.path.startsWith('/api/v1/')) return next();
     ctx.status = 404;
   });
+  // Signed by the code host, not bearer-authenticated: before authentication (api/code-host.ts).
+  app.use(codeHostRouter(deps).routes());
   app.use(authenticate(deps.dataSource));
   app.use(bodyParser({
     enableTypes: ['json'],

@@ -2,7 +2,9 @@ import { ApiToken } from './api-token';
 import { AuditEvent } from './audit-event';
 import { App } from './app';
 import { ComputeResource, ResourceAllocation } from './compute-resource';
+import { CustomDomain } from './domain';
 import { PlatformEvent } from './event';
+import { PreviewConfig, PreviewEnvironment } from './preview';
 import { IdempotencyKey } from './idempotency-key';
 import { Member } from './member';
 import { Operation } from './operation';
@@ -24,6 +26,7 @@ export { ApiToken, App, AuditEvent, ComputeResource, ResourceAllocation, Platfor
 export { BillableItem, RegionPublicIpv4, Vpc, VpcAttachment, VpcPeerRoute, VpcSiteConnection, VpcSubnet, VpcVpnGateway, VpcVpnUser };
 export { Webhook, WebhookDelivery };
 export { Bucket, StaticSite, StaticSiteDeployment, Stack, StackDeployment, StackItem };
+export { CustomDomain, PreviewConfig, PreviewEnvironment };
 
 /** Every entity class; register new ones here. */
 export const entities = [
@@ -32,4 +35,5 @@ export const entities = [
   BillableItem, RegionPublicIpv4, Vpc, VpcAttachment, VpcPeerRoute, VpcSiteConnection, VpcSubnet, VpcVpnGateway, VpcVpnUser,
   Webhook, WebhookDelivery,
   Bucket, StaticSite, StaticSiteDeployment, Stack, StackDeployment, StackItem,
+  CustomDomain, PreviewConfig, PreviewEnvironment,
 ];

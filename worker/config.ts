@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import path from 'node:path';
 import { parseAllowList } from '../domain/webhook-destination';
 
@@ -81,6 +82,29 @@ function pools(value: string, name: string): Record<string, string[]> {
   return out;
 }
 
+/**
+ * A DNS server as node:dns takes it: `ip`, `ip:port`, `ipv6`, `[ipv6]` or `[ipv6]:port`
+ * (BERTH_DNS_SERVERS). Anything else stops the start with a clear message.
+ */
+export function dnsServer(entry: string): string {
+  const bad = () => new Error(`BERTH_DNS_SERVERS: "${entry}" is not ip, ip:port or [ipv6]:port`);
+  const port = (p: string | undefined) => {
+    if (p === undefined) return;
+    if (!/^[0-9]{1,5}$/.test(p) || Number(p) < 1 || Number(p) > 65535) throw bad();
+  };
+  const bracketed = /^\[([^\]]+)\](?::(.*))?$/.exec(entry);
+  if (bracketed) {
+    if (isIP(bracketed[1]!) !== 6) throw bad();
+    port(bracketed[2]);
+    return entry;
+  }
+  if (isIP(entry) !== 0) return entry;
+  const [host, p, ...rest] = entry.split(':');
+  if (rest.length > 0 || isIP(host!) !== 4) throw bad();
+  port(p);
+  return entry;
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): Config {
   const provider = env.BERTH_PROVIDER ?? 'simulated';
   if (provider !== 'simulated') {
@@ -106,7 +130,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     logLevel: env.LOG_LEVEL || 'info',
     reconcileIntervalMs: int(env.BERTH_RECONCILE_INTERVAL_MS, 5000, 'BERTH_RECONCILE_INTERVAL_MS'),
     webhookAllowCidrs: list(env.BERTH_WEBHOOK_ALLOW_CIDRS),
-    dnsServers: list(env.BERTH_DNS_SERVERS),
+    dnsServers: list(env.BERTH_DNS_SERVERS).map(dnsServer),
     smtpUrl: env.BERTH_SMTP_URL || undefined,
     mailFrom: env.BERTH_MAIL_FROM || 'Berth <berth@localhost>',
     provider,

@@ -19,3 +19,5 @@ export { stackDeploy } from './stack-deploy';
 export { stackCleanup } from './stack-cleanup';
 export { staticSiteProvision } from './static-site-provision';
 export { staticSiteDeploy } from './static-site-deploy';
+export { domainVerify } from './domain-verify';
+export { previewEnvironment } from './preview-environment';

@@ -1,4 +1,5 @@
 import type { NetworkDriver } from './network';
+import type { PreviewDriver } from './previews';
 import type { SimulatedCore } from './simulated/core';
 import type { StacksDriver } from './stacks';
 import type { StorageDriver } from './storage';
@@ -17,4 +18,5 @@ export interface Provider {
   readonly network: NetworkDriver;
   readonly storage: StorageDriver;
   readonly stacks: StacksDriver;
+  readonly previews: PreviewDriver;
 }

@@ -1,5 +1,7 @@
 import type { RouteDef } from '../route';
 import { auditRoutes } from './audit';
+import { domainRoutes } from './domains';
+import { previewRoutes } from './previews';
 import { projectRoutes } from './projects';
 import { resourceRoutes } from './resources';
 import { bucketRoutes } from './buckets';
@@ -32,4 +34,6 @@ export const routes: RouteDef[] = [
   ...registryCredentialRoutes,
   ...stackRoutes,
   ...staticSiteRoutes,
+  ...domainRoutes,
+  ...previewRoutes,
 ];

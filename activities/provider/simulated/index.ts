@@ -3,6 +3,7 @@ import { SimulatedCore, type SimulatedOptions } from './core';
 import { createSimulatedNetwork } from './network';
 import { createSimulatedStacks } from './stacks';
 import { createSimulatedStorage } from './storage';
+import { simulatedPreviews } from './previews';
 
 export { SimulatedCore } from './core';
 export type { SimulatedOptions } from './core';
@@ -19,5 +20,6 @@ export function createSimulatedProvider(options: SimulatedOptions): Provider {
     network: createSimulatedNetwork(core),
     storage: createSimulatedStorage(core, options.objectStore),
     stacks: createSimulatedStacks(core),
+    previews: simulatedPreviews(core),
   };
 }

@@ -1,3 +1,5 @@
+import { domainScenarios } from './domains';
+import { previewScenarios } from './previews';
 import { projectScenarios } from './projects';
 import { storageScenarios } from './storage';
 import type { ReplayScenario } from './types';
@@ -10,4 +12,6 @@ export const scenarios: ReplayScenario[] = [
   ...vpcScenarios,
   ...webhookScenarios,
   ...storageScenarios,
+  ...domainScenarios,
+  ...previewScenarios,
 ];

@@ -1,0 +1,42 @@
+import type { EntityManager } from 'typeorm';
+import { PREVIEW_WAKE_SIGNAL, resourceProjectProblem } from '../domain/previews';
+import { workflowIdOf } from '../domain/search-attributes';
+import type { ApiDeps } from './context';
+import { unprocessable } from './problem';
+
+/** Shared by the preview routes and the code-host endpoint. */
+
+export const PREVIEW_OPERATION = 'preview';
+
+export const PREVIEW_COLUMNS = `id, status, app_uuid, app_name, url, pull_request_number, pull_request_title, pull_request_author,
+  pull_request_state, pull_request_url, pull_request_merged, branch, base_branch, commit_sha, deployment_error,
+  last_commit_at, last_deployed_at, closed_at, expires_at, created_at, updated_at`;
+
+export function previewWorkflowId(parentAppUuid: string, key: string): string {
+  return workflowIdOf(PREVIEW_OPERATION, parentAppUuid, key);
+}
+
+/**
+ * Tells an environment's workflow to re-read its row after a committed change. Best
+ * effort: a lost signal is caught up by the workflow's periodic re-read.
+ */
+export async function wakePreview(deps: ApiDeps, parentAppUuid: string, key: string): Promise<void> {
+  try {
+    await deps.temporal.workflow.getHandle(previewWorkflowId(parentAppUuid, key)).signal(PREVIEW_WAKE_SIGNAL);
+  } catch (err) {
+    deps.logger.warn({ err, parentAppUuid, key }, 'could not wake the preview environment workflow; its periodic re-read will pick the change up');
+  }
+}
+
+/** The compute resource and project previews of a parent run on (config, else the parent's). */
+export function effectiveTarget(parent: { resource_uuid: string; project_id: string | null }, config: { resource_uuid: string | null; project_uuid: string | null }) {
+  return { resourceUuid: config.resource_uuid ?? parent.resource_uuid, projectUuid: config.project_uuid ?? parent.project_id };
+}
+
+/** PRV-09: 422 when the resource is assigned to projects and the target project is not one of them. */
+export async function assertResourceFitsProject(m: Pick<EntityManager, 'query'>, resourceUuid: string, projectUuid: string | null, field: string): Promise<void> {
+  const assigned: Array<{ project_uuid: string }> = await m.query(
+    `SELECT project_uuid FROM project_resources WHERE resource_uuid = $1 ORDER BY project_uuid`, [resourceUuid]);
+  const problem = resourceProjectProblem(assigned.map((a) => a.project_uuid), projectUuid);
+  if (problem) throw unprocessable(`${problem} (resource ${resourceUuid})`, [{ path: field, message: problem }]);
+}

@@ -1,0 +1,167 @@
+import { randomBytes } from 'node:crypto';
+import * as yup from 'yup';
+import { branchPatternProblem, MAX_LIFETIME_HOURS, PREVIEW_STATUSES } from '../../domain/previews';
+import { one, rows } from '../../entities/sql';
+import { findApp } from '../app-scope';
+import { assertProjectVisible } from '../access';
+import { offsetOf, setPageHeaders, type Page } from '../pagination';
+import { assertResourceFitsProject, effectiveTarget, PREVIEW_COLUMNS, wakePreview } from '../preview-envs';
+import { conflict, notFound, unprocessable } from '../problem';
+import { route } from '../route';
+import { arr, bool, int, obj, oneOf, str, uuid } from '../schemas/common';
+import {
+  defaultPreviewConfig, previewConfigSchema, previewConfigView, previewSchema, previewView, type PreviewConfigRow, type PreviewRow,
+} from '../views/previews';
+
+const TAG = 'preview_environments';
+
+const configBody = obj({
+  enabled: bool(),
+  triggers: obj({
+    pull_requests: bool(),
+    branch_patterns: arr(str().required().test('pattern', '${path} is not a branch pattern', (v) => v === undefined || branchPatternProblem(v) === null)).max(20),
+  }),
+  resource_id: uuid().nullable(),
+  project_id: uuid().nullable(),
+  use_parent_image: bool(),
+  lifetime_hours: int().min(1).max(MAX_LIFETIME_HOURS).nullable(),
+  rotate_webhook_secret: bool(),
+});
+type ConfigBody = yup.InferType<typeof configBody>;
+
+const listQuery = obj({ status: oneOf(PREVIEW_STATUSES) });
+const idParams = yup.object({ uuid: uuid().required(), id: yup.number().integer().min(1).max(2147483647).required() });
+
+const CONFIG_COLUMNS = `app_uuid, enabled, pull_requests, branch_patterns, resource_uuid, project_uuid, use_parent_image, lifetime_hours,
+  webhook_secret_sealed, created_at, updated_at`;
+
+/** A code-host webhook secret: 32 random bytes, hex (GitHub takes any string). */
+function newSecret(): string {
+  return randomBytes(32).toString('hex');
+}
+
+export const previewRoutes = [
+  route<{ uuid: string }>({
+    method: 'get', path: '/apps/{uuid}/preview_environments/config', operation: 'previews.config', tag: TAG,
+    summary: 'Show the preview environment configuration of an app (defaults when never set); the webhook secret is never shown here',
+    response: previewConfigSchema,
+    async handler(ctx) {
+      const app = await findApp(ctx, ctx.params.uuid);
+      const row = await one<PreviewConfigRow>(ctx.deps.dataSource, `SELECT ${CONFIG_COLUMNS} FROM preview_configs WHERE app_uuid = $1`, [app.uuid]);
+      return previewConfigView(row ?? defaultPreviewConfig(app.uuid), ctx.koa.origin);
+    },
+  }),
+  route<{ uuid: string }, {}, ConfigBody>({
+    method: 'put', path: '/apps/{uuid}/preview_environments/config', operation: 'previews.config', tag: TAG, body: configBody,
+    summary: 'Update the preview environment configuration (fields sent change, others stay). The code-host webhook secret is '
+      + 'generated on the first update (or with rotate_webhook_secret) and shown in that response only. While enabled, a '
+      + 'resource assigned to projects other than the target project is refused with 422',
+    response: previewConfigSchema,
+    async handler(ctx) {
+      const b = ctx.body;
+      return ctx.deps.dataSource.transaction(async (m) => {
+        const app = await findApp(ctx, ctx.params.uuid, m, true);
+        if (app.preview_parent_uuid) throw unprocessable('a preview environment\'s app cannot have preview environments of its own');
+        const current = await one<PreviewConfigRow>(m, `SELECT ${CONFIG_COLUMNS} FROM preview_configs WHERE app_uuid = $1 FOR UPDATE`, [app.uuid])
+          ?? defaultPreviewConfig(app.uuid);
+        const next: PreviewConfigRow = {
+          ...current,
+          enabled: b.enabled ?? current.enabled,
+          pull_requests: b.triggers?.pull_requests ?? current.pull_requests,
+          branch_patterns: b.triggers?.branch_patterns ? [...new Set(b.triggers.branch_patterns)] : current.branch_patterns,
+          resource_uuid: b.resource_id !== undefined ? b.resource_id : current.resource_uuid,
+          project_uuid: b.project_id !== undefined ? b.project_id : current.project_uuid,
+          use_parent_image: b.use_parent_image ?? current.use_parent_image,
+          lifetime_hours: b.lifetime_hours !== undefined ? b.lifetime_hours : current.lifetime_hours,
+        };
+        if (next.resource_uuid && next.resource_uuid !== current.resource_uuid) {
+          const found = await one(m, `SELECT 1 FROM compute_resources WHERE uuid = $1 AND workspace_uuid = $2`, [next.resource_uuid, ctx.caller.workspaceUuid]);
+          if (!found) throw unprocessable('resource_id is not a compute resource of this workspace', [{ path: 'body.resource_id', message: 'not found in this workspace' }]);
+        }
+        if (next.project_uuid && next.project_uuid !== current.project_uuid) {
+          const found = await one<{ uuid: string }>(m, `SELECT uuid FROM projects WHERE uuid = $1 AND workspace_uuid = $2`, [next.project_uuid, ctx.caller.workspaceUuid]);
+          if (!found) throw unprocessable('project_id is not a project of this workspace', [{ path: 'body.project_id', message: 'not found in this workspace' }]);
+          await assertProjectVisible(ctx, found.uuid, 'project');
+        }
+        if (next.enabled) {
+          const target = effectiveTarget(app, next);
+          await assertResourceFitsProject(m, target.resourceUuid, target.projectUuid, next.resource_uuid ? 'body.resource_id' : 'body.enabled');
+        }
+        const secret = current.webhook_secret_sealed === null || b.rotate_webhook_secret === true ? newSecret() : undefined;
+        const sealed = secret ? ctx.deps.secretBox.seal(secret) : current.webhook_secret_sealed;
+        const saved = await one<PreviewConfigRow>(m,
+          `INSERT INTO preview_configs (app_uuid, workspace_uuid, enabled, pull_requests, branch_patterns, resource_uuid, project_uuid,
+                                        use_parent_image, lifetime_hours, webhook_secret_sealed)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+           ON CONFLICT (app_uuid) DO UPDATE SET enabled = $3, pull_requests = $4, branch_patterns = $5, resource_uuid = $6,
+             project_uuid = $7, use_parent_image = $8, lifetime_hours = $9, webhook_secret_sealed = $10, updated_at = now()
+           RETURNING ${CONFIG_COLUMNS}`,
+          [app.uuid, ctx.caller.workspaceUuid, next.enabled, next.pull_requests, next.branch_patterns, next.resource_uuid,
+            next.project_uuid, next.use_parent_image, next.lifetime_hours, sealed]);
+        return previewConfigView(saved!, ctx.koa.origin, secret);
+      });
+    },
+  }),
+  route<{ uuid: string }, Page & { status?: string }>({
+    method: 'get', path: '/apps/{uuid}/preview_environments', operation: 'previews.read', tag: TAG, paginated: true, query: listQuery,
+    summary: 'List the preview environments of an app, newest first; filter by status. They are created from pull requests and '
+      + 'branch pushes only (configure triggers with the config endpoint)',
+    response: yup.array(previewSchema),
+    async handler(ctx) {
+      const app = await findApp(ctx, ctx.params.uuid);
+      const where = `parent_app_uuid = $1 AND ($2::text IS NULL OR status = $2)`;
+      const [{ count }] = await ctx.deps.dataSource.query(`SELECT count(*)::int AS count FROM preview_environments WHERE ${where}`,
+        [app.uuid, ctx.query.status ?? null]);
+      const list: PreviewRow[] = await ctx.deps.dataSource.query(
+        `SELECT ${PREVIEW_COLUMNS} FROM preview_environments WHERE ${where} ORDER BY created_at DESC, id DESC LIMIT $3 OFFSET $4`,
+        [app.uuid, ctx.query.status ?? null, ctx.query.per_page, offsetOf(ctx.query)]);
+      setPageHeaders(ctx.koa, ctx.query, count);
+      return list.map(previewView);
+    },
+  }),
+  route<{ uuid: string; id: number }>({
+    method: 'get', path: '/apps/{uuid}/preview_environments/{id}', operation: 'previews.read', tag: TAG, params: idParams,
+    summary: 'Show a preview environment by its integer id', response: previewSchema,
+    async handler(ctx) {
+      const app = await findApp(ctx, ctx.params.uuid);
+      const row = await one<PreviewRow>(ctx.deps.dataSource,
+        `SELECT ${PREVIEW_COLUMNS} FROM preview_environments WHERE id = $1 AND parent_app_uuid = $2`, [ctx.params.id, app.uuid]);
+      if (!row) throw notFound('preview environment');
+      return previewView(row);
+    },
+  }),
+  route<{ uuid: string; id: number }>({
+    method: 'delete', path: '/apps/{uuid}/preview_environments/{id}', operation: 'previews.delete', tag: TAG, params: idParams, status: 202,
+    summary: 'Delete a preview environment: it moves to destroying, its app is removed, then it is gone (poll GET until 404)',
+    response: previewSchema,
+    async handler(ctx) {
+      const app = await findApp(ctx, ctx.params.uuid);
+      const [row] = await rows<PreviewRow & { key: string }>(ctx.deps.dataSource,
+        `UPDATE preview_environments SET status = 'destroying', updated_at = now() WHERE id = $1 AND parent_app_uuid = $2
+          RETURNING key, ${PREVIEW_COLUMNS}`, [ctx.params.id, app.uuid]);
+      if (!row) throw notFound('preview environment');
+      await wakePreview(ctx.deps, app.uuid, row.key);
+      return previewView(row);
+    },
+  }),
+  route<{ uuid: string; id: number }>({
+    method: 'post', path: '/apps/{uuid}/preview_environments/{id}/redeploy', operation: 'previews.redeploy', tag: TAG, params: idParams,
+    status: 202, summary: 'Redeploy the head commit of a preview environment (updating, then active or failed)', response: previewSchema,
+    async handler(ctx) {
+      const app = await findApp(ctx, ctx.params.uuid);
+      const { row, key } = await ctx.deps.dataSource.transaction(async (m) => {
+        const found = await one<{ status: string; key: string }>(m,
+          `SELECT status, key FROM preview_environments WHERE id = $1 AND parent_app_uuid = $2 FOR UPDATE`, [ctx.params.id, app.uuid]);
+        if (!found) throw notFound('preview environment');
+        if (found.status === 'destroying') throw conflict('the preview environment is being destroyed');
+        const [updated] = await rows<PreviewRow>(m,
+          `UPDATE preview_environments SET generation = generation + 1, updated_at = now(),
+                  status = CASE WHEN status IN ('active', 'failed') THEN 'updating' ELSE status END
+            WHERE id = $1 RETURNING ${PREVIEW_COLUMNS}`, [ctx.params.id]);
+        return { row: updated!, key: found.key };
+      });
+      await wakePreview(ctx.deps, app.uuid, key);
+      return previewView(row);
+    },
+  }),
+];

@@ -1,0 +1,105 @@
+import {
+  ActivityFailure, ApplicationFailure, condition, continueAsNew, defineSignal, proxyActivities, setHandler, workflowInfo,
+} from '@temporalio/workflow';
+import type { Activities } from '../activities';
+import { PREVIEW_WAKE_SIGNAL } from '../domain/previews';
+import { stateQuery } from './common';
+import { emit } from './events';
+
+const { readPreviewIntent, recordPreviewDeployed, recordPreviewFailed, expirePreview, destroyPreviewApp } = proxyActivities<Activities>({
+  startToCloseTimeout: '1 minute',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
+});
+
+/** Creating the workload and deploying: a few tries, then the environment is `failed`. */
+const { createPreviewApp, deployPreviewCommit } = proxyActivities<Activities>({
+  startToCloseTimeout: '15 minutes',
+  retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 3 },
+});
+
+export const wakeSignal = defineSignal(PREVIEW_WAKE_SIGNAL);
+
+/** Re-reads the environment at least this often, in case a wake signal was lost. */
+const RECHECK_MS = 60 * 60 * 1000;
+
+export interface PreviewEnvironmentInput {
+  workspaceUuid: string;
+  parentAppUuid: string;
+  /** `pr-<number>` or `branch-<name>`. */
+  key: string;
+  /** Carried over continue-as-new. */
+  handledGeneration?: number;
+  provisioned?: boolean;
+}
+
+function failureMessage(err: unknown): string {
+  if (err instanceof ActivityFailure && err.cause) return err.cause.message;
+  if (err instanceof ApplicationFailure) return err.message;
+  return err instanceof Error ? err.message : String(err);
+}
+
+/**
+ * One preview environment, for its whole life (`preview/<parent app uuid>/<key>`): the
+ * row says what is wanted (head commit and deploy generation, destroying, expires_at);
+ * the API writes it and sends `wake`. creating -> active (or failed with
+ * deployment_error); a new commit or redeploy: updating -> active; closed, merged,
+ * deleted or expires_at reached: destroying -> gone (the preview app is removed).
+ */
+export async function previewEnvironment(input: PreviewEnvironmentInput): Promise<'gone'> {
+  let state = 'creating';
+  let woken = false;
+  let handled = input.handledGeneration ?? 0;
+  let provisioned = input.provisioned ?? false;
+  setHandler(stateQuery, () => state);
+  setHandler(wakeSignal, () => { woken = true; });
+
+  for (;;) {
+    woken = false;
+    const intent = await readPreviewIntent(input.parentAppUuid, input.key);
+    if (!intent) {
+      state = 'gone';
+      return 'gone';
+    }
+    const id = intent.environmentId;
+    if (intent.status === 'destroying') {
+      state = 'destroying';
+      await destroyPreviewApp(id);
+      // A pull request reopened meanwhile wrote a new environment under the same key.
+      if (await readPreviewIntent(input.parentAppUuid, input.key)) {
+        await continueAsNew<typeof previewEnvironment>({ workspaceUuid: input.workspaceUuid, parentAppUuid: input.parentAppUuid, key: input.key });
+      }
+      state = 'gone';
+      return 'gone';
+    }
+    if (intent.generation > handled) {
+      state = handled === 0 ? 'creating' : 'updating';
+      handled = intent.generation;
+      const eventData = { preview_environment_id: id, commit_sha: intent.headSha };
+      await emit(input.workspaceUuid, 'deploy_started', intent.appUuid, eventData);
+      try {
+        if (!provisioned) {
+          await createPreviewApp(id);
+          provisioned = true;
+        }
+        await deployPreviewCommit({ environmentId: id, commitSha: intent.headSha });
+        await recordPreviewDeployed({ environmentId: id, generation: intent.generation, commitSha: intent.headSha });
+        await emit(input.workspaceUuid, 'deploy_ended', intent.appUuid, { ...eventData, status: 'succeeded' });
+      } catch (err) {
+        const error = failureMessage(err);
+        await recordPreviewFailed({ environmentId: id, generation: intent.generation, error });
+        await emit(input.workspaceUuid, 'deploy_ended', intent.appUuid, { ...eventData, status: 'failed', error });
+      }
+      continue;
+    }
+    state = intent.status;
+    if (intent.expiresAt !== null && intent.expiresAt <= Date.now()) {
+      await expirePreview(id);
+      continue;
+    }
+    const wait = intent.expiresAt === null ? RECHECK_MS : Math.min(RECHECK_MS, intent.expiresAt - Date.now());
+    await condition(() => woken, wait);
+    if (workflowInfo().continueAsNewSuggested) {
+      await continueAsNew<typeof previewEnvironment>({ ...input, handledGeneration: handled, provisioned });
+    }
+  }
+}
