@@ -1,4 +1,5 @@
 import type { ActivityDeps } from './deps';
+import { createDataActivities } from './data';
 import { createEventActivities } from './events';
 import { createProjectActivities } from './projects';
 import { createStateActivities } from './state';
@@ -11,6 +12,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createStateActivities(deps),
     ...createEventActivities(deps),
     ...createProjectActivities(deps),
+    ...createDataActivities(deps),
   };
 }
 

@@ -5,6 +5,7 @@ import type { ActivityDeps } from './deps';
 export const STATEFUL_TABLES = {
   projects: 'state',
   apps: 'state',
+  addons: 'state',
 } as const;
 
 export type StatefulTable = keyof typeof STATEFUL_TABLES;

@@ -1,3 +1,4 @@
+import { Addon } from './addon';
 import { ApiToken } from './api-token';
 import { App } from './app';
 import { ComputeResource, ResourceAllocation } from './compute-resource';
@@ -12,9 +13,9 @@ import { Role } from './role';
 import { User } from './user';
 import { Workspace } from './workspace';
 
-export { ApiToken, App, ComputeResource, ResourceAllocation, PlatformEvent, IdempotencyKey, Member, Operation, Project,
+export { Addon, ApiToken, App, ComputeResource, ResourceAllocation, PlatformEvent, IdempotencyKey, Member, Operation, Project,
   ProjectResource, ProjectRestriction, Region, RegistryCredential, Role, User, Workspace };
 
 /** Every entity class; register new ones here. */
-export const entities = [ApiToken, App, ComputeResource, ResourceAllocation, PlatformEvent, IdempotencyKey, Member,
+export const entities = [Addon, ApiToken, App, ComputeResource, ResourceAllocation, PlatformEvent, IdempotencyKey, Member,
   Operation, Project, ProjectResource, ProjectRestriction, Region, RegistryCredential, Role, User, Workspace];

@@ -1,5 +1,6 @@
 import { Foundation1732200000000 } from './1732200000000-foundation';
 import { RegistryCredentials1732200000001 } from './1732200000001-registry-credentials';
+import { DataServices1732700000000 } from './1732700000000-data-services';
 
 /** Every migration, in order. Add new ones at the end. */
-export const migrations = [Foundation1732200000000, RegistryCredentials1732200000001];
+export const migrations = [Foundation1732200000000, RegistryCredentials1732200000001, DataServices1732700000000];

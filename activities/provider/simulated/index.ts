@@ -1,7 +1,9 @@
 import type { Provider } from '../provider';
 import { SimulatedCore, type SimulatedOptions } from './core';
+import { SimulatedData } from './data';
 
 export { SimulatedCore } from './core';
+export { SimulatedData } from './data';
 export type { SimulatedOptions } from './core';
 
 /**
@@ -13,5 +15,6 @@ export function createSimulatedProvider(options: SimulatedOptions): Provider {
   return {
     name: 'simulated',
     core,
+    data: new SimulatedData(core),
   };
 }

@@ -1,0 +1,27 @@
+import { proxyActivities, setHandler } from '@temporalio/workflow';
+import type { Activities } from '../activities';
+import { stateQuery } from './common';
+
+const { syncAddonSettings, ensureAddonSubPaths } = proxyActivities<Activities>({
+  startToCloseTimeout: '1 minute',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
+});
+
+export interface AddonSyncInput {
+  addonUuid: string;
+  /** Also create sub_path directories of mounts (mount_app). */
+  subPaths?: boolean;
+}
+
+/**
+ * Brings the cluster in line with an accepted settings change (BKP-01/02): public access
+ * and backups; `backup_active` follows `backup_enabled` once the cluster runs it.
+ * Started per change (`addon-sync/<uuid>/<generation>`); concurrent runs converge.
+ */
+export async function addonSync(input: AddonSyncInput): Promise<void> {
+  let state = 'applying';
+  setHandler(stateQuery, () => state);
+  if (input.subPaths) await ensureAddonSubPaths(input.addonUuid);
+  while (!(await syncAddonSettings(input.addonUuid))) { /* changed again while applying */ }
+  state = 'applied';
+}
