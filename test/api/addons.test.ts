@@ -1,4 +1,5 @@
 import { createActivities } from '../../activities';
+import { loadAppAddons } from '../../api/views/addons';
 import { UNHEALTHY_STATES } from '../../domain/data';
 import { insertApp, simData, clusterOf } from '../support/data';
 import { memberWith, seedWorkspace, tokenWith, type Workspace } from '../support/fixtures';
@@ -99,7 +100,6 @@ describe('add-ons attached to apps', () => {
     const jobs = await stack.http.get(`/api/v1/apps/${app}/cronjobs`).set(owner());
     expect(jobs.body.map((a: { uuid: string }) => a.uuid)).toEqual([job.body.uuid]);
     expect(jobs.body[0]).toMatchObject({ type: 'cronjob', label: 'nightly' });
-    const { loadAppAddons } = await import('../../api/views/addons');
     const loaded = await loadAppAddons(stack.ds.manager, stack.secretBox, [app, appUuid]);
     expect(loaded.get(app)!.addons.map((a) => a.uuid)).toEqual([db.uuid]);
     expect(loaded.get(app)!.cronjobs.map((a) => a.uuid)).toEqual([job.body.uuid]);
