@@ -56,7 +56,7 @@ export function createDataActivities(deps: Pick<ActivityDeps, 'dataSource' | 'lo
       engine: row.type as DataEngine,
       cpuSize: Number(row.quota.cpu_size ?? 0.5),
       ramSize: Number(row.quota.ram_size ?? 512 * 2 ** 20),
-      publicAccess: row.public_access,
+      publicAccess: creds.public_access,
       backups: row.backup_enabled,
       password: creds.password_sealed ? secretBox.open(creds.password_sealed) : null,
     };
@@ -121,6 +121,7 @@ export function createDataActivities(deps: Pick<ActivityDeps, 'dataSource' | 'lo
     async syncAddonSettings(uuid: string): Promise<boolean> {
       const row = await required(uuid);
       const primary = row.replica_of ? await required(row.replica_of) : row;
+      await driver().setRunning(row.cluster_id!, row.state !== 'stopped');
       await driver().setPublicAccess(row.cluster_id!, primary.public_access);
       if (row.replica_of) return true;
       await driver().setBackups(row.cluster_id!, row.backup_enabled);

@@ -261,3 +261,20 @@ export async function createReplica(ctx: Ctx, primary: AddonRow, b: { cpu_size: 
   await ctx.deps.outbox.dispatch(op.uuid);
   return viewOf(ctx, uuid);
 }
+
+/** Stops (data kept, state `stopped`) or starts (state `creating`, then the live status) an add-on or service. */
+export async function changeState(ctx: Ctx, row: AddonRow, action: 'start' | 'stop'): Promise<AddonView> {
+  const op = await ctx.deps.dataSource.transaction(async (m) => {
+    const moved = await one<{ g: number }>(m,
+      `UPDATE addons SET state = $2, settings_generation = settings_generation + 1, updated_at = now()
+        WHERE uuid = $1 AND state = ANY($3::text[]) RETURNING settings_generation AS g`,
+      [row.uuid, action === 'stop' ? 'stopped' : 'creating', action === 'stop' ? LIVE_STATES : ['stopped']]);
+    if (!moved) throw conflict(action === 'stop' ? `cannot stop: the ${row.kind === 'service' ? 'service' : 'add-on'} is ${row.state}` : `cannot start: it is ${row.state}, not stopped`);
+    return ctx.deps.outbox.enqueue(m, {
+      operation: row.kind === 'service' ? 'service-sync' : 'addon-sync', workflowType: 'addonSync', workspaceUuid: ctx.caller.workspaceUuid,
+      resourceUuid: row.uuid, subId: String(moved.g), args: [{ addonUuid: row.uuid }],
+    });
+  });
+  await ctx.deps.outbox.dispatch(op.uuid);
+  return viewOf(ctx, row.uuid);
+}

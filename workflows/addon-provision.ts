@@ -16,7 +16,8 @@ export interface AddonProvisionInput {
 /**
  * Provisions an add-on, a service or a read replica (ADD-03): pending -> processing
  * (cluster requested) -> creating (until the driver reports ready) -> the live status
- * (healthy, bound, running or an unhealthy value), then applies backups and public access.
+ * (healthy, bound, running or an unhealthy value), once sub paths, backups and public
+ * access are applied.
  */
 export async function addonProvision(input: AddonProvisionInput): Promise<string> {
   let state = 'pending';
@@ -26,6 +27,9 @@ export async function addonProvision(input: AddonProvisionInput): Promise<string
   await provisionAddonCluster(input.addonUuid);
   await transition({ table: 'addons', uuid: input.addonUuid, from: ['processing'], to: 'creating' });
   state = 'creating';
+  if (input.storage) await ensureAddonSubPaths(input.addonUuid);
+  while (!(await syncAddonSettings(input.addonUuid))) { /* the setting changed while applying: apply again */ }
+  // The live status comes last: once it shows, sub paths, backups and public access are in place.
   let delay = 1;
   for (;;) {
     const s = await refreshAddonStatus(input.addonUuid);
@@ -36,7 +40,5 @@ export async function addonProvision(input: AddonProvisionInput): Promise<string
     await sleep(`${delay} seconds`);
     delay = Math.min(delay * 2, 30);
   }
-  if (input.storage) await ensureAddonSubPaths(input.addonUuid);
-  while (!(await syncAddonSettings(input.addonUuid))) { /* the setting changed while applying: apply again */ }
   return state;
 }

@@ -1,8 +1,8 @@
-import { proxyActivities, setHandler } from '@temporalio/workflow';
+import { proxyActivities, setHandler, sleep } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { stateQuery } from './common';
 
-const { syncAddonSettings, ensureAddonSubPaths } = proxyActivities<Activities>({
+const { syncAddonSettings, ensureAddonSubPaths, refreshAddonStatus } = proxyActivities<Activities>({
   startToCloseTimeout: '1 minute',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
 });
@@ -14,8 +14,8 @@ export interface AddonSyncInput {
 }
 
 /**
- * Brings the cluster in line with an accepted settings change (BKP-01/02): public access
- * and backups; `backup_active` follows `backup_enabled` once the cluster runs it.
+ * Brings the cluster in line with an accepted settings change (BKP-01/02): running or
+ * stopped, public access and backups; `backup_active` follows `backup_enabled` once the cluster runs it.
  * Started per change (`addon-sync/<uuid>/<generation>`); concurrent runs converge.
  */
 export async function addonSync(input: AddonSyncInput): Promise<void> {
@@ -23,5 +23,7 @@ export async function addonSync(input: AddonSyncInput): Promise<void> {
   setHandler(stateQuery, () => state);
   if (input.subPaths) await ensureAddonSubPaths(input.addonUuid);
   while (!(await syncAddonSettings(input.addonUuid))) { /* changed again while applying */ }
+  // A started add-on is `creating` until the cluster reports its live status again.
+  for (let delay = 1; !(await refreshAddonStatus(input.addonUuid)).ready; delay = Math.min(delay * 2, 30)) await sleep(`${delay} seconds`);
   state = 'applied';
 }

@@ -40,6 +40,8 @@ export interface DataDriver {
   createReplica(spec: ClusterSpec & { primaryId: string }): Promise<void>;
   status(id: string): Promise<ClusterStatus>;
   setPublicAccess(id: string, on: boolean): Promise<void>;
+  /** Stops (scales to zero, data kept) or starts the cluster. */
+  setRunning(id: string, running: boolean): Promise<void>;
   /** Turns continuous backups on or off; turning them on takes a first base backup. */
   setBackups(id: string, on: boolean): Promise<void>;
   /** Takes a base backup now (the cluster also takes one when backups turn on). */

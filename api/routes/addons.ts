@@ -1,10 +1,10 @@
 import * as yup from 'yup';
 import { route } from '../route';
 import {
-  backupsOf, createReplica, destroy, findAddon, findApp, insertData, setPublicAccess, startRestore, updateData, viewOf,
+  backupsOf, changeState, createReplica, destroy, findAddon, findApp, insertData, setPublicAccess, startRestore, updateData, viewOf,
 } from '../data-services';
 import {
-  addonCreateBody, addonUpdateBody, publicAccessBody, replicaBody, restoreBody,
+  addonCreateBody, addonUpdateBody, publicAccessBody, replicaBody, restoreBody, stateBody,
   type AddonCreateBody, type AddonUpdateBody, type RestoreBody,
 } from '../schemas/addons';
 import { addonSchema, backupsSchema, loadAppAddons, messageSchema } from '../views/addons';
@@ -63,6 +63,14 @@ export const addonRoutes = [
     async handler(ctx) {
       await findApp(ctx, ctx.params.uuid);
       return setPublicAccess(ctx, await findAddon(ctx, { appUuid: ctx.params.uuid }, ctx.params.id), ctx.body.public_access);
+    },
+  }),
+  route<AddonParams, {}, { action: 'start' | 'stop' }>({
+    method: 'patch', path: '/apps/{uuid}/addons/{id}/state', operation: 'addons.write', tag: TAG, body: stateBody,
+    summary: 'Stop (state stopped, data kept) or start (creating, then the live status) an add-on', response: addonSchema,
+    async handler(ctx) {
+      await findApp(ctx, ctx.params.uuid);
+      return changeState(ctx, await findAddon(ctx, { appUuid: ctx.params.uuid }, ctx.params.id), ctx.body.action);
     },
   }),
   route<AddonParams>({

@@ -4,13 +4,13 @@ import * as yup from 'yup';
 import { one } from '../../entities/sql';
 import { assertProjectVisible, hiddenProjects, visibleProjectsClause } from '../access';
 import {
-  backupsOf, checkSubPath, destroy, findAddon, findApp, insertData, setPublicAccess, startRestore, updateData, viewOf,
+  backupsOf, changeState, checkSubPath, destroy, findAddon, findApp, insertData, setPublicAccess, startRestore, updateData, viewOf,
 } from '../data-services';
 import { offsetOf, setPageHeaders, type Page } from '../pagination';
 import { unprocessable } from '../problem';
 import { route, type RouteContext } from '../route';
 import {
-  mountBody, publicAccessBody, restoreBody, serviceCreateBody, serviceUpdateBody,
+  mountBody, publicAccessBody, restoreBody, serviceCreateBody, serviceUpdateBody, stateBody,
   type AddonUpdateBody, type RestoreBody, type ServiceCreateBody,
 } from '../schemas/addons';
 import { obj, str, timestamp, uuid } from '../schemas/common';
@@ -99,6 +99,13 @@ export const serviceRoutes = [
     summary: 'Turn a service\'s public access on or off', response: addonSchema,
     async handler(ctx) {
       return setPublicAccess(ctx, await findAddon(ctx, { service: true }, ctx.params.id), ctx.body.public_access);
+    },
+  }),
+  route<Params, {}, { action: 'start' | 'stop' }>({
+    method: 'patch', path: '/services/{id}/state', operation: 'services.operate', tag: TAG, body: stateBody,
+    summary: 'Stop (state stopped, data kept) or start a service', response: addonSchema,
+    async handler(ctx) {
+      return changeState(ctx, await findAddon(ctx, { service: true }, ctx.params.id), ctx.body.action);
     },
   }),
   route<Params>({

@@ -64,3 +64,4 @@ export interface AddonUpdateBody {
   project_id?: string | null;
 }
 export type RestoreBody = yup.InferType<typeof restoreBody>;
+export const stateBody = obj({ action: oneOf(['start', 'stop'] as const).required() });

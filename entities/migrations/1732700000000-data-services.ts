@@ -76,6 +76,7 @@ export class DataServices1732700000000 implements MigrationInterface {
         engine text NOT NULL,
         status text NOT NULL,
         ready_at timestamptz NOT NULL,
+        running boolean NOT NULL DEFAULT true,
         public_access boolean NOT NULL DEFAULT false,
         backups boolean NOT NULL DEFAULT false,
         replica_of text,

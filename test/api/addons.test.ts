@@ -202,6 +202,26 @@ describe('add-ons attached to apps', () => {
     await eventually(async () => (await stack.ds.query(`SELECT 1 FROM addons WHERE uuid = $1`, [created.uuid])).length === 0, { what: 'row deleted' });
   });
 
+  it('ADD-03 PATCH .../state stops an add-on (stopped, data kept) and starts it again (creating, then healthy)', async () => {
+    const created = await addon({ type: 'postgres' });
+    await live(created.uuid);
+    const cluster = await clusterOf(stack.ds, created.uuid);
+    await simData(stack).writeRow(cluster, 'keep', 'me');
+    const viewer = await tokenWith(stack.ds, ws.uuid, ['apps:view']);
+    expect((await stack.http.patch(`/api/v1/apps/${appUuid}/addons/${created.uuid}/state`).set(auth(viewer)).send({ action: 'stop' })).status).toBe(403);
+    const stop = await stack.http.patch(`/api/v1/apps/${appUuid}/addons/${created.uuid}/state`).set(owner()).send({ action: 'stop' });
+    expect(stop.status).toBe(200);
+    expect(stop.body.state).toBe('stopped');
+    await eventually(async () => (await simData(stack).clusterInfo(cluster))!.running === false, { what: 'cluster stopped' });
+    expect((await stack.http.patch(`/api/v1/apps/${appUuid}/addons/${created.uuid}/state`).set(owner()).send({ action: 'stop' })).status).toBe(409);
+    const start = await stack.http.patch(`/api/v1/apps/${appUuid}/addons/${created.uuid}/state`).set(owner()).send({ action: 'start' });
+    expect(start.body.state).toBe('creating');
+    await live(created.uuid);
+    expect((await simData(stack).clusterInfo(cluster))!.running).toBe(true);
+    expect(await simData(stack).readRows(cluster)).toEqual({ keep: 'me' });
+    expect((await stack.http.patch(`/api/v1/apps/${appUuid}/addons/${created.uuid}/state`).set(owner()).send({ action: 'pause' })).status).toBe(400);
+  });
+
   it('checks the app: unknown app 404, app in a project closed to the caller 404', async () => {
     expect((await stack.http.get(`/api/v1/apps/00000000-0000-4000-8000-000000000001/addons`).set(owner())).status).toBe(404);
     const other = await seedWorkspace(stack.ds);

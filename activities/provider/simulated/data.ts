@@ -13,6 +13,7 @@ interface ClusterRow {
   status: string;
   ready_at: Date;
   deleted_at: Date | null;
+  running: boolean;
 }
 
 const hash = (password: string | null) => (password ? createHash('sha256').update(password).digest('hex') : null);
@@ -32,7 +33,7 @@ export class SimulatedData implements DataDriver {
   }
 
   private async cluster(id: string): Promise<ClusterRow> {
-    const row = await one<ClusterRow>(this.db, `SELECT id, engine, status, ready_at, deleted_at FROM sim_data_clusters WHERE id = $1`, [id]);
+    const row = await one<ClusterRow>(this.db, `SELECT id, engine, status, ready_at, deleted_at, running FROM sim_data_clusters WHERE id = $1`, [id]);
     if (!row || row.deleted_at) throw ApplicationFailure.nonRetryable(`no such cluster ${id}`, 'ClusterNotFound');
     return row;
   }
@@ -60,6 +61,7 @@ export class SimulatedData implements DataDriver {
   async status(id: string) {
     await this.core.maybeFail('data.status');
     const c = await this.cluster(id);
+    if (!c.running) return { status: 'stopped', ready: true };
     if (new Date(c.ready_at).getTime() > Date.now()) return { status: 'creating', ready: false };
     if (c.status === 'live') return { status: c.engine === 'storage' ? 'bound' : 'healthy', ready: true };
     if (c.status === 'unknown') return { status: 'running', ready: true };
@@ -70,6 +72,13 @@ export class SimulatedData implements DataDriver {
     await this.core.maybeFail('data.setPublicAccess');
     await this.cluster(id);
     await this.db.query(`UPDATE sim_data_clusters SET public_access = $2 WHERE id = $1`, [id, on]);
+  }
+
+  async setRunning(id: string, running: boolean): Promise<void> {
+    await this.core.maybeFail('data.setRunning');
+    await this.cluster(id);
+    await this.db.query(`UPDATE sim_data_clusters SET running = $2, ready_at = CASE WHEN $2 AND NOT running THEN $3 ELSE ready_at END WHERE id = $1`,
+      [id, running, this.core.readyAt()]);
   }
 
   async setBackups(id: string, on: boolean): Promise<void> {
@@ -190,8 +199,8 @@ export class SimulatedData implements DataDriver {
   }
 
   async clusterInfo(id: string) {
-    return one<{ id: string; engine: string; public_access: boolean; backups: boolean; replica_of: string | null; cpu_size: number; ram_size: string; password_hash: string | null }>(
-      this.db, `SELECT id, engine, public_access, backups, replica_of, cpu_size, ram_size, password_hash FROM sim_data_clusters WHERE id = $1`, [id]);
+    return one<{ id: string; engine: string; running: boolean; public_access: boolean; backups: boolean; replica_of: string | null; cpu_size: number; ram_size: string; password_hash: string | null }>(
+      this.db, `SELECT id, engine, running, public_access, backups, replica_of, cpu_size, ram_size, password_hash FROM sim_data_clusters WHERE id = $1`, [id]);
   }
 
   async dirs(id: string): Promise<string[]> {
