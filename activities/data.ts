@@ -73,9 +73,55 @@ export function createDataActivities(deps: Pick<ActivityDeps, 'dataSource' | 'lo
     return list.length;
   }
 
+  let healthScheduleEnsured = false;
+  /**
+   * The health sweep's Temporal Schedule (`addon-health/<task queue>`, every minute),
+   * created once by the first provisioning on this task queue.
+   */
+  async function ensureHealthSchedule(): Promise<void> {
+    if (healthScheduleEnsured) return;
+    try {
+      await temporal.schedule.create({
+        scheduleId: `addon-health/${config.taskQueue}`,
+        spec: { intervals: [{ every: '1m' }] },
+        action: { type: 'startWorkflow', workflowType: 'addonHealthSweep', taskQueue: config.taskQueue, workflowId: `addon-health/${config.taskQueue}`, args: [], workflowExecutionTimeout: '5 minutes' },
+      });
+    } catch (err) {
+      if (!(err instanceof ScheduleAlreadyRunning)) {
+        // Not fatal for provisioning: the next provisioning tries again.
+        logger.warn({ err }, 'could not create the add-on health schedule');
+        return;
+      }
+    }
+    healthScheduleEnsured = true;
+  }
+
   const activities = {
+    /**
+     * Reads the live status of every provisioned add-on and service from the driver and
+     * records changes (healthy, bound, running, or an unhealthy value: ADD-03/04).
+     */
+    async sweepAddonHealth(): Promise<number> {
+      const live = await rows<{ uuid: string; cluster_id: string; state: string }>(ds,
+        `SELECT uuid, cluster_id, state FROM addons WHERE type <> 'cronjob' AND cluster_id IS NOT NULL
+            AND state = ANY($1::text[]) ORDER BY updated_at LIMIT 1000`,
+        [['healthy', 'bound', 'running', 'degraded', 'degradated', 'failing', 'lost', 'crashloopbackoff', 'failed']]);
+      let changed = 0;
+      for (const a of live) {
+        const s = await driver().status(a.cluster_id).catch(() => null);
+        if (!s?.ready || s.status === a.state || s.status === 'stopped') continue;
+        const moved = await rows(ds, `UPDATE addons SET state = $2, updated_at = now() WHERE uuid = $1 AND state = $3 RETURNING uuid`, [a.uuid, s.status, a.state]);
+        if (moved.length > 0) {
+          changed += 1;
+          logger.info({ addon: a.uuid, from: a.state, to: s.status }, 'add-on status changed');
+        }
+      }
+      return changed;
+    },
+
     /** Creates the cluster of an add-on or service (a replica streams from its primary). */
     async provisionAddonCluster(uuid: string): Promise<void> {
+      await ensureHealthSchedule();
       const row = await required(uuid);
       const spec = await specOf(row);
       if (row.replica_of) {

@@ -6,3 +6,4 @@ export { addonRestore } from './addon-restore';
 export { addonDestroy } from './addon-destroy';
 export { cronjobSync } from './cronjob-sync';
 export { cronjobRun } from './cronjob-run';
+export { addonHealthSweep } from './addon-health-sweep';

@@ -89,6 +89,22 @@ describe('add-ons attached to apps', () => {
     expect((await stack.http.get(`/api/v1/apps/${appUuid}/addons/${created.uuid}`).set(owner())).body.state).toBe('healthy');
   });
 
+  it('ADD-04 the health sweep (a Temporal Schedule every minute) records the status the driver reports', async () => {
+    const created = await addon({ type: 'valkey' });
+    await live(created.uuid);
+    const cluster = await clusterOf(stack.ds, created.uuid);
+    const schedule = stack.temporal.schedule.getHandle(`addon-health/${stack.taskQueue}`);
+    const desc = await schedule.describe();
+    expect(desc.spec.intervals?.map((i) => i.every)).toEqual([60000]);
+    expect(desc.action).toMatchObject({ workflowType: 'addonHealthSweep' });
+    await simData(stack).setStatus(cluster, 'lost');
+    await schedule.trigger();
+    await live(created.uuid, appUuid, /^lost$/);
+    await simData(stack).setStatus(cluster, 'live');
+    await schedule.trigger();
+    await live(created.uuid);
+  });
+
   it('ADD-02 CRN-05 GET /apps/{uuid}/addons excludes cron jobs, which are listed in the app\'s cronjobs', async () => {
     const app = await insertApp(stack.ds, ws);
     const db = await addon({ type: 'valkey' }, app);

@@ -22,6 +22,23 @@ async function liveAddon(stack: TestStack, app: string, auth: Record<string, str
 
 export const dataScenarios: ReplayScenario[] = [
   {
+    name: 'addon-health-sweep',
+    async record(stack) {
+      const { app, auth } = await setup(stack);
+      await liveAddon(stack, app, auth, { type: 'valkey' });
+      const schedule = stack.temporal.schedule.getHandle(`addon-health/${stack.taskQueue}`);
+      const before = (await schedule.describe()).info.recentActions.length;
+      await schedule.trigger();
+      const runId = await eventually(async () => {
+        const actions = (await schedule.describe()).info.recentActions;
+        return actions.length > before ? actions[actions.length - 1]!.action.workflow.workflowId : null;
+      }, { what: 'a sweep' });
+      const history = await completed(stack, runId);
+      await schedule.delete();
+      return history;
+    },
+  },
+  {
     name: 'addon-provision',
     async record(stack) {
       const { app, auth } = await setup(stack);
