@@ -279,6 +279,23 @@ export function createDataActivities(deps: Pick<ActivityDeps, 'dataSource' | 'lo
       return result.exitCode;
     },
 
+    /**
+     * For the app deletion saga: deletes every add-on, replica and cron job of an app, with
+     * their clusters (data does not come back) and schedules. Idempotent.
+     */
+    async deleteAppAddons(appUuid: string): Promise<number> {
+      const found = await rows<{ uuid: string; type: string; cluster_id: string | null }>(ds,
+        `UPDATE addons SET state = 'deleting', updated_at = now() WHERE app_uuid = $1 RETURNING uuid, type, cluster_id`, [appUuid]);
+      for (const a of found) {
+        if (a.type === 'cronjob') await activities.syncCronSchedule(a.uuid);
+        else {
+          if (a.cluster_id) await driver().delete(a.cluster_id);
+          await ds.query(`DELETE FROM addons WHERE uuid = $1`, [a.uuid]);
+        }
+      }
+      return found.length;
+    },
+
     // --- for the apps clone saga (see docs/decisions.md, "Data services") ---
 
     /**

@@ -67,6 +67,24 @@ describe('clone activities for the apps clone saga', () => {
   });
 });
 
+describe('deleteAppAddons for the app deletion saga', () => {
+  it('ADD-11 deletes every add-on (clusters and data) and cron job (schedules) of an app', async () => {
+    const acts = createActivities(stack.activityDeps);
+    const app = await insertApp(stack.ds, ws);
+    const res = await stack.http.post(`/api/v1/apps/${app}/addons`).set(owner()).send({ type: 'postgres' });
+    await eventually(async () => (await stack.http.get(`/api/v1/apps/${app}/addons/${res.body.uuid}`).set(owner())).body.state === 'healthy', { what: 'live' });
+    const cluster = await clusterOf(stack.ds, res.body.uuid);
+    await simData(stack).writeRow(cluster, 'k', 'v');
+    const job = await stack.http.post(`/api/v1/apps/${app}/cronjobs`).set(owner()).send({ label: 'j', command: 'x' });
+    await eventually(async () => (await stack.ds.query(`SELECT state FROM addons WHERE uuid = $1`, [job.body.uuid]))[0]?.state === 'running', { what: 'scheduled' });
+    expect(await acts.deleteAppAddons(app)).toBe(2);
+    expect(await stack.ds.query(`SELECT 1 FROM addons WHERE app_uuid = $1`, [app])).toHaveLength(0);
+    expect(await stack.ds.query(`SELECT 1 FROM sim_data_rows WHERE cluster_id = $1`, [cluster])).toHaveLength(0);
+    await expect(stack.temporal.schedule.getHandle(`cronjob/${job.body.uuid}`).describe()).rejects.toBeInstanceOf(ScheduleNotFoundError);
+    expect(await acts.deleteAppAddons(app)).toBe(0);
+  });
+});
+
 describe('lookupAttachableAddons for VPC attachments', () => {
   it('answers workspace, region (through the compute resource) and fqdn of add-ons and services; none for cron jobs', async () => {
     const a = await liveAddon({ type: 'valkey' });
