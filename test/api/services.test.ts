@@ -1,7 +1,7 @@
 import { createActivities } from '../../activities';
 import { SimulatedCore } from '../../activities/provider/simulated';
 import { insertApp, simData, clusterOf } from '../support/data';
-import { createResource, seedWorkspace, tokenWith, type Workspace } from '../support/fixtures';
+import { createResource, memberWith, seedWorkspace, tokenWith, type Workspace } from '../support/fixtures';
 import { eventually, startStack, type TestStack } from '../support/stack';
 
 let stack: TestStack;
@@ -49,6 +49,21 @@ describe('standalone services', () => {
     const del = await stack.http.delete(`/api/v1/services/${b.uuid}`).set(owner());
     expect(del.status).toBe(202);
     expect((await stack.http.get(`/api/v1/services/${b.uuid}`).set(owner())).status).toBe(404);
+  });
+
+  it('a service in a project closed to the caller is hidden (404, left out of the list); lists page with X-Total-Count', async () => {
+    const [project] = await stack.ds.query(`INSERT INTO projects (uuid, workspace_uuid, name) VALUES (gen_random_uuid(), $1, 'closed') RETURNING uuid`, [ws.uuid]);
+    const hidden = await service({ type: 'valkey', label: 'hidden', project_id: project.uuid });
+    await stack.ds.query(`INSERT INTO project_restrictions (project_uuid, subject_type, role_name) VALUES ($1, 'role', 'admin')`, [project.uuid]);
+    const member = await memberWith(stack.ds, ws.uuid, 'svc-viewer', ['services:view']);
+    expect((await stack.http.get(`/api/v1/services/${hidden.uuid}`).set(auth(member.token))).status).toBe(404);
+    const list = await stack.http.get('/api/v1/services?per_page=1').set(auth(member.token));
+    expect(list.status).toBe(200);
+    expect(list.body).toHaveLength(1);
+    expect(list.body[0].uuid).not.toBe(hidden.uuid);
+    const all = await stack.http.get('/api/v1/services?per_page=200').set(owner());
+    expect(Number(all.headers['x-total-count'])).toBe(all.body.length);
+    expect(all.body.map((x: { uuid: string }) => x.uuid)).toContain(hidden.uuid);
   });
 
   it('AUTH-10 services:operate sets public access on a service; services:manage resets a service database', async () => {
