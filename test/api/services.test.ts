@@ -181,6 +181,7 @@ describe('restore', () => {
   async function dbWithBackups() {
     const s = await service({ type: 'postgres', backup_enabled: true });
     await eventually(async () => (await backups(s.uuid)).backup_active, { what: 'backups on' });
+    await live(s.uuid);
     const cluster = await clusterOf(stack.ds, s.uuid);
     return { s, cluster };
   }
@@ -241,6 +242,7 @@ describe('restore', () => {
     const created = await stack.http.post(`/api/v1/apps/${appUuid}/addons`).set(owner()).send({ type: 'postgres', backup_enabled: true });
     const id = created.body.uuid;
     await eventually(async () => (await stack.http.get(`/api/v1/apps/${appUuid}/addons/${id}/backups`).set(owner())).body.backup_active, { what: 'backups on' });
+    await eventually(async () => (await stack.http.get(`/api/v1/apps/${appUuid}/addons/${id}`).set(owner())).body.state === 'healthy', { what: 'live' });
     const cluster = await clusterOf(stack.ds, id);
     await simData(stack).writeRow(cluster, 'k', 'saved');
     await acts().takeAddonBackup(id);
