@@ -140,6 +140,9 @@ export function createDataActivities(deps: Pick<ActivityDeps, 'dataSource' | 'lo
     async refreshAddonStatus(uuid: string): Promise<{ ready: boolean; status: string }> {
       const row = await required(uuid);
       const s = await driver().status(row.cluster_id!);
+      // `stopped` is only ever written by a stop request: a cluster still stopping (or not yet
+      // started) while the add-on should run is not ready, and the state is left alone.
+      if (s.status === 'stopped') return { ready: row.state === 'stopped', status: s.status };
       if (s.ready) {
         await ds.query(`UPDATE addons SET state = $2, updated_at = now() WHERE uuid = $1 AND state NOT IN ('pending', 'processing', 'deleting', 'resetting', 'stopped')
                           AND state <> $2`, [uuid, s.status]);

@@ -22,8 +22,12 @@ export async function addonSync(input: AddonSyncInput): Promise<void> {
   let state = 'applying';
   setHandler(stateQuery, () => state);
   if (input.subPaths) await ensureAddonSubPaths(input.addonUuid);
-  while (!(await syncAddonSettings(input.addonUuid))) { /* changed again while applying */ }
-  // A started add-on is `creating` until the cluster reports its live status again.
-  for (let delay = 1; !(await refreshAddonStatus(input.addonUuid)).ready; delay = Math.min(delay * 2, 30)) await sleep(`${delay} seconds`);
+  // Apply until the cluster runs what the row asks (a change or a concurrent run may
+  // intervene); a started add-on is `creating` until the cluster reports its live status.
+  for (let delay = 1; ; delay = Math.min(delay * 2, 30)) {
+    const inLine = await syncAddonSettings(input.addonUuid);
+    if (inLine && (await refreshAddonStatus(input.addonUuid)).ready) break;
+    await sleep(`${delay} seconds`);
+  }
   state = 'applied';
 }
