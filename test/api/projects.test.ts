@@ -65,6 +65,7 @@ describe('projects', () => {
     const [{ n }] = await stack.ds.query(`SELECT count(*)::int AS n FROM project_resources WHERE project_uuid = $1`, [created.body.uuid]);
     expect(n).toBe(0);
     const handle = stack.temporal.workflow.getHandle(`project-delete/${created.body.uuid}`);
+    await handle.result(); // the row is gone a moment before the workflow records its completion
     expect((await handle.describe()).status.name).toBe('COMPLETED');
     expect(await handle.query<string>('state')).toBe('deleted');
     await worker.shutdown();
