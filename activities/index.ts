@@ -1,5 +1,6 @@
 import type { ActivityDeps } from './deps';
 import { createDomainActivities } from './domains';
+import { createDataActivities } from './data';
 import { createEventActivities } from './events';
 import { createPreviewActivities } from './previews';
 import { createProjectActivities } from './projects';
@@ -29,6 +30,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createStaticSiteActivities(deps),
     ...createDomainActivities(deps),
     ...createPreviewActivities(deps),
+    ...createDataActivities(deps),
   };
 }
 

@@ -14,6 +14,7 @@ export const STATEFUL_TABLES = {
   static_sites: 'state',
   stack_deployments: 'state',
   domains: 'verification_status',
+  addons: 'state',
 } as const;
 
 export type StatefulTable = keyof typeof STATEFUL_TABLES;

@@ -19,11 +19,23 @@ export interface AttachableKind {
   find(db: Pick<EntityManager, 'query'>, workspaceUuid: string, uuid: string): Promise<Attachable | null>;
 }
 
+/** Standalone services and app add-ons live in one table, told apart by `kind`. */
+function dataWorkload(kind: 'service' | 'addon'): AttachableKind {
+  return {
+    async find(db, workspaceUuid, uuid) {
+      const row = await one<{ uuid: string; name: string; type: string; project_id: string | null; region_id: number; region_code: string }>(db,
+        `SELECT a.uuid, a.name, a.type, COALESCE(a.project_id, ap.project_id) AS project_id, c.region_id, g.code AS region_code
+           FROM addons a JOIN compute_resources c ON c.uuid = a.resource_uuid JOIN regions g ON g.id = c.region_id
+           LEFT JOIN apps ap ON ap.uuid = a.app_uuid
+          WHERE a.uuid = $1 AND a.workspace_uuid = $2 AND a.kind = $3 AND a.state <> 'deleting'`, [uuid, workspaceUuid, kind]);
+      return row ? { uuid: row.uuid, name: row.name, projectUuid: row.project_id, regionId: row.region_id, regionCode: row.region_code, cronJob: row.type === 'cronjob' } : null;
+    },
+  };
+}
+
 /**
- * Attachable workloads by attachable_type: one entry per type. Service and Addon have no
- * tables yet (the data-services area builds them); until their entries are added here,
- * attaching one answers 422 "unknown Service" / "unknown Addon". An Addon entry reports
- * `cronJob: true` for add-ons of type cronjob.
+ * Attachable workloads by attachable_type: one entry per type. An Addon of type cronjob
+ * reports `cronJob: true` (its attachment gets no fqdn).
  */
 export const ATTACHABLES: Record<AttachableType, AttachableKind | null> = {
   App: {
@@ -35,6 +47,6 @@ export const ATTACHABLES: Record<AttachableType, AttachableKind | null> = {
       return row ? { uuid: row.uuid, name: row.name, projectUuid: row.project_id, regionId: row.region_id, regionCode: row.region_code, cronJob: false } : null;
     },
   },
-  Service: null,
-  Addon: null,
+  Service: dataWorkload('service'),
+  Addon: dataWorkload('addon'),
 };

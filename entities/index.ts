@@ -1,3 +1,4 @@
+import { Addon } from './addon';
 import { ApiToken } from './api-token';
 import { AuditEvent } from './audit-event';
 import { App } from './app';
@@ -21,7 +22,7 @@ import { Stack, StackDeployment, StackItem } from './stack';
 import { Workspace } from './workspace';
 import { BillableItem, RegionPublicIpv4, Vpc, VpcAttachment, VpcPeerRoute, VpcSiteConnection, VpcSubnet, VpcVpnGateway, VpcVpnUser } from './vpc';
 
-export { ApiToken, App, AuditEvent, ComputeResource, ResourceAllocation, PlatformEvent, IdempotencyKey, Member, Operation, Project,
+export { Addon, ApiToken, App, AuditEvent, ComputeResource, ResourceAllocation, PlatformEvent, IdempotencyKey, Member, Operation, Project,
   ProjectResource, ProjectRestriction, Region, RegistryCredential, Role, User, Workspace };
 export { BillableItem, RegionPublicIpv4, Vpc, VpcAttachment, VpcPeerRoute, VpcSiteConnection, VpcSubnet, VpcVpnGateway, VpcVpnUser };
 export { Webhook, WebhookDelivery };
@@ -36,4 +37,5 @@ export const entities = [
   Webhook, WebhookDelivery,
   Bucket, StaticSite, StaticSiteDeployment, Stack, StackDeployment, StackItem,
   CustomDomain, PreviewConfig, PreviewEnvironment,
+  Addon,
 ];

@@ -1,5 +1,6 @@
 import type { NetworkDriver } from './network';
 import type { PreviewDriver } from './previews';
+import type { DataDriver } from './data';
 import type { SimulatedCore } from './simulated/core';
 import type { StacksDriver } from './stacks';
 import type { StorageDriver } from './storage';
@@ -19,4 +20,5 @@ export interface Provider {
   readonly storage: StorageDriver;
   readonly stacks: StacksDriver;
   readonly previews: PreviewDriver;
+  data: DataDriver;
 }

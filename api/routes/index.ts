@@ -2,7 +2,10 @@ import type { RouteDef } from '../route';
 import { auditRoutes } from './audit';
 import { domainRoutes } from './domains';
 import { previewRoutes } from './previews';
+import { addonRoutes } from './addons';
+import { cronjobRoutes } from './cronjobs';
 import { projectRoutes } from './projects';
+import { serviceRoutes } from './services';
 import { resourceRoutes } from './resources';
 import { bucketRoutes } from './buckets';
 import { registryCredentialRoutes } from './registry-credentials';
@@ -36,4 +39,7 @@ export const routes: RouteDef[] = [
   ...staticSiteRoutes,
   ...domainRoutes,
   ...previewRoutes,
+  ...addonRoutes,
+  ...serviceRoutes,
+  ...cronjobRoutes,
 ];

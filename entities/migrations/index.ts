@@ -3,6 +3,7 @@ import { RegistryCredentials1732200000001 } from './1732200000001-registry-crede
 import { Webhooks1732300000000 } from './1732300000000-webhooks';
 import { Vpc1732500000000 } from './1732500000000-vpc';
 import { Storage1732600000000 } from './1732600000000-storage';
+import { DataServices1732700000000 } from './1732700000000-data-services';
 import { Domains1732800000000 } from './1732800000000-domains';
 import { Previews1732800000001 } from './1732800000001-previews';
 import { Audit1732900000000 } from './1732900000000-audit';
@@ -14,6 +15,7 @@ export const migrations = [
   Webhooks1732300000000,
   Vpc1732500000000,
   Storage1732600000000,
+  DataServices1732700000000,
   Domains1732800000000,
   Previews1732800000001,
   Audit1732900000000,

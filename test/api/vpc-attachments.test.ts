@@ -75,13 +75,39 @@ describe('attachments', () => {
     expect(await tableCounts(stack.ds)).toEqual(before);
   });
 
-  it('ATT-01 Service and Addon are accepted types but answer 422 unknown until their areas exist; unknown apps too', async () => {
+  it('ATT-01 an unknown App, Service or Addon answers 422; an unknown type 400', async () => {
     for (const type of ['Service', 'Addon', 'App']) {
       const res = await attach({ subnet_uuid: subnetUuid, attachable_type: type, attachable_uuid: '00000000-0000-4000-8000-000000000001' });
       expect(res.status).toBe(422);
       expect(res.body.detail).toContain(`unknown ${type}`);
     }
     expect((await attach({ subnet_uuid: subnetUuid, attachable_type: 'Bucket', attachable_uuid: '00000000-0000-4000-8000-000000000001' })).status).toBe(400);
+  });
+
+  it('ATT-01 ATT-04 a Service and an Addon attach with an fqdn; a cron job attaches with none', async () => {
+    const app = await insertApp(stack.ds, ws);
+    const insert = async (kind: 'service' | 'addon', type: string, name: string) => {
+      const [row] = await stack.ds.query(
+        `INSERT INTO addons (uuid, workspace_uuid, kind, app_uuid, resource_uuid, type, name, label, state)
+         VALUES (gen_random_uuid(), $1, $2, $3, $4, $5, $6, $6, 'healthy') RETURNING uuid`,
+        [ws.uuid, kind, kind === 'addon' ? app.uuid : null, ws.resourceUuid, type, name]);
+      return row.uuid as string;
+    };
+    const cases: Array<[string, string, boolean]> = [
+      ['Service', await insert('service', 'postgres', 'svc-db-x1'), true],
+      ['Addon', await insert('addon', 'valkey', 'cache-x1'), true],
+      ['Addon', await insert('addon', 'cronjob', 'nightly-x1'), false],
+    ];
+    for (const [type, uuid, hasFqdn] of cases) {
+      const res = await attach({ subnet_uuid: subnetUuid, attachable_type: type, attachable_uuid: uuid });
+      expect(res.status).toBe(201);
+      const done = await eventually(async () => {
+        const a = await attachment(res.body.uuid);
+        return a?.status === 'attached' ? a : null;
+      }, { what: `${type} attached` });
+      if (hasFqdn) expect(done.fqdn).toMatch(/\.default\.vpc\.local\.berth\.localhost$/);
+      else expect(done.fqdn).toBeNull();
+    }
   });
 
   it('refuses a subnet of another VPC (422) and attaching the same workload twice (409)', async () => {

@@ -4,8 +4,10 @@ import { createSimulatedNetwork } from './network';
 import { createSimulatedStacks } from './stacks';
 import { createSimulatedStorage } from './storage';
 import { simulatedPreviews } from './previews';
+import { SimulatedData } from './data';
 
 export { SimulatedCore } from './core';
+export { SimulatedData } from './data';
 export type { SimulatedOptions } from './core';
 
 /**
@@ -21,5 +23,6 @@ export function createSimulatedProvider(options: SimulatedOptions): Provider {
     storage: createSimulatedStorage(core, options.objectStore),
     stacks: createSimulatedStacks(core),
     previews: simulatedPreviews(core),
+    data: new SimulatedData(core),
   };
 }

@@ -1,5 +1,6 @@
 import { domainScenarios } from './domains';
 import { previewScenarios } from './previews';
+import { dataScenarios } from './data';
 import { projectScenarios } from './projects';
 import { storageScenarios } from './storage';
 import type { ReplayScenario } from './types';
@@ -14,4 +15,5 @@ export const scenarios: ReplayScenario[] = [
   ...storageScenarios,
   ...domainScenarios,
   ...previewScenarios,
+  ...dataScenarios,
 ];

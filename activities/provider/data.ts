@@ -1,0 +1,66 @@
+/** Data-plane operations for databases, caches and storage volumes (add-ons and services). */
+
+export type DataEngine = 'postgres' | 'mysql' | 'valkey' | 'storage';
+
+export interface ClusterSpec {
+  /** Cluster id chosen by the control plane (the add-on's cluster_id). */
+  id: string;
+  engine: DataEngine;
+  cpuSize: number;
+  ramSize: number;
+  publicAccess: boolean;
+  backups: boolean;
+  /** The generated password in plain text: opened inside the activity, never in workflow data. */
+  password: string | null;
+}
+
+export interface BackupInfo {
+  name: string;
+  taken_at: Date;
+  size: number;
+}
+
+export interface ClusterStatus {
+  /** `creating` while provisioning; then the live status (healthy, bound, running) or an unhealthy value. */
+  status: string;
+  ready: boolean;
+}
+
+export type RestoreSource = { backupName: string } | { targetTime: Date } | { latest: true };
+
+export interface JobRun {
+  exitCode: number;
+  log: string;
+}
+
+export interface DataDriver {
+  /** Creates the cluster (idempotent by id). */
+  provision(spec: ClusterSpec): Promise<void>;
+  /** Creates a read replica of `primaryId` streaming from it, with the primary's credentials. */
+  createReplica(spec: ClusterSpec & { primaryId: string }): Promise<void>;
+  status(id: string): Promise<ClusterStatus>;
+  setPublicAccess(id: string, on: boolean): Promise<void>;
+  /** Stops (scales to zero, data kept) or starts the cluster. */
+  setRunning(id: string, running: boolean): Promise<void>;
+  /** Turns continuous backups on or off; turning them on takes a first base backup. */
+  setBackups(id: string, on: boolean): Promise<void>;
+  /** Takes a base backup now (the cluster also takes one when backups turn on). */
+  backupNow(id: string): Promise<BackupInfo>;
+  listBackups(id: string): Promise<BackupInfo[]>;
+  /** The point-in-time recovery window, null when the cluster has no backups. */
+  recoveryWindow(id: string): Promise<{ earliest: Date; latest: Date } | null>;
+  /**
+   * Restores `sourceId`'s backup into `targetId`: the same id replaces the database in
+   * place, another id creates a new cluster from `targetSpec` beside the old one.
+   * Answers the backup (or point in time) restored.
+   */
+  restore(input: { sourceId: string; targetId: string; from: RestoreSource; targetSpec?: ClusterSpec }): Promise<{ restored: string }>;
+  /** Drops every piece of data (and its backups): it does not come back. */
+  reset(id: string): Promise<void>;
+  /** Removes the cluster and its data. */
+  delete(id: string): Promise<void>;
+  /** Creates a directory of a shared volume if missing (sub_path mounts). */
+  ensureSubPath(id: string, path: string): Promise<void>;
+  /** Runs a cron job's command in the app's image; answers its exit code and log. */
+  runJob(input: { appUuid: string; command: string }): Promise<JobRun>;
+}

@@ -1,0 +1,166 @@
+import { randomUUID } from 'node:crypto';
+import type { EntityManager } from 'typeorm';
+import * as yup from 'yup';
+import { one } from '../../entities/sql';
+import { assertProjectVisible, hiddenProjects, visibleProjectsClause } from '../access';
+import {
+  backupsOf, changeState, checkSubPath, destroy, findAddon, findApp, insertData, setPublicAccess, startRestore, updateData, viewOf,
+} from '../data-services';
+import { offsetOf, setPageHeaders, type Page } from '../pagination';
+import { unprocessable } from '../problem';
+import { route, type RouteContext } from '../route';
+import {
+  mountBody, publicAccessBody, restoreBody, serviceCreateBody, serviceUpdateBody, stateBody,
+  type AddonUpdateBody, type RestoreBody, type ServiceCreateBody,
+} from '../schemas/addons';
+import { obj, str, timestamp, uuid } from '../schemas/common';
+import { ADDON_COLUMNS, ADDON_FROM, addonSchema, addonView, backupsSchema, messageSchema, type AddonRow } from '../views/addons';
+import { isoRequired } from '../views/common';
+
+const TAG = 'services';
+type Params = { id: string };
+type Ctx = RouteContext<any, any, any>;
+
+const mountSchema = obj({
+  uuid: uuid().required(), service_id: uuid().required(), app_uuid: uuid().required(), mount_path: str().required(),
+  sub_path: str().nullable().defined(), access_mode: str().required(), state: str().required(), created_at: timestamp().required(),
+});
+
+async function checkPlacement(ctx: Ctx, m: Pick<EntityManager, 'query'>, resourceUuid: string | undefined, projectId: string | null | undefined): Promise<void> {
+  if (resourceUuid) {
+    const r = await one(m, `SELECT 1 FROM compute_resources WHERE uuid = $1 AND workspace_uuid = $2`, [resourceUuid, ctx.caller.workspaceUuid]);
+    if (!r) throw unprocessable('resource_id is not a compute resource of this workspace', [{ path: 'body.resource_id', message: 'not found in this workspace' }]);
+  }
+  if (projectId) {
+    const p = await one(m, `SELECT 1 FROM projects WHERE uuid = $1 AND workspace_uuid = $2 AND state = 'active'`, [projectId, ctx.caller.workspaceUuid]);
+    if (!p || (await hiddenProjects(ctx)).has(projectId)) {
+      throw unprocessable('project_id is not a project of this workspace', [{ path: 'body.project_id', message: 'not found in this workspace' }]);
+    }
+  }
+}
+
+export const serviceRoutes = [
+  route<{}, Page>({
+    method: 'get', path: '/services', operation: 'services.read', tag: TAG, paginated: true,
+    summary: 'List standalone services (databases, caches, storage volumes), newest first', response: yup.array(addonSchema),
+    async handler(ctx) {
+      const visible = await visibleProjectsClause(ctx, 'a.project_id', 2);
+      const where = `a.workspace_uuid = $1 AND a.kind = 'service' AND a.state <> 'deleting' AND ${visible.sql}`;
+      const [{ count }] = await ctx.deps.dataSource.query(`SELECT count(*)::int AS count FROM addons a WHERE ${where}`, [ctx.caller.workspaceUuid, visible.param]);
+      const found: AddonRow[] = await ctx.deps.dataSource.query(
+        `SELECT ${ADDON_COLUMNS} FROM ${ADDON_FROM} WHERE ${where} ORDER BY a.created_at DESC, a.uuid DESC LIMIT $3 OFFSET $4`,
+        [ctx.caller.workspaceUuid, visible.param, ctx.query.per_page, offsetOf(ctx.query)]);
+      setPageHeaders(ctx.koa, ctx.query, count);
+      return found.map((r) => addonView(r, ctx.deps.secretBox));
+    },
+  }),
+  route<{}, {}, ServiceCreateBody>({
+    method: 'post', path: '/services', operation: 'services.write', tag: TAG, status: 201, body: serviceCreateBody,
+    summary: 'Create a standalone service on a compute resource', response: addonSchema,
+    async handler(ctx) {
+      const { uuid, op } = await ctx.deps.dataSource.transaction(async (m) => {
+        await checkPlacement(ctx, m, ctx.body.resource_id, ctx.body.project_id);
+        return insertData(ctx, m, { kind: 'service', appUuid: null, projectId: ctx.body.project_id ?? null, resourceUuid: ctx.body.resource_id, body: ctx.body });
+      });
+      await ctx.deps.outbox.dispatch(op.uuid);
+      ctx.koa.set('Location', `/api/v1/services/${uuid}`);
+      return viewOf(ctx, uuid);
+    },
+  }),
+  route<Params>({
+    method: 'get', path: '/services/{id}', operation: 'services.read', tag: TAG,
+    summary: 'Show a service with its connection details', response: addonSchema,
+    async handler(ctx) {
+      return viewOf(ctx, (await findAddon(ctx, { service: true }, ctx.params.id)).uuid);
+    },
+  }),
+  route<Params, {}, AddonUpdateBody>({
+    method: 'put', path: '/services/{id}', operation: 'services.write', tag: TAG, body: serviceUpdateBody,
+    summary: 'Update a service (label, quota, project, backup_enabled, public_access, s3_enabled)', response: addonSchema,
+    async handler(ctx) {
+      const op = await ctx.deps.dataSource.transaction(async (m) => {
+        const row = await findAddon(ctx, { service: true }, ctx.params.id, m);
+        await checkPlacement(ctx, m, undefined, ctx.body.project_id);
+        return updateData(ctx, m, row, ctx.body);
+      });
+      if (op) await ctx.deps.outbox.dispatch(op.uuid);
+      return viewOf(ctx, ctx.params.id);
+    },
+  }),
+  route<Params>({
+    method: 'delete', path: '/services/{id}', operation: 'services.write', tag: TAG, status: 202,
+    summary: 'Delete a service and its data (destructive: the data does not come back)', response: messageSchema,
+    async handler(ctx) {
+      return destroy(ctx, await findAddon(ctx, { service: true }, ctx.params.id), 'delete', 'service');
+    },
+  }),
+  route<Params, {}, { public_access: boolean }>({
+    method: 'post', path: '/services/{id}/public_access', operation: 'services.public_access', tag: TAG, body: publicAccessBody,
+    summary: 'Turn a service\'s public access on or off', response: addonSchema,
+    async handler(ctx) {
+      return setPublicAccess(ctx, await findAddon(ctx, { service: true }, ctx.params.id), ctx.body.public_access);
+    },
+  }),
+  route<Params, {}, { action: 'start' | 'stop' }>({
+    method: 'patch', path: '/services/{id}/state', operation: 'services.operate', tag: TAG, body: stateBody,
+    summary: 'Stop (state stopped, data kept) or start a service', response: addonSchema,
+    async handler(ctx) {
+      return changeState(ctx, await findAddon(ctx, { service: true }, ctx.params.id), ctx.body.action);
+    },
+  }),
+  route<Params>({
+    method: 'post', path: '/services/{id}/reset_database', operation: 'services.reset_database', tag: TAG, status: 202,
+    summary: 'Drop every piece of a service database\'s data (destructive: the data does not come back)', response: messageSchema,
+    async handler(ctx) {
+      return destroy(ctx, await findAddon(ctx, { service: true }, ctx.params.id), 'reset', 'service');
+    },
+  }),
+  route<Params>({
+    method: 'get', path: '/services/{id}/backups', operation: 'services.read', tag: TAG,
+    summary: 'Backups of a service: backup_enabled, backup_active, the recovery window and the backups', response: backupsSchema,
+    async handler(ctx) {
+      return backupsOf(ctx, await findAddon(ctx, { service: true }, ctx.params.id));
+    },
+  }),
+  route<Params, {}, RestoreBody>({
+    method: 'post', path: '/services/{id}/restore_backup', operation: 'services.operate', tag: TAG, status: 202, body: restoreBody,
+    summary: 'Restore a postgres service backup: backup_name, target_time, or neither for the latest; to_new_cluster keeps the old database',
+    response: messageSchema,
+    async handler(ctx) {
+      return startRestore(ctx, await findAddon(ctx, { service: true }, ctx.params.id), ctx.body, 'service-restore');
+    },
+  }),
+  route<Params, {}, { app_uuid: string; mount_path: string; sub_path?: string; access_mode?: 'shared' | 'exclusive' }>({
+    method: 'post', path: '/services/{id}/mount_app', operation: 'services.operate', tag: TAG, status: 201, body: mountBody,
+    summary: 'Mount a storage service into an app, optionally a sub_path of it (created if missing; shared access only)',
+    response: mountSchema,
+    async handler(ctx) {
+      const service = await findAddon(ctx, { service: true }, ctx.params.id);
+      if (service.type !== 'storage') throw unprocessable('only storage services can be mounted', [{ path: 'path.id', message: 'not a storage service' }]);
+      checkSubPath('storage', ctx.body.sub_path, ctx.body.access_mode ?? String(service.settings.access_mode ?? 'shared'));
+      if (ctx.body.sub_path !== undefined && service.settings.access_mode === 'exclusive') {
+        throw unprocessable('sub_path is accepted only for shared (RWX) access', [{ path: 'body.sub_path', message: 'the volume is exclusive (RWO)' }]);
+      }
+      const app = await findApp(ctx, ctx.body.app_uuid).catch(() => { throw unprocessable('app_uuid is not an app of this workspace', [{ path: 'body.app_uuid', message: 'not found' }]); });
+      await assertProjectVisible(ctx, app.project_id, 'app');
+      const { row, op } = await ctx.deps.dataSource.transaction(async (m) => {
+        const inserted = await one<{ uuid: string; sub_path: string | null; state: string; created_at: Date; mount_path: string }>(m,
+          `INSERT INTO service_mounts (uuid, service_uuid, app_uuid, mount_path, sub_path) VALUES ($1, $2, $3, $4, $5)
+           ON CONFLICT (app_uuid, mount_path) DO NOTHING RETURNING uuid, mount_path, sub_path, state, created_at`,
+          [randomUUID(), service.uuid, app.uuid, ctx.body.mount_path, ctx.body.sub_path ?? null]);
+        if (!inserted) throw unprocessable(`the app already has a mount at ${ctx.body.mount_path}`, [{ path: 'body.mount_path', message: 'already mounted' }]);
+        const gen = await one<{ g: number }>(m, `UPDATE addons SET settings_generation = settings_generation + 1 WHERE uuid = $1 RETURNING settings_generation AS g`, [service.uuid]);
+        const enq = await ctx.deps.outbox.enqueue(m, {
+          operation: 'service-mount', workflowType: 'addonSync', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: service.uuid,
+          subId: String(gen!.g), args: [{ addonUuid: service.uuid, subPaths: true }],
+        });
+        return { row: inserted, op: enq };
+      });
+      await ctx.deps.outbox.dispatch(op.uuid);
+      return {
+        uuid: row.uuid, service_id: service.uuid, app_uuid: app.uuid, mount_path: row.mount_path, sub_path: row.sub_path,
+        access_mode: 'shared', state: row.state, created_at: isoRequired(row.created_at),
+      };
+    },
+  }),
+];

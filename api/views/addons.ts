@@ -1,0 +1,174 @@
+import type { EntityManager } from 'typeorm';
+import * as yup from 'yup';
+import { DEFAULT_PORTS, type DataType } from '../../domain/data';
+import type { SecretBox } from '../../domain/secret-box';
+import { arr, int, json, num, obj, str, timestamp, uuid } from '../schemas/common';
+import { isoRequired } from './common';
+
+/** Columns every add-on view reads (with the primary's credentials for a replica, and the region's domain). */
+export const ADDON_COLUMNS = `a.uuid, a.workspace_uuid, a.kind, a.app_uuid, a.project_id, a.resource_uuid, a.type, a.name, a.label, a.state,
+  a.quota, a.settings, a.public_access, a.backup_enabled, a.backup_active, a.settings_generation, a.replica_of, a.restored_from,
+  a.cluster_id, a.created_at, a.updated_at,
+  COALESCE(p.database_name, a.database_name) AS database_name, COALESCE(p.username, a.username) AS username,
+  COALESCE(p.password_sealed, a.password_sealed) AS password_sealed, COALESCE(p.public_access, a.public_access) AS effective_public_access,
+  g.domain AS region_domain, (c.plan->>'plan_type') AS plan_type`;
+export const ADDON_FROM = `addons a LEFT JOIN addons p ON p.uuid = a.replica_of
+  JOIN compute_resources c ON c.uuid = a.resource_uuid JOIN regions g ON g.id = c.region_id`;
+
+export interface AddonRow {
+  uuid: string;
+  workspace_uuid: string;
+  kind: 'addon' | 'service';
+  app_uuid: string | null;
+  project_id: string | null;
+  resource_uuid: string;
+  type: string;
+  name: string;
+  label: string;
+  state: string;
+  quota: Record<string, unknown>;
+  settings: Record<string, unknown>;
+  public_access: boolean;
+  effective_public_access: boolean;
+  backup_enabled: boolean;
+  backup_active: boolean;
+  settings_generation: number;
+  replica_of: string | null;
+  restored_from: string | null;
+  cluster_id: string | null;
+  database_name: string | null;
+  username: string | null;
+  password_sealed: string | null;
+  region_domain: string;
+  plan_type: string;
+  created_at: Date;
+  updated_at: Date;
+}
+
+const nullableStr = () => yup.string().strict().nullable().defined();
+
+export const addonSchema = obj({
+  uuid: uuid().required(),
+  name: str().required(),
+  type: str().required(),
+  label: str().required(),
+  state: str().required(),
+  quota: json().required(),
+  settings: json().required(),
+  var: json().required(),
+  created_at: timestamp().required(),
+  updated_at: timestamp().required(),
+  public_access: yup.boolean().strict().required(),
+  backup_enabled: yup.boolean().strict().required(),
+  backup_active: yup.boolean().strict().required(),
+  replica_of: uuid().nullable().defined(),
+  app_uuid: uuid().nullable().defined(),
+  project_id: uuid().nullable().defined(),
+  resource_id: uuid().required(),
+  connection_details: obj({
+    internal: obj({
+      hostname: str().required(), database: nullableStr(), username: nullableStr(), password: nullableStr(),
+      connection_url: str().required(), port: int().required(),
+    }).required(),
+    external: obj({ external_connection_url: nullableStr(), psql_command: nullableStr() }).required(),
+  }).nullable().defined(),
+});
+export type AddonView = yup.InferType<typeof addonSchema>;
+
+const SCHEMES: Record<string, string> = { postgres: 'postgresql', mysql: 'mysql', valkey: 'redis' };
+
+/**
+ * The contract's Add-on (also a cron job entry). Connection details and `var` carry the
+ * generated credentials (the contract shows them there, placeholders <DB_PASSWORD> and
+ * <CONNECTION_URL>); a replica shows its primary's credentials and public access (ADD-07).
+ * Storage volumes and cron jobs have no connection details (null).
+ */
+export function addonView(row: AddonRow, secretBox: SecretBox): AddonView {
+  const base = {
+    uuid: row.uuid, name: row.name, type: row.type, label: row.label, state: row.state,
+    quota: row.quota, settings: row.settings,
+    created_at: isoRequired(row.created_at), updated_at: isoRequired(row.updated_at),
+    public_access: row.effective_public_access, backup_enabled: row.backup_enabled, backup_active: row.backup_active,
+    replica_of: row.replica_of, app_uuid: row.app_uuid, project_id: row.project_id, resource_id: row.resource_uuid,
+  };
+  const scheme = SCHEMES[row.type];
+  if (!scheme) {
+    const vars = row.type === 'storage' ? { STORAGE_VOLUME: row.name, ...(row.settings.sub_path ? { STORAGE_SUB_PATH: String(row.settings.sub_path) } : {}) } : {};
+    return { ...base, var: vars, connection_details: null };
+  }
+  const password = row.password_sealed ? secretBox.open(row.password_sealed) : null;
+  const port = DEFAULT_PORTS[row.type as DataType];
+  const hostname = `${row.name}.internal`;
+  const user = row.username ?? 'default';
+  const db = row.database_name;
+  const auth = `${encodeURIComponent(user)}:${encodeURIComponent(password ?? '')}@`;
+  const path = db ? `/${db}` : '';
+  const connectionUrl = `${scheme}://${auth}${hostname}:${port}${path}`;
+  const externalHost = `${row.name}.db.${row.region_domain}`;
+  const externalUrl = row.effective_public_access ? `${scheme}://${auth}${externalHost}:${port}${path}` : null;
+  const psql = row.effective_public_access && row.type === 'postgres' ? `psql "${externalUrl}"` : null;
+  const vars: Record<string, string> = row.type === 'postgres'
+    ? { DATABASE_URL: connectionUrl, PGHOST: hostname, PGPORT: String(port), PGUSER: user, PGPASSWORD: password ?? '', PGDATABASE: db ?? '' }
+    : row.type === 'mysql'
+      ? { MYSQL_URL: connectionUrl, MYSQL_HOST: hostname, MYSQL_PORT: String(port), MYSQL_USER: user, MYSQL_PASSWORD: password ?? '', MYSQL_DATABASE: db ?? '' }
+      : { REDIS_URL: connectionUrl, VALKEY_URL: connectionUrl, VALKEY_HOST: hostname, VALKEY_PORT: String(port), VALKEY_PASSWORD: password ?? '' };
+  return {
+    ...base,
+    var: vars,
+    connection_details: {
+      internal: { hostname, database: db, username: user, password, connection_url: connectionUrl, port },
+      external: { external_connection_url: externalUrl, psql_command: psql },
+    },
+  };
+}
+
+/**
+ * Add-ons and cron jobs of any number of apps in one query, for the App view's `addons`
+ * and `cronjobs` (cron jobs are excluded from `addons`: ADD-02, CRN-05). Newest first.
+ */
+export async function loadAppAddons(db: EntityManager, secretBox: SecretBox, appUuids: readonly string[]): Promise<Map<string, { addons: AddonView[]; cronjobs: AddonView[] }>> {
+  const out = new Map<string, { addons: AddonView[]; cronjobs: AddonView[] }>();
+  for (const a of appUuids) out.set(a, { addons: [], cronjobs: [] });
+  if (appUuids.length === 0) return out;
+  const found: AddonRow[] = await db.query(
+    `SELECT ${ADDON_COLUMNS} FROM ${ADDON_FROM} WHERE a.app_uuid = ANY($1::uuid[]) AND a.state <> 'deleting' ORDER BY a.created_at DESC, a.uuid DESC`,
+    [appUuids]);
+  for (const row of found) {
+    const entry = out.get(row.app_uuid!)!;
+    (row.type === 'cronjob' ? entry.cronjobs : entry.addons).push(addonView(row, secretBox));
+  }
+  return out;
+}
+
+/**
+ * For VPC attachments (attachable types Service and Addon): the workspace, the region
+ * (through the compute resource) and the fqdn of add-ons and services; cron jobs get no
+ * fqdn. Unknown uuids are absent from the map.
+ */
+export async function lookupAttachableAddons(db: Pick<EntityManager, 'query'>, uuids: readonly string[]): Promise<Map<string, { kind: 'addon' | 'service'; type: string; workspaceUuid: string; regionId: number; fqdn: string | null; projectId: string | null }>> {
+  const found: Array<{ uuid: string; kind: 'addon' | 'service'; type: string; workspace_uuid: string; region_id: number; name: string; project_id: string | null; app_project: string | null }> = await db.query(
+    `SELECT a.uuid, a.kind, a.type, a.workspace_uuid, c.region_id, a.name, a.project_id, ap.project_id AS app_project
+       FROM addons a JOIN compute_resources c ON c.uuid = a.resource_uuid LEFT JOIN apps ap ON ap.uuid = a.app_uuid
+      WHERE a.uuid = ANY($1::uuid[]) AND a.state <> 'deleting'`, [uuids]);
+  return new Map(found.map((r) => [r.uuid, {
+    kind: r.kind, type: r.type, workspaceUuid: r.workspace_uuid, regionId: r.region_id,
+    fqdn: r.type === 'cronjob' ? null : `${r.name}.internal`, projectId: r.project_id ?? r.app_project,
+  }]));
+}
+
+export const backupsSchema = obj({
+  backup_enabled: yup.boolean().strict().required(),
+  backup_active: yup.boolean().strict().required(),
+  recovery_window: obj({ earliest: timestamp().required(), latest: timestamp().required() }).nullable().defined(),
+  backups: arr(obj({ name: str().required(), created_at: timestamp().required(), size: num().required() })).required(),
+});
+
+export const messageSchema = obj({ message: str().required() });
+
+export const cronjobRunSchema = obj({
+  uuid: uuid().required(),
+  started_at: timestamp().required(),
+  finished_at: timestamp().nullable().defined(),
+  exit_code: int().nullable().defined(),
+  log: str().defined(),
+});

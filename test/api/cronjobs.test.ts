@@ -1,0 +1,96 @@
+import { ScheduleNotFoundError } from '@temporalio/client';
+import { insertApp } from '../support/data';
+import { seedWorkspace, tokenWith, type Workspace } from '../support/fixtures';
+import { eventually, startStack, type TestStack } from '../support/stack';
+
+let stack: TestStack;
+let ws: Workspace;
+let appUuid: string;
+const auth = (token: string) => ({ Authorization: `Bearer ${token}` });
+const owner = () => auth(ws.ownerToken);
+const jobs = () => `/api/v1/apps/${appUuid}/cronjobs`;
+
+beforeAll(async () => {
+  stack = await startStack();
+  ws = await seedWorkspace(stack.ds);
+  appUuid = await insertApp(stack.ds, ws);
+  await stack.startWorker();
+});
+afterAll(() => stack.close());
+
+async function schedule(uuid: string) {
+  return eventually(async () => {
+    try { return await stack.temporal.schedule.getHandle(`cronjob/${uuid}`).describe(); } catch { return null; }
+  }, { what: `schedule cronjob/${uuid}` });
+}
+
+describe('cron jobs', () => {
+  it('CRN-01 label and command are required', async () => {
+    for (const body of [{ command: 'x' }, { label: 'x' }, {}]) {
+      const res = await stack.http.post(jobs()).set(owner()).send(body);
+      expect(res.status).toBe(400);
+      expect(res.body.detail).toMatch(/(label|command) is required/);
+    }
+    expect((await stack.ds.query(`SELECT 1 FROM addons WHERE type = 'cronjob'`))).toHaveLength(0);
+  });
+
+  it('CRN-02 cron is required when schedule_type is cron, and must be a valid 5-field expression', async () => {
+    const missing = await stack.http.post(jobs()).set(owner()).send({ label: 'l', command: 'c', schedule_type: 'cron' });
+    expect(missing.status).toBe(400);
+    expect(missing.body.detail).toMatch(/cron is required when schedule_type is cron/);
+    for (const bad of ['61 * * * *', '* * * *', '* * * * * *', 'every day']) {
+      const res = await stack.http.post(jobs()).set(owner()).send({ label: 'l', command: 'c', schedule_type: 'cron', cron: bad });
+      expect(`${bad} ${res.status}`).toBe(`${bad} 422`);
+      expect(res.body.errors[0].path).toBe('body.cron');
+    }
+    const ok = await stack.http.post(jobs()).set(owner()).send({ label: 'report', command: 'bin/report', schedule_type: 'cron', cron: '*/15 3 * * 1-5' });
+    expect(ok.status).toBe(201);
+    expect(ok.body.settings).toEqual({ schedule_type: 'cron', cron: '*/15 3 * * 1-5', command: 'bin/report' });
+    const desc = await schedule(ok.body.uuid);
+    expect(desc.spec.calendars?.length ?? 0).toBeGreaterThan(0);
+  });
+
+  it('CRN-03 schedule_type defaults to interval (every `interval` minutes, default 60) and runs as a Temporal Schedule', async () => {
+    const res = await stack.http.post(jobs()).set(owner()).send({ label: 'sweep', command: 'rake sweep' });
+    expect(res.status).toBe(201);
+    expect(res.body.settings).toEqual({ schedule_type: 'interval', interval: 60, command: 'rake sweep' });
+    const desc = await schedule(res.body.uuid);
+    expect(desc.spec.intervals?.map((i) => i.every)).toEqual([3600000]);
+    expect(desc.action).toMatchObject({ type: 'startWorkflow', workflowType: 'cronjobRun', taskQueue: stack.taskQueue });
+    await eventually(async () => (await stack.http.get(`${jobs()}/${res.body.uuid}`).set(owner())).body.state === 'running', { what: 'job running' });
+    // update the interval: the schedule follows
+    const put = await stack.http.put(`${jobs()}/${res.body.uuid}`).set(owner()).send({ interval: 5 });
+    expect(put.status).toBe(200);
+    await eventually(async () => (await schedule(res.body.uuid)).spec.intervals?.[0]?.every === 300000, { what: 'schedule updated' });
+  });
+
+  it('CRN-04 a name sent at creation is discarded', async () => {
+    const res = await stack.http.post(jobs()).set(owner()).send({ label: 'named', command: 'true', name: 'my-name' });
+    expect(res.status).toBe(201);
+    expect(res.body.name).not.toBe('my-name');
+    expect(res.body.name).toMatch(/^cronjob-[0-9a-f]{8}$/);
+  });
+
+  it('CRN-05 a cron job has the add-on shape; a run\'s log is read from the log stream; delete removes the schedule', async () => {
+    const res = await stack.http.post(jobs()).set(owner()).send({ label: 'echo', command: 'echo hello' });
+    for (const f of ['uuid', 'name', 'type', 'label', 'state', 'quota', 'settings', 'var', 'created_at', 'updated_at']) expect(res.body).toHaveProperty(f);
+    expect(res.body.type).toBe('cronjob');
+    const handle = stack.temporal.schedule.getHandle(`cronjob/${res.body.uuid}`);
+    await schedule(res.body.uuid);
+    await handle.trigger();
+    const logs = await eventually(async () => {
+      const r = await stack.http.get(`${jobs()}/${res.body.uuid}/logs`).set(auth(await tokenWith(stack.ds, ws.uuid, ['apps:view'])));
+      return r.body.length > 0 && r.body[0].finished_at ? r.body : null;
+    }, { what: 'a run logged' });
+    expect(logs[0]).toMatchObject({ exit_code: 0, log: expect.stringContaining('$ echo hello') });
+    const operator = await tokenWith(stack.ds, ws.uuid, ['apps:view']);
+    expect((await stack.http.delete(`${jobs()}/${res.body.uuid}`).set(auth(operator))).status).toBe(403);
+    const del = await stack.http.delete(`${jobs()}/${res.body.uuid}`).set(owner());
+    expect(del.status).toBe(202);
+    expect((await stack.http.get(`${jobs()}/${res.body.uuid}`).set(owner())).status).toBe(404);
+    await eventually(async () => {
+      try { await handle.describe(); return false; } catch (err) { return err instanceof ScheduleNotFoundError; }
+    }, { what: 'schedule deleted' });
+    await eventually(async () => (await stack.ds.query(`SELECT 1 FROM addons WHERE uuid = $1`, [res.body.uuid])).length === 0, { what: 'row deleted' });
+  });
+});

@@ -1,0 +1,29 @@
+import { proxyActivities, setHandler, sleep } from '@temporalio/workflow';
+import type { Activities } from '../activities';
+import { stateQuery } from './common';
+
+const { destroyAddonData, refreshAddonStatus } = proxyActivities<Activities>({
+  startToCloseTimeout: '5 minutes',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
+});
+
+export interface AddonDestroyInput {
+  addonUuid: string;
+  mode: 'reset' | 'delete';
+}
+
+/**
+ * Destructive (ADD-11): `reset` drops every piece of data of the database (its backups
+ * too) and brings it back empty; `delete` removes the cluster and the add-on. The data
+ * does not come back.
+ */
+export async function addonDestroy(input: AddonDestroyInput): Promise<void> {
+  let state = input.mode === 'reset' ? 'resetting' : 'deleting';
+  setHandler(stateQuery, () => state);
+  await destroyAddonData(input);
+  if (input.mode === 'reset') {
+    state = 'creating';
+    for (let delay = 1; !(await refreshAddonStatus(input.addonUuid)).ready; delay = Math.min(delay * 2, 30)) await sleep(`${delay} seconds`);
+  }
+  state = input.mode === 'reset' ? 'reset' : 'deleted';
+}

@@ -1,0 +1,20 @@
+import { proxyActivities, setHandler } from '@temporalio/workflow';
+import type { Activities } from '../activities';
+import { stateQuery } from './common';
+
+const { sweepAddonHealth } = proxyActivities<Activities>({
+  startToCloseTimeout: '2 minutes',
+  retry: { maximumAttempts: 2 },
+});
+
+/**
+ * Started every minute by the `addon-health/<task queue>` Temporal Schedule: records the
+ * live status the driver reports for every provisioned add-on and service (ADD-03/04).
+ */
+export async function addonHealthSweep(): Promise<number> {
+  let state = 'sweeping';
+  setHandler(stateQuery, () => state);
+  const changed = await sweepAddonHealth();
+  state = 'swept';
+  return changed;
+}

@@ -1,0 +1,44 @@
+import { proxyActivities, setHandler, sleep } from '@temporalio/workflow';
+import type { Activities } from '../activities';
+import { stateQuery } from './common';
+
+const { transition, provisionAddonCluster, refreshAddonStatus, ensureAddonSubPaths, syncAddonSettings } = proxyActivities<Activities>({
+  startToCloseTimeout: '1 minute',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
+});
+
+export interface AddonProvisionInput {
+  addonUuid: string;
+  /** A storage add-on (or service) whose sub_path directories are created if missing. */
+  storage?: boolean;
+}
+
+/**
+ * Provisions an add-on, a service or a read replica (ADD-03): pending -> processing
+ * (cluster requested) -> creating (until the driver reports ready) -> the live status
+ * (healthy, bound, running or an unhealthy value), once sub paths, backups and public
+ * access are applied.
+ */
+export async function addonProvision(input: AddonProvisionInput): Promise<string> {
+  let state = 'pending';
+  setHandler(stateQuery, () => state);
+  await transition({ table: 'addons', uuid: input.addonUuid, from: ['pending'], to: 'processing' });
+  state = 'processing';
+  await provisionAddonCluster(input.addonUuid);
+  await transition({ table: 'addons', uuid: input.addonUuid, from: ['processing'], to: 'creating' });
+  state = 'creating';
+  if (input.storage) await ensureAddonSubPaths(input.addonUuid);
+  while (!(await syncAddonSettings(input.addonUuid))) { /* the setting changed while applying: apply again */ }
+  // The live status comes last: once it shows, sub paths, backups and public access are in place.
+  let delay = 1;
+  for (;;) {
+    const s = await refreshAddonStatus(input.addonUuid);
+    if (s.ready) {
+      state = s.status;
+      break;
+    }
+    await sleep(`${delay} seconds`);
+    delay = Math.min(delay * 2, 30);
+  }
+  return state;
+}

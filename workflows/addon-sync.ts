@@ -1,0 +1,33 @@
+import { proxyActivities, setHandler, sleep } from '@temporalio/workflow';
+import type { Activities } from '../activities';
+import { stateQuery } from './common';
+
+const { syncAddonSettings, ensureAddonSubPaths, refreshAddonStatus } = proxyActivities<Activities>({
+  startToCloseTimeout: '1 minute',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
+});
+
+export interface AddonSyncInput {
+  addonUuid: string;
+  /** Also create sub_path directories of mounts (mount_app). */
+  subPaths?: boolean;
+}
+
+/**
+ * Brings the cluster in line with an accepted settings change (BKP-01/02): running or
+ * stopped, public access and backups; `backup_active` follows `backup_enabled` once the cluster runs it.
+ * Started per change (`addon-sync/<uuid>/<generation>`); concurrent runs converge.
+ */
+export async function addonSync(input: AddonSyncInput): Promise<void> {
+  let state = 'applying';
+  setHandler(stateQuery, () => state);
+  if (input.subPaths) await ensureAddonSubPaths(input.addonUuid);
+  // Apply until the cluster runs what the row asks (a change or a concurrent run may
+  // intervene); a started add-on is `creating` until the cluster reports its live status.
+  for (let delay = 1; ; delay = Math.min(delay * 2, 30)) {
+    const inLine = await syncAddonSettings(input.addonUuid);
+    if (inLine && (await refreshAddonStatus(input.addonUuid)).ready) break;
+    await sleep(`${delay} seconds`);
+  }
+  state = 'applied';
+}

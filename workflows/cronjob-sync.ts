@@ -1,0 +1,20 @@
+import { proxyActivities, setHandler } from '@temporalio/workflow';
+import type { Activities } from '../activities';
+import { stateQuery } from './common';
+
+const { syncCronSchedule } = proxyActivities<Activities>({
+  startToCloseTimeout: '1 minute',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
+});
+
+/**
+ * Creates, updates or deletes a cron job's Temporal Schedule (`cronjob/<uuid>`, visible in
+ * the Temporal UI under Schedules) after the job is written; a job being deleted loses its
+ * schedule, then its row.
+ */
+export async function cronjobSync(input: { cronjobUuid: string }): Promise<string> {
+  let state = 'syncing';
+  setHandler(stateQuery, () => state);
+  state = await syncCronSchedule(input.cronjobUuid);
+  return state;
+}
