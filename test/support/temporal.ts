@@ -22,11 +22,25 @@ export interface TimeSkipping {
   close(): Promise<void>;
 }
 
+/**
+ * The SDK gives the test server 5 s to start; on a loaded 2-core machine the JVM can take
+ * longer, so a start that times out is tried again.
+ */
+async function startTimeSkippingServer(attempts = 3): Promise<TestWorkflowEnvironment> {
+  for (let i = 1; ; i++) {
+    try {
+      return await TestWorkflowEnvironment.createTimeSkipping({
+        server: { executable: { type: 'existing-path', path: testEnv('testServer') } },
+      });
+    } catch (err) {
+      if (i >= attempts || !/did not start/.test(String(err))) throw err;
+    }
+  }
+}
+
 /** The time-skipping test server (binary resolved by the shared resolver) for workflow tests. */
 export async function timeSkipping(deps: ActivityDeps): Promise<TimeSkipping> {
-  const env = await TestWorkflowEnvironment.createTimeSkipping({
-    server: { executable: { type: 'existing-path', path: testEnv('testServer') } },
-  });
+  const env = await startTimeSkippingServer();
   await env.connection.operatorService.addSearchAttributes({
     namespace: env.namespace ?? 'default',
     searchAttributes: Object.fromEntries(SEARCH_ATTRIBUTES.map((k) => [k.name, temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD])),
