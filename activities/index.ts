@@ -1,3 +1,4 @@
+import { createAppActivities } from './apps';
 import type { ActivityDeps } from './deps';
 import { createEventActivities } from './events';
 import { createProjectActivities } from './projects';
@@ -11,6 +12,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createStateActivities(deps),
     ...createEventActivities(deps),
     ...createProjectActivities(deps),
+    ...createAppActivities(deps),
   };
 }
 

@@ -1,5 +1,5 @@
 import { ApiToken } from './api-token';
-import { App } from './app';
+import { App, AppDeployment, AppPort, AppSecretFile, AppTlsCertificate, AppVariable, ResourceEndpoint } from './app';
 import { ComputeResource, ResourceAllocation } from './compute-resource';
 import { PlatformEvent } from './event';
 import { IdempotencyKey } from './idempotency-key';
@@ -14,7 +14,9 @@ import { Workspace } from './workspace';
 
 export { ApiToken, App, ComputeResource, ResourceAllocation, PlatformEvent, IdempotencyKey, Member, Operation, Project,
   ProjectResource, ProjectRestriction, Region, RegistryCredential, Role, User, Workspace };
+export { AppDeployment, AppPort, AppSecretFile, AppTlsCertificate, AppVariable, ResourceEndpoint };
 
 /** Every entity class; register new ones here. */
 export const entities = [ApiToken, App, ComputeResource, ResourceAllocation, PlatformEvent, IdempotencyKey, Member,
-  Operation, Project, ProjectResource, ProjectRestriction, Region, RegistryCredential, Role, User, Workspace];
+  Operation, Project, ProjectResource, ProjectRestriction, Region, RegistryCredential, Role, User, Workspace,
+  AppDeployment, AppPort, AppSecretFile, AppTlsCertificate, AppVariable, ResourceEndpoint];

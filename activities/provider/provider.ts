@@ -1,3 +1,4 @@
+import type { AppsDriver } from './apps';
 import type { SimulatedCore } from './simulated/core';
 
 /**
@@ -11,4 +12,5 @@ export interface Provider {
   readonly name: string;
   /** Present on the simulated driver only: fault injection and latency. */
   readonly core?: SimulatedCore;
+  readonly apps: AppsDriver;
 }

@@ -1,4 +1,5 @@
 import type { Provider } from '../provider';
+import { SimulatedAppsDriver } from './apps';
 import { SimulatedCore, type SimulatedOptions } from './core';
 
 export { SimulatedCore } from './core';
@@ -13,5 +14,6 @@ export function createSimulatedProvider(options: SimulatedOptions): Provider {
   return {
     name: 'simulated',
     core,
+    apps: new SimulatedAppsDriver(core),
   };
 }

@@ -1,0 +1,27 @@
+import { getExternalWorkflowHandle, setHandler } from '@temporalio/workflow';
+import { appWorkflowId } from '../domain/apps';
+import { acts } from './app-steps';
+import { stateQuery } from './common';
+
+export interface AppDeleteInput {
+  appUuid: string;
+}
+
+/**
+ * Deletes an app (`app-delete/<uuid>`): ends its workflow, removes its workload from the
+ * data plane, then its rows, releasing its capacity and external ports.
+ */
+export async function appDelete(input: AppDeleteInput): Promise<void> {
+  let state = 'stopping-workflow';
+  setHandler(stateQuery, () => state);
+  try {
+    await getExternalWorkflowHandle(appWorkflowId(input.appUuid)).cancel();
+  } catch {
+    // no app workflow is running
+  }
+  state = 'tearing-down';
+  await acts.deleteAppWorkload(input.appUuid);
+  state = 'removing';
+  await acts.removeApp(input.appUuid);
+  state = 'deleted';
+}
