@@ -32,6 +32,10 @@ export interface Config {
   providerFaultRate: number;
   providerLatencyMs: number;
   s3Endpoint: string | undefined;
+  /** Lets app repositories be file:// URLs (tests and local demos; never in production). */
+  gitAllowFileUrls: boolean;
+  /** Port of the simulated ingress `berth dev` runs (0: none). */
+  simIngressPort: number;
 }
 
 function int(value: string | undefined, fallback: number, name: string): number {
@@ -76,5 +80,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     providerFaultRate: faultRate,
     providerLatencyMs: int(env.BERTH_PROVIDER_LATENCY_MS, 1000, 'BERTH_PROVIDER_LATENCY_MS'),
     s3Endpoint: env.BERTH_S3_ENDPOINT || undefined,
+    gitAllowFileUrls: env.BERTH_GIT_ALLOW_FILE_URLS === '1' || env.BERTH_GIT_ALLOW_FILE_URLS === 'true',
+    simIngressPort: int(env.BERTH_SIM_INGRESS_PORT, 8081, 'BERTH_SIM_INGRESS_PORT'),
   };
 }
