@@ -8,6 +8,7 @@ import type { Config } from '../worker/config';
 import { createLogger } from '../worker/logger';
 import { startWorker, type WorkerHandle } from '../worker/main';
 import { openRuntime, type Runtime } from '../worker/runtime';
+import { startSimulatedIngress } from '../activities/provider/simulated/ingress';
 import { seedDefaults } from './bootstrap';
 import { startEmbeddedPostgres, type EmbeddedPostgresHandle } from './embedded-postgres';
 import { resolveTemporal } from './temporal-cli';
@@ -86,6 +87,15 @@ export async function runDev(config: Config): Promise<void> {
       void stopAll(1);
     });
 
+    let ingressUrl: string | null = null;
+    if (config.simIngressPort > 0) {
+      const ingress = await startSimulatedIngress({
+        dataSource: runtime.dataSource, temporal: runtime.temporal, secretBox: runtime.secretBox, logger, port: config.simIngressPort, host: config.host,
+      });
+      stops.push(() => ingress.close());
+      ingressUrl = ingress.url;
+    }
+
     const app = createApp(runtime.apiDeps);
     const server: Server = await new Promise((resolve, reject) => {
       const s = app.listen(config.port, config.host, () => resolve(s));
@@ -98,6 +108,7 @@ export async function runDev(config: Config): Promise<void> {
     say(`  Berth API        ${apiUrl}/api/v1   (reference: ${apiUrl}/docs)`);
     if (uiUrl) say(`  Temporal UI      ${uiUrl}   (find an operation: BerthResource = "<uuid>")`);
     else say(`  Temporal         ${temporalAddress}`);
+    if (ingressUrl) say(`  Apps (simulated) ${ingressUrl}   (curl -H "Host: <app name>.local" ${ingressUrl}/)`);
     say(`  Data             ${config.dataDir}${config.databaseUrl ? ' (PostgreSQL: DATABASE_URL)' : ''}`);
     say(`  Workspace        ${seeded.workspaceUuid}`);
     if (seeded.ownerToken) {

@@ -22,7 +22,7 @@ export class Apps1732400000000 implements MigrationInterface {
         ADD COLUMN basic_auth_enabled boolean NOT NULL DEFAULT false,
         ADD COLUMN basic_auth_username text,
         ADD COLUMN basic_auth_password_sealed text,
-        ADD COLUMN quota jsonb NOT NULL DEFAULT '{"cpu_size": 0.5, "ram_size": 536870912, "disk_size": 1073741824, "replicas": 1}',
+        ADD COLUMN quota jsonb NOT NULL DEFAULT '{"cpu_size": 0.25, "ram_size": 268435456, "disk_size": 1073741824, "replicas": 1}',
         ADD COLUMN internal_port integer NOT NULL DEFAULT 8080 CHECK (internal_port BETWEEN 1 AND 65535),
         ADD COLUMN health_checks jsonb NOT NULL DEFAULT '[]',
         ADD COLUMN scaling_profile jsonb NOT NULL DEFAULT '{"min_replicas": 1, "max_replicas": 1, "target_cpu_percent": null}',
