@@ -123,8 +123,9 @@ export async function appLifecycle(input: AppLifecycleInput): Promise<void> {
 
     for (;;) {
       const idleTimer = free() && local === 'running';
-      const woke = await condition(() => commands.length > 0 || traffic || health.length > 0 || live !== null || refresh,
-        idleTimer ? FREE_PLAN_IDLE_MS : undefined);
+      const pending = () => commands.length > 0 || traffic || health.length > 0 || live !== null || refresh;
+      // condition() without a timeout resolves to nothing: only the idle timer can time out.
+      const woke = idleTimer ? await condition(pending, FREE_PLAN_IDLE_MS) : (await condition(pending), true);
       if (!woke) {
         // 30 minutes without traffic: sleeping, scaled to zero, no event (contract: moves table).
         if (await move(['running'], 'sleeping')) await acts.scaleAppToZero(appUuid);
