@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { SimulatedAppsControl } from '../../activities/provider/simulated/apps';
 import { SimulatedCore } from '../../activities/provider/simulated';
 import { auth, appWorkflowHarness, BIG_PLAN, gitRepository } from '../support/apps';
-import { createResource, memberWith, seedWorkspace, type Workspace } from '../support/fixtures';
+import { createResource, memberWith, seedWorkspace, tokenWith, type Workspace } from '../support/fixtures';
 import { eventually, startStack, type TestStack } from '../support/stack';
 
 let stack: TestStack;
@@ -111,7 +111,7 @@ describe('deployments', () => {
       await SimulatedAppsControl.script(stack.ds, app.uuid, { buildHold: true });
       const d = await deploy(app.uuid);
       await eventually(async () => (await h.api.get(`/api/v1/apps/${app.uuid}/deployments/${d.uuid}`).set(auth(ws.ownerToken))).body.state === 'running', { what: 'running' });
-      const deployOnly = await (await import('../support/fixtures')).tokenWith(stack.ds, ws.uuid, ['apps:deploy']);
+      const deployOnly = await tokenWith(stack.ds, ws.uuid, ['apps:deploy']);
       const cancel = await h.api.post(`/api/v1/apps/${app.uuid}/deployments/${d.uuid}/cancel`).set(auth(deployOnly));
       expect(cancel.status).toBe(202);
       expect(cancel.body.state).toBe('cancelling');
