@@ -69,11 +69,12 @@ export const appVariableRoutes = [
   }),
   route<{ uuid: string; key: string }>({
     method: 'delete', path: '/apps/{uuid}/variables/{key}', operation: 'apps.variables', tag: TAG, status: 204,
-    params: yup.object({ uuid: uuid().required(), key: str().matches(ENV_KEY).max(255).required() }),
+    params: yup.object({ uuid: uuid().required(), key: str().max(255).required() }),
     summary: 'Remove an environment variable',
     async handler(ctx) {
       const app = await findApp(ctx, ctx.params.uuid);
       assertChangeable(app);
+      if (!ENV_KEY.test(ctx.params.key)) throw notFound('variable');
       const deleted = await rows(ctx.deps.dataSource, `DELETE FROM app_variables WHERE app_uuid = $1 AND key = $2 RETURNING key`, [app.uuid, ctx.params.key]);
       if (deleted.length === 0) throw notFound('variable');
       return undefined;
