@@ -8,10 +8,9 @@
  * DATABASE_URL (else an embedded PostgreSQL in a temp dir).
  */
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, rmSync } from 'node:fs';
 import { createServer as netServer } from 'node:net';
 import type { Server } from 'node:http';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import Koa from 'koa';
@@ -66,7 +65,9 @@ async function main(): Promise<void> {
   let stopPg: (() => Promise<void>) | null = null;
   let url = process.env.DATABASE_URL;
   if (!url) {
-    dir = mkdtempSync(path.join(tmpdir(), 'berth-bench-'));
+    // under .berth/ like the test stack (the embedded cluster's user must reach it)
+    dir = path.join(__dirname, '..', '.berth', `bench-${process.pid}`);
+    mkdirSync(dir, { recursive: true });
     const pg = await startEmbeddedPostgres({ dir: path.join(dir, 'pg'), port: await freePort(), database: 'bench' });
     stopPg = () => pg.stop();
     url = pg.url;
@@ -102,6 +103,7 @@ async function main(): Promise<void> {
     secretBox: new SecretBox([{ kid: 'bench', key: Buffer.alloc(32, 7) }]), logger, config }));
 
   const pool = new Pool({ connectionString: url, max: 10 });
+  pool.on('error', () => {});
   const bare = new Koa();
   bare.use(async (ctx) => {
     const { rows } = await pool.query(`SELECT * FROM apps WHERE uuid = $1`, [ctx.path.split('/').pop()]);

@@ -33,7 +33,7 @@ describe('ports', () => {
     expect((await stack.http.post(`/api/v1/apps/${app.uuid}/ports`).set(auth(ws.ownerToken)).send({ port: 9000 })).status).toBe(409);
   });
 
-  it('PRT-03 expose_publicly makes a port public with the endpoint fields; make_private releases its external port', async () => {
+  it('PRT-03 AUTH-08 (ports: apps:operate) expose_publicly makes a port public with the endpoint fields; make_private releases its external port', async () => {
     const app = await createApp(stack, ws.ownerToken, { name: 'flip', resource_id: ws.resourceUuid });
     const operate = await tokenWith(stack.ds, ws.uuid, ['apps:operate']);
     const port = (await stack.http.post(`/api/v1/apps/${app.uuid}/ports`).set(auth(operate)).send({ port: 6379 })).body;
