@@ -117,8 +117,13 @@ export async function appLifecycle(input: AppLifecycleInput): Promise<void> {
     /** Free-plan wake-up on traffic: no event (contract: Events 3). */
     const wake = async () => {
       if (!(await move(['sleeping'], 'started'))) return;
-      await acts.startApp(appUuid);
-      await move(['started'], await awaitLive(appUuid));
+      try {
+        await acts.startApp(appUuid);
+        await move(['started'], await awaitLive(appUuid));
+      } catch (err) {
+        if (isCancellation(err)) throw err;
+        await move(['started'], 'failed');
+      }
     };
 
     for (;;) {
@@ -128,7 +133,15 @@ export async function appLifecycle(input: AppLifecycleInput): Promise<void> {
       const woke = idleTimer ? await condition(pending, FREE_PLAN_IDLE_MS) : (await condition(pending), true);
       if (!woke) {
         // 30 minutes without traffic: sleeping, scaled to zero, no event (contract: moves table).
-        if (await move(['running'], 'sleeping')) await acts.scaleAppToZero(appUuid);
+        if (await move(['running'], 'sleeping')) {
+          try {
+            await acts.scaleAppToZero(appUuid);
+          } catch (err) {
+            if (isCancellation(err)) throw err;
+            // the data plane would not scale it down: it stays up and reads running again
+            await move(['sleeping'], 'running');
+          }
+        }
         continue;
       }
       if (refresh) {
