@@ -2,17 +2,18 @@ import { randomUUID } from 'node:crypto';
 import * as yup from 'yup';
 import { DEFAULT_QUOTA } from '../../domain/app-defaults';
 import { stateMove, type StateAction } from '../../domain/apps';
+import { canReachProject } from '../../domain/projects';
 import type { HealthCheck, ScalingProfile } from '../../entities/app';
 import { one, rows } from '../../entities/sql';
-import { assertProjectVisible, visibleProjectsClause } from '../access';
+import { visibleProjectsClause } from '../access';
 import { offsetOf, setPageHeaders, type Page } from '../pagination';
-import { conflict, unprocessable } from '../problem';
+import { conflict, notFound, unprocessable } from '../problem';
 import { route } from '../route';
 import {
   cloneBody, createAppBody, deploymentSettingsBody, healthChecksBody, listAppsQuery, scalingProfileBody, securityBody, stateBody, updateAppBody,
 } from '../schemas/apps';
 import { int, json, obj } from '../schemas/common';
-import { APP_SELECT, appSchema, appView } from '../views/apps';
+import { APP_SELECT, appSchema, appView, loadAppWithRestrictions } from '../views/apps';
 import { appResponse, assertChangeable, checkDeployment, checkPlacement, findApp, insertApp, reserveCapacity, type Ctx, type FoundApp } from './app-support';
 
 const TAG = 'apps';
@@ -114,9 +115,10 @@ export const appRoutes = [
     method: 'get', path: '/apps/{uuid}', operation: 'apps.read', tag: TAG,
     summary: 'Show an app with its platform, region, add-ons and cron jobs', response: appSchema,
     async handler(ctx) {
-      const view = await appResponse(ctx, ctx.params.uuid);
-      await assertProjectVisible(ctx, view.project_id, 'app');
-      return view;
+      // one query: the App and its project's restrictions (PRJ-04/05 checked here, not by a second query)
+      const found = await loadAppWithRestrictions(ctx.deps.dataSource, ctx.caller.workspaceUuid, ctx.params.uuid);
+      if (!found || !canReachProject(ctx.caller, found.restrictions)) throw notFound('app');
+      return found.view;
     },
   }),
   route<{ uuid: string }, {}, yup.InferType<typeof updateAppBody>>({

@@ -1,6 +1,7 @@
 import * as yup from 'yup';
 import type { AppQuota } from '../../entities/app';
 import type { Component, Plan } from '../../entities/compute-resource';
+import type { RestrictionRule } from '../../domain/projects';
 import type { Db } from '../../entities/sql';
 import { rows } from '../../entities/sql';
 import { APP_STATES, BUILDERS, DEPLOYMENT_METHODS, DEPLOYMENT_STATES, internalUrl, publicUrl } from '../../domain/apps';
@@ -154,6 +155,19 @@ export function appView(r: JoinedRow): AppView {
 export async function loadApp(db: Db, workspaceUuid: string, appUuid: string): Promise<AppView | null> {
   const [row] = await rows<JoinedRow>(db, `${APP_SELECT} WHERE a.workspace_uuid = $1 AND a.uuid = $2`, [workspaceUuid, appUuid]);
   return row ? appView(row) : null;
+}
+
+/**
+ * The hot path of GET /apps/{uuid}: the App and the restrictions of its project in one
+ * query, so the project check needs no query of its own.
+ */
+export async function loadAppWithRestrictions(db: Db, workspaceUuid: string, appUuid: string): Promise<{ view: AppView; restrictions: RestrictionRule[] } | null> {
+  const [row] = await rows<JoinedRow & { restrictions: RestrictionRule[] | null }>(db,
+    `${APP_SELECT.replace('FROM apps a', `, rs.rules AS restrictions FROM apps a`)}
+     LEFT JOIN LATERAL (SELECT json_agg(json_build_object('subject_type', subject_type, 'user_uuid', user_uuid, 'role_name', role_name)) AS rules
+                          FROM project_restrictions WHERE project_uuid = a.project_id) rs ON true
+     WHERE a.workspace_uuid = $1 AND a.uuid = $2`, [workspaceUuid, appUuid]);
+  return row ? { view: appView(row), restrictions: row.restrictions ?? [] } : null;
 }
 
 // --- deployments ---
