@@ -1,3 +1,4 @@
+import { createAppActivities } from './apps';
 import type { ActivityDeps } from './deps';
 import { createDomainActivities } from './domains';
 import { createDataActivities } from './data';
@@ -31,6 +32,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createDomainActivities(deps),
     ...createPreviewActivities(deps),
     ...createDataActivities(deps),
+    ...createAppActivities(deps),
   };
 }
 

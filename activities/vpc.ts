@@ -121,6 +121,20 @@ export function createVpcActivities({ dataSource, provider, logger }: Pick<Activ
       return moved.length > 0;
     },
 
+    /**
+     * A workload that is being deleted leaves every VPC it is attached to: unplugged from
+     * the data plane and its attachments removed, with no restart. Idempotent.
+     */
+    async detachDeletedWorkload(workloadUuid: string): Promise<number> {
+      const found = await rows<{ uuid: string }>(dataSource,
+        `UPDATE vpc_attachments SET status = 'detaching', updated_at = now() WHERE attachable_uuid = $1 RETURNING uuid`, [workloadUuid]);
+      for (const a of found) {
+        await network.detach(a.uuid);
+        await dataSource.query(`DELETE FROM vpc_attachments WHERE uuid = $1`, [a.uuid]);
+      }
+      return found.length;
+    },
+
     async deleteAttachmentRecord(attachmentUuid: string): Promise<boolean> {
       const deleted = await rows(dataSource, `DELETE FROM vpc_attachments WHERE uuid = $1 AND status = 'detaching' RETURNING uuid`, [attachmentUuid]);
       return deleted.length > 0;

@@ -9,6 +9,7 @@ import { createLogger } from '../worker/logger';
 import { startWorker, type WorkerHandle } from '../worker/main';
 import { startEmbeddedObjectStore } from '../worker/object-store';
 import { objectStoreFromConfig, openRuntime, type Runtime } from '../worker/runtime';
+import { startSimulatedIngress } from '../activities/provider/simulated/ingress';
 import { seedDefaults } from './bootstrap';
 import { startEmbeddedPostgres, type EmbeddedPostgresHandle } from './embedded-postgres';
 import { resolveTemporal } from './temporal-cli';
@@ -97,6 +98,15 @@ export async function runDev(config: Config): Promise<void> {
       void stopAll(1);
     });
 
+    let ingressUrl: string | null = null;
+    if (config.simIngressPort > 0) {
+      const ingress = await startSimulatedIngress({
+        dataSource: runtime.dataSource, temporal: runtime.temporal, secretBox: runtime.secretBox, logger, port: config.simIngressPort, host: config.host,
+      });
+      stops.push(() => ingress.close());
+      ingressUrl = ingress.url;
+    }
+
     const app = createApp(runtime.apiDeps);
     const server: Server = await new Promise((resolve, reject) => {
       const s = app.listen(config.port, config.host, () => resolve(s));
@@ -110,6 +120,7 @@ export async function runDev(config: Config): Promise<void> {
     if (uiUrl) say(`  Temporal UI      ${uiUrl}   (find an operation: BerthResource = "<uuid>")`);
     else say(`  Temporal         ${temporalAddress}`);
     say(`  Object store     ${storeSummary}`);
+    if (ingressUrl) say(`  Apps (simulated) ${ingressUrl}   (curl -H "Host: <app name>.local" ${ingressUrl}/)`);
     say(`  Data             ${config.dataDir}${config.databaseUrl ? ' (PostgreSQL: DATABASE_URL)' : ''}`);
     say(`  Workspace        ${seeded.workspaceUuid}`);
     if (seeded.ownerToken) {

@@ -1,7 +1,7 @@
 import { Addon } from './addon';
 import { ApiToken } from './api-token';
 import { AuditEvent } from './audit-event';
-import { App } from './app';
+import { App, AppDeployment, AppPort, AppSecretFile, AppTlsCertificate, AppVariable, ResourceEndpoint } from './app';
 import { ComputeResource, ResourceAllocation } from './compute-resource';
 import { CustomDomain } from './domain';
 import { PlatformEvent } from './event';
@@ -28,6 +28,7 @@ export { BillableItem, RegionPublicIpv4, Vpc, VpcAttachment, VpcPeerRoute, VpcSi
 export { Webhook, WebhookDelivery };
 export { Bucket, StaticSite, StaticSiteDeployment, Stack, StackDeployment, StackItem };
 export { CustomDomain, PreviewConfig, PreviewEnvironment };
+export { AppDeployment, AppPort, AppSecretFile, AppTlsCertificate, AppVariable, ResourceEndpoint };
 
 /** Every entity class; register new ones here. */
 export const entities = [
@@ -38,4 +39,5 @@ export const entities = [
   Bucket, StaticSite, StaticSiteDeployment, Stack, StackDeployment, StackItem,
   CustomDomain, PreviewConfig, PreviewEnvironment,
   Addon,
+  AppDeployment, AppPort, AppSecretFile, AppTlsCertificate, AppVariable, ResourceEndpoint,
 ];

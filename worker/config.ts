@@ -50,6 +50,8 @@ export interface Config {
   gitAllowFileUrls: boolean;
   /** CA bundle git trusts for HTTPS repositories (a self-hosted code host with a private CA). */
   gitCaFile: string | undefined;
+  /** Port of the simulated ingress `berth dev` runs (0: none). */
+  simIngressPort: number;
 }
 
 function int(value: string | undefined, fallback: number, name: string): number {
@@ -146,5 +148,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     sitesDomain: env.BERTH_SITES_DOMAIN || 'sites.berth.localhost',
     gitAllowFileUrls: env.BERTH_GIT_ALLOW_FILE_URLS === '1' || env.BERTH_GIT_ALLOW_FILE_URLS === 'true',
     gitCaFile: env.BERTH_GIT_CA_FILE || undefined,
+    simIngressPort: int(env.BERTH_SIM_INGRESS_PORT, 8081, 'BERTH_SIM_INGRESS_PORT'),
   };
 }

@@ -28,3 +28,8 @@ export { addonDestroy } from './addon-destroy';
 export { cronjobSync } from './cronjob-sync';
 export { cronjobRun } from './cronjob-run';
 export { addonHealthSweep } from './addon-health-sweep';
+export { appLifecycle } from './app';
+export { appSendCommand } from './app-command';
+export { appDeploy } from './app-deploy';
+export { appClone } from './app-clone';
+export { appDelete } from './app-delete';

@@ -1,6 +1,7 @@
 import type { NetworkDriver } from './network';
 import type { PreviewDriver } from './previews';
 import type { DataDriver } from './data';
+import type { AppsDriver } from './apps';
 import type { SimulatedCore } from './simulated/core';
 import type { StacksDriver } from './stacks';
 import type { StorageDriver } from './storage';
@@ -21,4 +22,5 @@ export interface Provider {
   readonly stacks: StacksDriver;
   readonly previews: PreviewDriver;
   data: DataDriver;
+  readonly apps: AppsDriver;
 }

@@ -4,6 +4,11 @@ import { domainRoutes } from './domains';
 import { previewRoutes } from './previews';
 import { addonRoutes } from './addons';
 import { cronjobRoutes } from './cronjobs';
+import { appDeploymentRoutes } from './app-deployments';
+import { appPortRoutes } from './app-ports';
+import { appTlsRoutes } from './app-tls';
+import { appVariableRoutes } from './app-variables';
+import { appRoutes } from './apps';
 import { projectRoutes } from './projects';
 import { serviceRoutes } from './services';
 import { resourceRoutes } from './resources';
@@ -42,4 +47,9 @@ export const routes: RouteDef[] = [
   ...addonRoutes,
   ...serviceRoutes,
   ...cronjobRoutes,
+  ...appRoutes,
+  ...appDeploymentRoutes,
+  ...appPortRoutes,
+  ...appVariableRoutes,
+  ...appTlsRoutes,
 ];

@@ -126,7 +126,7 @@ export function addonView(row: AddonRow, secretBox: SecretBox): AddonView {
  * Add-ons and cron jobs of any number of apps in one query, for the App view's `addons`
  * and `cronjobs` (cron jobs are excluded from `addons`: ADD-02, CRN-05). Newest first.
  */
-export async function loadAppAddons(db: EntityManager, secretBox: SecretBox, appUuids: readonly string[]): Promise<Map<string, { addons: AddonView[]; cronjobs: AddonView[] }>> {
+export async function loadAppAddons(db: Pick<EntityManager, 'query'>, secretBox: SecretBox, appUuids: readonly string[]): Promise<Map<string, { addons: AddonView[]; cronjobs: AddonView[] }>> {
   const out = new Map<string, { addons: AddonView[]; cronjobs: AddonView[] }>();
   for (const a of appUuids) out.set(a, { addons: [], cronjobs: [] });
   if (appUuids.length === 0) return out;

@@ -1,6 +1,7 @@
 import { Foundation1732200000000 } from './1732200000000-foundation';
 import { RegistryCredentials1732200000001 } from './1732200000001-registry-credentials';
 import { Webhooks1732300000000 } from './1732300000000-webhooks';
+import { Apps1732400000000 } from './1732400000000-apps';
 import { Vpc1732500000000 } from './1732500000000-vpc';
 import { Storage1732600000000 } from './1732600000000-storage';
 import { DataServices1732700000000 } from './1732700000000-data-services';
@@ -13,6 +14,7 @@ export const migrations = [
   Foundation1732200000000,
   RegistryCredentials1732200000001,
   Webhooks1732300000000,
+  Apps1732400000000,
   Vpc1732500000000,
   Storage1732600000000,
   DataServices1732700000000,

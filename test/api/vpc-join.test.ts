@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Problem } from '../../api/problem';
 import { recordVpcJoin, resolveVpcJoin } from '../../api/vpc-join';
 import { createResource, seedWorkspace, type Workspace } from '../support/fixtures';
-import { startStack, type TestStack } from '../support/stack';
+import { eventually, startStack, type TestStack } from '../support/stack';
 import { activeVpc, auth, insertApp, restartsOf } from '../support/vpc';
 
 /**
@@ -81,5 +81,49 @@ describe('joining a VPC at app creation (vpc-join)', () => {
     const join = (await resolveVpcJoin(stack.ds.manager, { workspaceUuid: ws.uuid, resourceUuid: ws.resourceUuid, vpcUuid: vpc.uuid }))!;
     await recordVpcJoin(stack.ds.manager, join, app);
     expect((await problemOf(() => recordVpcJoin(stack.ds.manager, join, app))).status).toBe(409);
+  });
+});
+
+describe('POST /apps joining a VPC', () => {
+  it('APP-11 vpc_subnet_uuid joins the app at creation, attached, without a restart; the subnet implies its VPC', async () => {
+    const res = await stack.http.post('/api/v1/apps').set(auth(ws.ownerToken))
+      .send({ name: 'joined', resource_id: ws.resourceUuid, vpc_subnet_uuid: subnet('backend') });
+    expect(res.status).toBe(201);
+    const [attachment] = await stack.ds.query(`SELECT vpc_uuid, subnet_uuid, status, attachable_type FROM vpc_attachments WHERE attachable_uuid = $1`, [res.body.uuid]);
+    expect(attachment).toEqual({ vpc_uuid: vpc.uuid, subnet_uuid: subnet('backend'), status: 'attached', attachable_type: 'App' });
+    expect(await restartsOf(stack.ds, res.body.uuid)).toEqual([]);
+    const withVpcOnly = await stack.http.post('/api/v1/apps').set(auth(ws.ownerToken)).send({ name: 'joined-default', resource_id: ws.resourceUuid, vpc_uuid: vpc.uuid });
+    expect(withVpcOnly.status).toBe(201);
+    const [other] = await stack.ds.query(`SELECT subnet_uuid FROM vpc_attachments WHERE attachable_uuid = $1`, [withVpcOnly.body.uuid]);
+    expect(other.subnet_uuid).toBe(subnet('default'));
+  });
+
+  it('APP-12 a VPC in another region than resource_id gets 422 and nothing is written', async () => {
+    const [{ id }] = await stack.ds.query(`INSERT INTO regions (name, code, domain) VALUES ('Far', 'far-join', 'far.berth.localhost') RETURNING id`);
+    const far = await createResource(stack.ds, ws.uuid, id, 'far-join-1');
+    const before = await stack.ds.query(`SELECT count(*)::int AS n FROM apps`);
+    const res = await stack.http.post('/api/v1/apps').set(auth(ws.ownerToken)).send({ name: 'faraway', resource_id: far, vpc_uuid: vpc.uuid });
+    expect(res.status).toBe(422);
+    expect(await stack.ds.query(`SELECT count(*)::int AS n FROM apps`)).toEqual(before);
+    const mismatch = await stack.http.post('/api/v1/apps').set(auth(ws.ownerToken)).send({ name: 'mismatch', resource_id: ws.resourceUuid, vpc_uuid: randomUUID(), vpc_subnet_uuid: subnet('backend') });
+    expect(mismatch.status).toBe(422);
+  });
+});
+
+describe('deleting an app', () => {
+  it('ATT-03 removes its VPC attachments (unplugged, no restart) and its add-ons along with it', async () => {
+    const res = await stack.http.post('/api/v1/apps').set(auth(ws.ownerToken)).send({ name: 'leaving', resource_id: ws.resourceUuid, vpc_uuid: vpc.uuid });
+    expect(res.status).toBe(201);
+    const [addon] = await stack.ds.query(
+      `INSERT INTO addons (uuid, workspace_uuid, kind, app_uuid, resource_uuid, type, name, label, state)
+       VALUES (gen_random_uuid(), $1, 'addon', $2, $3, 'valkey', 'leaving-cache', 'cache', 'healthy') RETURNING uuid`,
+      [ws.uuid, res.body.uuid, ws.resourceUuid]);
+    await stack.http.delete(`/api/v1/apps/${res.body.uuid}`).set(auth(ws.ownerToken)).expect(202);
+    const handle = stack.temporal.workflow.getHandle(`app-delete/${res.body.uuid}`);
+    await eventually(async () => (await handle.describe().catch(() => null))?.status.name === 'COMPLETED', { what: 'app deleted', timeoutMs: 30_000 });
+    expect(await stack.ds.query(`SELECT 1 FROM vpc_attachments WHERE attachable_uuid = $1`, [res.body.uuid])).toEqual([]);
+    expect(await stack.ds.query(`SELECT 1 FROM addons WHERE uuid = $1`, [addon.uuid])).toEqual([]);
+    expect(await stack.ds.query(`SELECT 1 FROM apps WHERE uuid = $1`, [res.body.uuid])).toEqual([]);
+    expect(await restartsOf(stack.ds, res.body.uuid)).toEqual([]);
   });
 });

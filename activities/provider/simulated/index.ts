@@ -1,4 +1,5 @@
 import type { Provider } from '../provider';
+import { SimulatedAppsDriver } from './apps';
 import { SimulatedCore, type SimulatedOptions } from './core';
 import { createSimulatedNetwork } from './network';
 import { createSimulatedStacks } from './stacks';
@@ -24,5 +25,6 @@ export function createSimulatedProvider(options: SimulatedOptions): Provider {
     stacks: createSimulatedStacks(core),
     previews: simulatedPreviews(core),
     data: new SimulatedData(core),
+    apps: new SimulatedAppsDriver(core),
   };
 }

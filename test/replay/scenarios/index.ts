@@ -1,6 +1,7 @@
 import { domainScenarios } from './domains';
 import { previewScenarios } from './previews';
 import { dataScenarios } from './data';
+import { appScenarios } from './apps';
 import { projectScenarios } from './projects';
 import { storageScenarios } from './storage';
 import type { ReplayScenario } from './types';
@@ -16,4 +17,5 @@ export const scenarios: ReplayScenario[] = [
   ...domainScenarios,
   ...previewScenarios,
   ...dataScenarios,
+  ...appScenarios,
 ];

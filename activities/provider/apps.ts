@@ -1,0 +1,74 @@
+import type { LiveStatus } from '../../domain/apps';
+
+/** What the data plane needs to run an app (identifiers and sizes; never secrets it does not use). */
+export interface AppSpec {
+  appUuid: string;
+  name: string;
+  resourceUuid: string;
+  internalPort: number;
+  cpuSize: number;
+  ramSize: number;
+  diskSize: number;
+  replicas: number;
+}
+
+export interface BuildRequest {
+  appUuid: string;
+  deploymentUuid: string;
+  method: string;
+  /** git methods: the commit to build. */
+  commitSha: string | null;
+  /** container_registry / parent_image: the image to roll out as is. */
+  image: string | null;
+  /** Registry login for container_registry, opened inside the activity for this call only. */
+  registryAuth?: { hostname: string | null; username: string; token: string } | null;
+}
+
+export type BuildStatus =
+  | { status: 'building' }
+  | { status: 'succeeded'; image: string }
+  | { status: 'failed'; reason: string }
+  | { status: 'cancelled' };
+
+/** The orchestrator's view of an app: `starting` until its replicas report, then a live status. */
+export type AppRuntimeStatus = 'absent' | 'provisioned' | 'starting' | 'stopped' | 'scaled_to_zero' | LiveStatus;
+
+export interface PortSpec {
+  internalPort: number;
+  protocol: string;
+  externalPort: number | null;
+}
+
+/**
+ * The apps part of the data-plane driver. Every operation is idempotent (called again
+ * after a retry, it changes nothing more) and returns once the request is accepted;
+ * progress is read with `status` / `buildStatus`.
+ */
+export interface AppsDriver {
+  /** Creates the app's workload (namespace, service, volume) without starting it. */
+  provision(spec: AppSpec): Promise<void>;
+  /** Scales to the quota's replicas; `status` reads starting, then a live status. */
+  start(appUuid: string): Promise<void>;
+  stop(appUuid: string): Promise<void>;
+  /** Rolls the replicas; `status` reads starting, then a live status. */
+  restart(appUuid: string): Promise<void>;
+  /** Free-plan sleep: zero replicas, the workload kept. */
+  scaleToZero(appUuid: string): Promise<void>;
+  status(appUuid: string): Promise<AppRuntimeStatus>;
+  startBuild(request: BuildRequest): Promise<void>;
+  buildStatus(deploymentUuid: string): Promise<BuildStatus>;
+  cancelBuild(deploymentUuid: string): Promise<void>;
+  /** Rolls the built image out; `status` reads starting, then a live status. */
+  rollout(appUuid: string, image: string): Promise<void>;
+  /** The image the app runs now (null before its first deployment). */
+  currentImage(appUuid: string): Promise<string | null>;
+  /** Points the target at a copy of (or, with `shared`, the very) image of the source. */
+  cloneImage(sourceAppUuid: string, targetAppUuid: string, options: { shared: boolean }): Promise<void>;
+  /** Copies the source's volume into the target's (the target must be provisioned). */
+  cloneVolume(sourceAppUuid: string, targetAppUuid: string): Promise<void>;
+  /** Removes the copied volume again (saga compensation). */
+  dropVolume(appUuid: string): Promise<void>;
+  applyPorts(appUuid: string, ports: PortSpec[]): Promise<void>;
+  /** Removes everything of the app; deleting an absent app is a success. */
+  delete(appUuid: string): Promise<void>;
+}

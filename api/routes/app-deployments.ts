@@ -1,0 +1,98 @@
+import { randomUUID } from 'node:crypto';
+import * as yup from 'yup';
+import { DEPLOYABLE_STATES, isGitMethod, PERIOD_DAYS } from '../../domain/apps';
+import { one, rows } from '../../entities/sql';
+import { offsetOf, setPageHeaders, type Page } from '../pagination';
+import { conflict, notFound, unprocessable } from '../problem';
+import { route } from '../route';
+import { deployBody, listDeploymentsQuery } from '../schemas/apps';
+import { DEPLOYMENT_COLUMNS, deploymentSchema, deploymentView, type DeploymentRow } from '../views/apps';
+import { findApp } from './app-support';
+
+const TAG = 'deployments';
+
+export const appDeploymentRoutes = [
+  route<{ uuid: string }, Page & yup.InferType<typeof listDeploymentsQuery>, unknown>({
+    method: 'get', path: '/apps/{uuid}/deployments', operation: 'apps.read', tag: TAG, paginated: true, query: listDeploymentsQuery,
+    summary: 'List an app\'s deployments, newest first; filter by status and period (7days, 30days, 90days, all)',
+    response: yup.array(deploymentSchema),
+    async handler(ctx) {
+      const app = await findApp(ctx, ctx.params.uuid);
+      const days = ctx.query.period ? PERIOD_DAYS[ctx.query.period] : null;
+      const where = `app_uuid = $1 AND ($2::text IS NULL OR state = $2) AND ($3::int IS NULL OR created_at >= now() - make_interval(days => $3::int))`;
+      const params = [app.uuid, ctx.query.status ?? null, days];
+      const [{ count }] = await ctx.deps.dataSource.query(`SELECT count(*)::int AS count FROM app_deployments WHERE ${where}`, params);
+      const found = await rows<DeploymentRow>(ctx.deps.dataSource,
+        `SELECT ${DEPLOYMENT_COLUMNS} FROM app_deployments WHERE ${where} ORDER BY created_at DESC, uuid DESC LIMIT $4 OFFSET $5`,
+        [...params, ctx.query.per_page, offsetOf(ctx.query)]);
+      setPageHeaders(ctx.koa, ctx.query, count);
+      return found.map(deploymentView);
+    },
+  }),
+  route<{ uuid: string }, {}, yup.InferType<typeof deployBody>>({
+    method: 'post', path: '/apps/{uuid}/deployments', operation: 'apps.deploy_commit', tag: TAG, status: 202,
+    summary: 'Deploy: for git methods the branch head (resolved with git ls-remote) or the commit_sha given; otherwise the configured source',
+    body: deployBody, response: deploymentSchema,
+    async handler(ctx) {
+      const { view, op } = await ctx.deps.dataSource.transaction(async (m) => {
+        const app = await findApp(ctx, ctx.params.uuid, m, true);
+        if (app.state === 'deploying') throw conflict('a deployment of this app is in progress');
+        if (!(DEPLOYABLE_STATES as readonly string[]).includes(app.state)) {
+          throw unprocessable(`an app in state ${app.state} cannot be deployed`, [{ path: 'path.uuid', message: `app is ${app.state}` }]);
+        }
+        const git = isGitMethod(app.deployment_method);
+        if (!git && (ctx.body.commit_sha || ctx.body.branch)) {
+          throw unprocessable(`a ${app.deployment_method} app has no commits: commit_sha and branch are for git deployment methods`,
+            [{ path: ctx.body.commit_sha ? 'body.commit_sha' : 'body.branch', message: 'only for git deployment methods' }]);
+        }
+        const uuid = randomUUID();
+        const branch = git ? ctx.body.branch ?? (app.deployment_config.branch as string | undefined) ?? 'main' : null;
+        const inserted = await rows<DeploymentRow>(m,
+          `INSERT INTO app_deployments (uuid, app_uuid, workspace_uuid, deployment_method, commit_sha, branch)
+           VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING RETURNING ${DEPLOYMENT_COLUMNS}`,
+          [uuid, app.uuid, ctx.caller.workspaceUuid, app.deployment_method, git ? ctx.body.commit_sha ?? null : null, branch]);
+        if (inserted.length === 0) throw conflict('a deployment of this app is in progress');
+        const op = await ctx.deps.outbox.enqueue(m, {
+          operation: 'app-deploy', workflowType: 'appDeploy', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: app.uuid, subId: uuid,
+          args: [{ deploymentUuid: uuid }],
+        });
+        ctx.koa.set('Location', `/api/v1/apps/${app.uuid}/deployments/${uuid}`);
+        return { view: deploymentView(inserted[0]!), op };
+      });
+      await ctx.deps.outbox.dispatch(op.uuid);
+      return view;
+    },
+  }),
+  route<{ uuid: string; deployment_uuid: string }>({
+    method: 'get', path: '/apps/{uuid}/deployments/{deployment_uuid}', operation: 'apps.read', tag: TAG,
+    summary: 'Show a deployment', response: deploymentSchema,
+    async handler(ctx) {
+      const app = await findApp(ctx, ctx.params.uuid);
+      const d = await one<DeploymentRow>(ctx.deps.dataSource, `SELECT ${DEPLOYMENT_COLUMNS} FROM app_deployments WHERE uuid = $1 AND app_uuid = $2`,
+        [ctx.params.deployment_uuid, app.uuid]);
+      if (!d) throw notFound('deployment');
+      return deploymentView(d);
+    },
+  }),
+  route<{ uuid: string; deployment_uuid: string }>({
+    method: 'post', path: '/apps/{uuid}/deployments/{deployment_uuid}/cancel', operation: 'apps.deploy_commit', tag: TAG, status: 202,
+    summary: 'Cancel a pending or running deployment: it reads cancelling, then cancelled (a rollout already under way completes)',
+    response: deploymentSchema,
+    async handler(ctx) {
+      const app = await findApp(ctx, ctx.params.uuid);
+      const d = await one<DeploymentRow>(ctx.deps.dataSource,
+        `UPDATE app_deployments SET state = 'cancelling', updated_at = now() WHERE uuid = $1 AND app_uuid = $2 AND state IN ('pending', 'running', 'cancelling')
+         RETURNING ${DEPLOYMENT_COLUMNS}`, [ctx.params.deployment_uuid, app.uuid]);
+      if (!d) {
+        const exists = await one<{ state: string }>(ctx.deps.dataSource, `SELECT state FROM app_deployments WHERE uuid = $1 AND app_uuid = $2`,
+          [ctx.params.deployment_uuid, app.uuid]);
+        if (!exists) throw notFound('deployment');
+        throw unprocessable(`a ${exists.state} deployment cannot be cancelled`, [{ path: 'path.deployment_uuid', message: `deployment is ${exists.state}` }]);
+      }
+      // The database's `cancelling` is the durable request (the workflow reads it at every poll); the signal only makes it prompt.
+      await ctx.deps.temporal.workflow.getHandle(`app-deploy/${app.uuid}/${d.uuid}`).signal('cancelDeployment')
+        .catch((err: Error) => ctx.deps.logger.warn({ err: err.message, deployment: d.uuid }, 'cancel signal not delivered; the workflow reads the state'));
+      return deploymentView(d);
+    },
+  }),
+];

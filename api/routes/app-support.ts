@@ -1,0 +1,169 @@
+import { randomInt } from 'node:crypto';
+import type { EntityManager } from 'typeorm';
+import * as yup from 'yup';
+import { suffixedName } from '../../domain/apps';
+import type { AppQuota } from '../../entities/app';
+import { one } from '../../entities/sql';
+import { assertProjectVisible, hiddenProjects } from '../access';
+import { validationProblem } from '../middleware/errors';
+import { conflict, notFound, unprocessable } from '../problem';
+import type { RouteContext } from '../route';
+import { DEPLOYMENT_CONFIG } from '../schemas/apps';
+import { loadApp, withAddons, type AppView } from '../views/apps';
+
+export type Ctx = RouteContext<any, any, any>;
+
+/** What routes read of an app row before they change it. */
+export interface FoundApp {
+  uuid: string;
+  workspace_uuid: string;
+  project_id: string | null;
+  resource_uuid: string;
+  state: string;
+  name: string;
+  service_name: string;
+  label: string;
+  internal_port: number;
+  deployment_method: string;
+  deployment_config: Record<string, unknown>;
+  quota: AppQuota;
+  basic_auth_enabled: boolean;
+  has_basic_auth_credentials: boolean;
+  parent_app_uuid: string | null;
+}
+
+/** The app if it is in the caller's workspace and its project is open to the caller (404 otherwise). */
+export async function findApp(ctx: Ctx, appUuid: string, db: Pick<EntityManager, 'query'> = ctx.deps.dataSource.manager, lock = false): Promise<FoundApp> {
+  const app = await one<FoundApp>(db,
+    `SELECT uuid, workspace_uuid, project_id, resource_uuid, state, name, service_name, label, internal_port, deployment_method,
+            deployment_config, quota, basic_auth_enabled, basic_auth_password_sealed IS NOT NULL AS has_basic_auth_credentials, parent_app_uuid
+       FROM apps WHERE uuid = $1 AND workspace_uuid = $2${lock ? ' FOR UPDATE' : ''}`,
+    [appUuid, ctx.caller.workspaceUuid]);
+  if (!app) throw notFound('app');
+  await assertProjectVisible(ctx, app.project_id, 'app');
+  return app;
+}
+
+/** Apps being deleted or cloned take no other change. */
+export function assertChangeable(app: FoundApp): void {
+  if (app.state === 'deleting') throw conflict('the app is being deleted');
+  if (app.state === 'cloning') throw conflict('the app is being cloned; wait until it leaves the cloning state');
+}
+
+export async function appResponse(ctx: Ctx, appUuid: string, db: Pick<EntityManager, 'query'> = ctx.deps.dataSource.manager): Promise<AppView> {
+  const view = await loadApp(db, ctx.caller.workspaceUuid, appUuid);
+  if (!view) throw notFound('app');
+  return (await withAddons(db, ctx.deps.secretBox, [view]))[0]!;
+}
+
+/**
+ * Where an app may go: the compute resource must be the workspace's, the project the
+ * workspace's (open to the caller, not being deleted), and a resource assigned to
+ * projects takes only apps of those projects (CLN-04).
+ */
+export async function checkPlacement(ctx: Ctx, m: Pick<EntityManager, 'query'>, resourceUuid: string, projectId: string | null, field = 'body'): Promise<void> {
+  const resource = await one<{ uuid: string; project_ids: string[] }>(m,
+    `SELECT c.uuid, COALESCE(array_agg(pr.project_uuid::text) FILTER (WHERE pr.project_uuid IS NOT NULL), '{}') AS project_ids
+       FROM compute_resources c LEFT JOIN project_resources pr ON pr.resource_uuid = c.uuid
+      WHERE c.uuid = $1 AND c.workspace_uuid = $2 GROUP BY c.uuid`, [resourceUuid, ctx.caller.workspaceUuid]);
+  if (!resource) throw unprocessable('resource_id is not a compute resource of this workspace', [{ path: `${field}.resource_id`, message: 'no such compute resource in this workspace' }]);
+  if (projectId) {
+    const project = await one<{ state: string }>(m, `SELECT state FROM projects WHERE uuid = $1 AND workspace_uuid = $2`, [projectId, ctx.caller.workspaceUuid]);
+    if (!project || (await hiddenProjects(ctx)).has(projectId)) {
+      throw unprocessable('project_id is not a project of this workspace', [{ path: `${field}.project_id`, message: 'no such project in this workspace' }]);
+    }
+    if (project.state === 'deleting') throw unprocessable('the project is being deleted', [{ path: `${field}.project_id`, message: 'project is being deleted' }]);
+  }
+  if (resource.project_ids.length > 0 && (!projectId || !resource.project_ids.includes(projectId))) {
+    throw unprocessable('the compute resource is assigned to projects: project_id must be one of them',
+      [{ path: `${field}.project_id`, message: `must be one of ${resource.project_ids.join(', ')}` }]);
+  }
+}
+
+/** Holds the quota on the resource (locked while summed, so two creations cannot both take the last capacity). */
+export async function reserveCapacity(m: Pick<EntityManager, 'query'>, appUuid: string, resourceUuid: string, quota: AppQuota): Promise<void> {
+  const free = await one<{ cpu: number; ram: string; disk: string }>(m,
+    `SELECT c.total_cpu_size - COALESCE(sum(a.cpu_size), 0) AS cpu, c.total_ram_size - COALESCE(sum(a.ram_size), 0) AS ram,
+            c.total_disk_size - COALESCE(sum(a.disk_size), 0) AS disk
+       FROM (SELECT * FROM compute_resources WHERE uuid = $1 FOR UPDATE) c
+       LEFT JOIN resource_allocations a ON a.resource_uuid = c.uuid AND a.owner_uuid <> $2
+      GROUP BY c.total_cpu_size, c.total_ram_size, c.total_disk_size`, [resourceUuid, appUuid]);
+  const short = [
+    quota.cpu_size * quota.replicas > Number(free!.cpu) ? 'cpu' : null,
+    quota.ram_size * quota.replicas > Number(free!.ram) ? 'ram' : null,
+    quota.disk_size > Number(free!.disk) ? 'disk' : null,
+  ].filter(Boolean);
+  if (short.length > 0) {
+    throw unprocessable(`not enough ${short.join(', ')} left on the compute resource for this quota`,
+      short.map((s) => ({ path: `body.quota.${s}_size`, message: 'exceeds the available capacity of the compute resource' })));
+  }
+  await m.query(
+    `INSERT INTO resource_allocations (owner_uuid, owner_type, resource_uuid, cpu_size, ram_size, disk_size) VALUES ($1, 'app', $2, $3, $4, $5)
+     ON CONFLICT (owner_uuid) DO UPDATE SET resource_uuid = EXCLUDED.resource_uuid, cpu_size = EXCLUDED.cpu_size, ram_size = EXCLUDED.ram_size, disk_size = EXCLUDED.disk_size`,
+    [appUuid, resourceUuid, quota.cpu_size * quota.replicas, quota.ram_size * quota.replicas, quota.disk_size]);
+}
+
+/** A git repository URL the platform may reach (file:// only when the operator allows it). */
+function checkRepository(ctx: Ctx, method: string, repository: string): string {
+  if (method === 'github' && /^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/.test(repository)) return `https://github.com/${repository}.git`;
+  const ok = /^(https?|git|ssh):\/\/[^\s]+$/.test(repository) || /^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[^\s]+$/.test(repository)
+    || (ctx.deps.config.gitAllowFileUrls && /^file:\/\/\/[^\s]+$/.test(repository));
+  if (!ok) {
+    throw unprocessable('deployment_config.repository must be a git URL (https://, ssh://, git:// or user@host:path)',
+      [{ path: 'body.deployment_config.repository', message: 'not a git URL the platform can reach' }]);
+  }
+  return repository;
+}
+
+/**
+ * Validates deployment_config for the method (shape: 400; rules: 422). A
+ * container_registry app needs deployment_config.credential_id naming a registry
+ * credential of the workspace; a parent_image app a parent app of the workspace.
+ */
+export async function checkDeployment(ctx: Ctx, m: Pick<EntityManager, 'query'>, method: string, config: Record<string, unknown> | undefined):
+  Promise<{ config: Record<string, unknown>; parentAppUuid: string | null }> {
+  let valid: Record<string, unknown>;
+  try {
+    valid = await DEPLOYMENT_CONFIG[method]!.validate(config ?? {}, { abortEarly: false });
+  } catch (err) {
+    if (err instanceof yup.ValidationError) throw validationProblem(err, 'body.deployment_config');
+    throw err;
+  }
+  const out: Record<string, unknown> = Object.fromEntries(Object.entries(valid).filter(([, v]) => v !== undefined));
+  if (typeof out.repository === 'string') out.repository = checkRepository(ctx, method, out.repository);
+  let parentAppUuid: string | null = null;
+  if (method === 'container_registry') {
+    if (!out.credential_id) {
+      throw unprocessable('a container_registry app needs deployment_config.credential_id', [{ path: 'body.deployment_config.credential_id', message: 'required for container_registry' }]);
+    }
+    const credential = await one(m, `SELECT 1 FROM container_registry_credentials WHERE uuid = $1 AND workspace_uuid = $2`, [out.credential_id, ctx.caller.workspaceUuid]);
+    if (!credential) {
+      throw unprocessable('deployment_config.credential_id is not a container registry credential of this workspace',
+        [{ path: 'body.deployment_config.credential_id', message: 'no such credential in this workspace' }]);
+    }
+  }
+  if (method === 'parent_image') {
+    if (!out.parent_app_id) {
+      throw unprocessable('a parent_image app needs deployment_config.parent_app_id', [{ path: 'body.deployment_config.parent_app_id', message: 'required for parent_image' }]);
+    }
+    const parent = await one<{ project_id: string | null }>(m, `SELECT project_id FROM apps WHERE uuid = $1 AND workspace_uuid = $2`, [out.parent_app_id, ctx.caller.workspaceUuid]);
+    if (!parent || (parent.project_id && (await hiddenProjects(ctx)).has(parent.project_id))) {
+      throw unprocessable('deployment_config.parent_app_id is not an app of this workspace', [{ path: 'body.deployment_config.parent_app_id', message: 'no such app' }]);
+    }
+    parentAppUuid = out.parent_app_id as string;
+  }
+  return { config: out, parentAppUuid };
+}
+
+/** Inserts the app row under a fresh suffixed name (the unique index decides; a clash retries). */
+export async function insertApp(m: Pick<EntityManager, 'query'>, values: Record<string, unknown> & { uuid: string; service_name: string }): Promise<string> {
+  const columns = Object.keys(values).concat('name');
+  for (let attempt = 0; attempt < 8; attempt++) {
+    const name = suffixedName(values.service_name, () => randomInt(0, 1_000_000) / 1_000_000);
+    const params = [...Object.values(values).map((v) => (v !== null && typeof v === 'object' && !Array.isArray(v) ? JSON.stringify(v) : v)), name];
+    const inserted = await one<{ name: string }>(m,
+      `INSERT INTO apps (${columns.join(', ')}) VALUES (${columns.map((_, i) => `$${i + 1}`).join(', ')}) ON CONFLICT (name) DO NOTHING RETURNING name`, params);
+    if (inserted) return inserted.name;
+  }
+  throw conflict('could not find a free app name; try again');
+}

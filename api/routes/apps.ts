@@ -1,0 +1,332 @@
+import { randomUUID } from 'node:crypto';
+import * as yup from 'yup';
+import { DEFAULT_QUOTA } from '../../domain/app-defaults';
+import { stateMove, type StateAction } from '../../domain/apps';
+import { canReachProject } from '../../domain/projects';
+import type { HealthCheck, ScalingProfile } from '../../entities/app';
+import { one, rows } from '../../entities/sql';
+import { visibleProjectsClause } from '../access';
+import { offsetOf, setPageHeaders, type Page } from '../pagination';
+import { conflict, notFound, unprocessable } from '../problem';
+import { route } from '../route';
+import {
+  cloneBody, createAppBody, deploymentSettingsBody, healthChecksBody, listAppsQuery, scalingProfileBody, securityBody, stateBody, updateAppBody,
+} from '../schemas/apps';
+import { int, json, obj } from '../schemas/common';
+import { recordVpcJoin, resolveVpcJoin } from '../vpc-join';
+import { APP_SELECT, appSchema, appView, loadAppWithRestrictions, withAddons } from '../views/apps';
+import { appResponse, assertChangeable, checkDeployment, checkPlacement, findApp, insertApp, reserveCapacity, type Ctx, type FoundApp } from './app-support';
+
+const TAG = 'apps';
+
+const scalingSchema = obj({ min_replicas: int().required(), max_replicas: int().required(), target_cpu_percent: int().nullable().defined() });
+
+/** Sends a state change to the app's workflow durably (outbox row in the caller's transaction). */
+export async function enqueueCommand(ctx: Ctx, m: Parameters<Ctx['deps']['outbox']['enqueue']>[0], appUuid: string, action: StateAction | 'sync_ports', subId?: string) {
+  const commandId = randomUUID();
+  return ctx.deps.outbox.enqueue(m, {
+    // A fixed subId coalesces commands while one is in flight (the app workflow reads the database when it runs it).
+    operation: 'app-command', workflowType: 'appSendCommand', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: appUuid, subId: subId ?? commandId,
+    args: [{ appUuid, command: { commandId, action } }],
+  });
+}
+
+async function updateSettings(ctx: Ctx, set: Record<string, unknown>, check?: (app: FoundApp, m: any) => Promise<Record<string, unknown> | void>) {
+  return ctx.deps.dataSource.transaction(async (m) => {
+    const app = await findApp(ctx, ctx.params.uuid, m, true);
+    assertChangeable(app);
+    const extra = (await check?.(app, m)) ?? {};
+    const values = Object.entries({ ...set, ...extra }).filter(([, v]) => v !== undefined);
+    if (values.length > 0) {
+      await m.query(`UPDATE apps SET ${values.map(([k], i) => `${k} = $${i + 2}`).join(', ')}, updated_at = now() WHERE uuid = $1`,
+        [app.uuid, ...values.map(([, v]) => (v !== null && typeof v === 'object' && !Array.isArray(v) ? JSON.stringify(v) : Array.isArray(v) ? JSON.stringify(v) : v))]);
+    }
+    return appResponse(ctx, app.uuid, m);
+  });
+}
+
+const updateHandler = async (ctx: Ctx) => {
+  const b = ctx.body as yup.InferType<typeof updateAppBody>;
+  return updateSettings(ctx, { label: b.label, maintenance: b.maintenance, manage_dns_records: b.manage_dns_records, internal_port: b.internal_port }, async (app, m) => {
+    const extra: Record<string, unknown> = {};
+    if (b.project_id !== undefined && b.project_id !== app.project_id) {
+      await checkPlacement(ctx, m, app.resource_uuid, b.project_id);
+      extra.project_id = b.project_id;
+    }
+    if (b.quota) {
+      const quota = { ...app.quota, ...Object.fromEntries(Object.entries(b.quota).filter(([, v]) => v !== undefined)) };
+      await reserveCapacity(m, app.uuid, app.resource_uuid, quota as FoundApp['quota']);
+      extra.quota = quota;
+    }
+    return extra;
+  });
+};
+
+export const appRoutes = [
+  route<{}, {}, yup.InferType<typeof createAppBody>>({
+    method: 'post', path: '/apps', operation: 'apps.create', tag: TAG, status: 201,
+    summary: 'Create an app: it is provisioned and started by its workflow (poll GET for the state)',
+    body: createAppBody, response: appSchema,
+    async handler(ctx) {
+      const b = ctx.body;
+      if (b.basic_auth_enabled && (!b.basic_auth_username || !b.basic_auth_password)) {
+        throw unprocessable('basic_auth_enabled needs basic_auth_username and basic_auth_password', [{ path: 'body.basic_auth_password', message: 'required when basic_auth_enabled' }]);
+      }
+      const method = b.deployment_method ?? 'git_push';
+      const { view, op } = await ctx.deps.dataSource.transaction(async (m) => {
+        await checkPlacement(ctx, m, b.resource_id, b.project_id ?? null);
+        const join = await resolveVpcJoin(m, { workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: b.resource_id, vpcUuid: b.vpc_uuid, subnetUuid: b.vpc_subnet_uuid });
+        const deployment = await checkDeployment(ctx, m, method, b.deployment_config);
+        const uuid = randomUUID();
+        const quota = { ...DEFAULT_QUOTA, ...Object.fromEntries(Object.entries(b.quota ?? {}).filter(([, v]) => v !== undefined)) };
+        await insertApp(m, {
+          uuid, workspace_uuid: ctx.caller.workspaceUuid, project_id: b.project_id ?? null, resource_uuid: b.resource_id,
+          service_name: b.name, label: b.label ?? b.name, state: 'pending', deployment_method: method, deployment_config: deployment.config,
+          builder: b.builder ?? 'auto', manage_dns_records: b.manage_dns_records ?? true, maintenance: b.maintenance ?? false,
+          private_access: b.private_access ?? false, allow_connections: b.allow_connections ?? true, basic_auth_enabled: b.basic_auth_enabled ?? false,
+          basic_auth_username: b.basic_auth_username ?? null,
+          basic_auth_password_sealed: b.basic_auth_password ? ctx.deps.secretBox.seal(b.basic_auth_password) : null,
+          quota, internal_port: b.internal_port ?? 8080, parent_app_uuid: deployment.parentAppUuid, created_by_member_uuid: ctx.caller.memberUuid,
+        });
+        await reserveCapacity(m, uuid, b.resource_id, quota);
+        if (join) {
+          const [{ name }] = await m.query(`SELECT name FROM apps WHERE uuid = $1`, [uuid]);
+          await recordVpcJoin(m, join, { uuid, name });
+        }
+        const op = await ctx.deps.outbox.enqueue(m, {
+          operation: 'app', workflowType: 'appLifecycle', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: uuid, args: [{ appUuid: uuid }],
+        });
+        ctx.koa.set('Location', `/api/v1/apps/${uuid}`);
+        return { view: await appResponse(ctx, uuid, m), op };
+      });
+      await ctx.deps.outbox.dispatch(op.uuid);
+      return view;
+    },
+  }),
+  route<{}, Page & yup.InferType<typeof listAppsQuery>, unknown>({
+    method: 'get', path: '/apps', operation: 'apps.list', tag: TAG, paginated: true, query: listAppsQuery,
+    summary: 'List the apps of the workspace, newest first; filter by project_id and state', response: yup.array(appSchema),
+    async handler(ctx) {
+      const visible = await visibleProjectsClause(ctx, 'a.project_id', 2);
+      const where = `a.workspace_uuid = $1 AND ${visible.sql} AND ($3::uuid IS NULL OR a.project_id = $3) AND ($4::text IS NULL OR a.state = $4)`;
+      const params = [ctx.caller.workspaceUuid, visible.param, ctx.query.project_id ?? null, ctx.query.state ?? null];
+      const [{ count }] = await ctx.deps.dataSource.query(`SELECT count(*)::int AS count FROM apps a WHERE ${where}`, params);
+      const found = await rows(ctx.deps.dataSource, `${APP_SELECT} WHERE ${where} ORDER BY a.created_at DESC, a.uuid DESC LIMIT $5 OFFSET $6`,
+        [...params, ctx.query.per_page, offsetOf(ctx.query)]);
+      setPageHeaders(ctx.koa, ctx.query, count);
+      return withAddons(ctx.deps.dataSource, ctx.deps.secretBox, found.map(appView));
+    },
+  }),
+  route<{ uuid: string }>({
+    method: 'get', path: '/apps/{uuid}', operation: 'apps.read', tag: TAG,
+    summary: 'Show an app with its platform, region, add-ons and cron jobs', response: appSchema,
+    async handler(ctx) {
+      // one query: the App and its project's restrictions (PRJ-04/05 checked here, not by a second query)
+      const found = await loadAppWithRestrictions(ctx.deps.dataSource, ctx.caller.workspaceUuid, ctx.params.uuid);
+      if (!found || !canReachProject(ctx.caller, found.restrictions)) throw notFound('app');
+      return (await withAddons(ctx.deps.dataSource, ctx.deps.secretBox, [found.view]))[0];
+    },
+  }),
+  route<{ uuid: string }, {}, yup.InferType<typeof updateAppBody>>({
+    method: 'put', path: '/apps/{uuid}', operation: 'apps.update', tag: TAG,
+    summary: 'Update an app (label, project, maintenance, DNS management, internal port, quota); fields left out keep their value',
+    body: updateAppBody, response: appSchema, handler: updateHandler,
+  }),
+  route<{ uuid: string }, {}, yup.InferType<typeof updateAppBody>>({
+    method: 'patch', path: '/apps/{uuid}', operation: 'apps.update', tag: TAG,
+    summary: 'Update some fields of an app', body: updateAppBody, response: appSchema, handler: updateHandler,
+  }),
+  route<{ uuid: string }, {}, yup.InferType<typeof securityBody>>({
+    method: 'put', path: '/apps/{uuid}/security', operation: 'apps.update', tag: TAG,
+    summary: 'Update an app\'s security: HTTP Basic Auth on the ingress (credentials never returned), private access, internal connections',
+    body: securityBody, response: appSchema,
+    async handler(ctx) {
+      const b = ctx.body;
+      return updateSettings(ctx, { private_access: b.private_access, allow_connections: b.allow_connections }, async (app) => {
+        const extra: Record<string, unknown> = {};
+        if ((b.basic_auth_username === undefined) !== (b.basic_auth_password === undefined)) {
+          throw unprocessable('basic_auth_username and basic_auth_password are set together', [{ path: 'body.basic_auth_password', message: 'send both or neither' }]);
+        }
+        if (b.basic_auth_username !== undefined) {
+          extra.basic_auth_username = b.basic_auth_username;
+          extra.basic_auth_password_sealed = ctx.deps.secretBox.seal(b.basic_auth_password!);
+        }
+        if (b.basic_auth_enabled === true && !app.has_basic_auth_credentials && b.basic_auth_username === undefined) {
+          throw unprocessable('enabling basic auth needs basic_auth_username and basic_auth_password', [{ path: 'body.basic_auth_password', message: 'required to enable basic auth' }]);
+        }
+        if (b.basic_auth_enabled !== undefined) extra.basic_auth_enabled = b.basic_auth_enabled;
+        return extra;
+      });
+    },
+  }),
+  route<{ uuid: string }, {}, yup.InferType<typeof deploymentSettingsBody>>({
+    method: 'put', path: '/apps/{uuid}/deployment', operation: 'apps.update', tag: TAG,
+    summary: 'Update an app\'s deployment settings (method, deployment_config, builder); the next deployment uses them',
+    body: deploymentSettingsBody, response: appSchema,
+    async handler(ctx) {
+      const b = ctx.body;
+      return updateSettings(ctx, { builder: b.builder }, async (app, m) => {
+        if (b.deployment_method === undefined && b.deployment_config === undefined) return {};
+        const method = b.deployment_method ?? app.deployment_method;
+        const d = await checkDeployment(ctx, m, method, b.deployment_config ?? (b.deployment_method ? {} : app.deployment_config));
+        return { deployment_method: method, deployment_config: d.config, ...(method === 'parent_image' ? { parent_app_uuid: d.parentAppUuid } : {}) };
+      });
+    },
+  }),
+  route<{ uuid: string }>({
+    method: 'get', path: '/apps/{uuid}/health_checks', operation: 'apps.read', tag: TAG,
+    summary: 'List an app\'s health checks', response: yup.array(json()),
+    async handler(ctx) {
+      const app = await findApp(ctx, ctx.params.uuid);
+      const row = await one<{ health_checks: HealthCheck[] }>(ctx.deps.dataSource, `SELECT health_checks FROM apps WHERE uuid = $1`, [app.uuid]);
+      return row!.health_checks;
+    },
+  }),
+  route<{ uuid: string }, {}, yup.InferType<typeof healthChecksBody>>({
+    method: 'put', path: '/apps/{uuid}/health_checks', operation: 'apps.update', tag: TAG,
+    summary: 'Replace an app\'s health checks (at most one of each kind: liveness, readiness, startup)',
+    body: healthChecksBody, response: yup.array(json()),
+    async handler(ctx) {
+      const kinds = ctx.body.health_checks.map((h) => h.kind);
+      if (new Set(kinds).size !== kinds.length) throw unprocessable('at most one health check of each kind', [{ path: 'body.health_checks', message: 'kinds repeat' }]);
+      for (const [i, h] of ctx.body.health_checks.entries()) {
+        if (h.protocol === 'http' && !h.path) throw unprocessable('an http health check needs a path', [{ path: `body.health_checks[${i}].path`, message: 'required for http' }]);
+        if (h.timeout_seconds && h.period_seconds && h.timeout_seconds > h.period_seconds) {
+          throw unprocessable('timeout_seconds must not exceed period_seconds', [{ path: `body.health_checks[${i}].timeout_seconds`, message: 'exceeds period_seconds' }]);
+        }
+      }
+      return ctx.deps.dataSource.transaction(async (m) => {
+        const app = await findApp(ctx, ctx.params.uuid, m, true);
+        assertChangeable(app);
+        const checks: HealthCheck[] = ctx.body.health_checks.map((h) => ({
+          kind: h.kind, protocol: h.protocol, path: h.protocol === 'http' ? h.path! : null, port: h.port ?? app.internal_port,
+          initial_delay_seconds: h.initial_delay_seconds ?? 0, period_seconds: h.period_seconds ?? 10,
+          timeout_seconds: h.timeout_seconds ?? 5, failure_threshold: h.failure_threshold ?? 3,
+        }));
+        await m.query(`UPDATE apps SET health_checks = $2, updated_at = now() WHERE uuid = $1`, [app.uuid, JSON.stringify(checks)]);
+        return checks;
+      });
+    },
+  }),
+  route<{ uuid: string }>({
+    method: 'get', path: '/apps/{uuid}/scaling_profile', operation: 'apps.read', tag: TAG,
+    summary: 'Show an app\'s scaling profile', response: scalingSchema,
+    async handler(ctx) {
+      const app = await findApp(ctx, ctx.params.uuid);
+      const row = await one<{ scaling_profile: ScalingProfile }>(ctx.deps.dataSource, `SELECT scaling_profile FROM apps WHERE uuid = $1`, [app.uuid]);
+      return row!.scaling_profile;
+    },
+  }),
+  route<{ uuid: string }, {}, yup.InferType<typeof scalingProfileBody>>({
+    method: 'put', path: '/apps/{uuid}/scaling_profile', operation: 'apps.update', tag: TAG,
+    summary: 'Set an app\'s scaling profile (replica range and CPU target); the free plan runs one replica',
+    body: scalingProfileBody, response: scalingSchema,
+    async handler(ctx) {
+      const b = ctx.body;
+      if (b.min_replicas > b.max_replicas) throw unprocessable('min_replicas must not exceed max_replicas', [{ path: 'body.min_replicas', message: 'greater than max_replicas' }]);
+      if (b.max_replicas > b.min_replicas && b.target_cpu_percent == null) {
+        throw unprocessable('autoscaling (max_replicas above min_replicas) needs target_cpu_percent', [{ path: 'body.target_cpu_percent', message: 'required to autoscale' }]);
+      }
+      return ctx.deps.dataSource.transaction(async (m) => {
+        const app = await findApp(ctx, ctx.params.uuid, m, true);
+        assertChangeable(app);
+        const plan = await one<{ plan_type: string }>(m, `SELECT plan->>'plan_type' AS plan_type FROM compute_resources WHERE uuid = $1`, [app.resource_uuid]);
+        if (plan?.plan_type === 'free' && b.max_replicas > 1) throw unprocessable('the free plan runs one replica', [{ path: 'body.max_replicas', message: 'at most 1 on the free plan' }]);
+        const profile: ScalingProfile = { min_replicas: b.min_replicas, max_replicas: b.max_replicas, target_cpu_percent: b.target_cpu_percent ?? null };
+        await m.query(`UPDATE apps SET scaling_profile = $2, updated_at = now() WHERE uuid = $1`, [app.uuid, JSON.stringify(profile)]);
+        return profile;
+      });
+    },
+  }),
+  route<{ uuid: string }, {}, yup.InferType<typeof stateBody>>({
+    method: 'patch', path: '/apps/{uuid}/state', operation: 'apps.change_state', tag: TAG, status: 202,
+    summary: 'Start, stop or restart an app (action: start, stop, restart, schedule_start, schedule_stop); a sleeping app takes only the schedule_ actions',
+    body: stateBody, response: appSchema,
+    async handler(ctx) {
+      const { view, op } = await ctx.deps.dataSource.transaction(async (m) => {
+        const app = await findApp(ctx, ctx.params.uuid, m, true);
+        const to = stateMove(ctx.body.action, app.state);
+        if (!to) {
+          throw unprocessable(`an app in state ${app.state} cannot ${ctx.body.action.replace('_', ' ')}`, [{ path: 'body.action', message: `not allowed from ${app.state}` }]);
+        }
+        await m.query(`UPDATE apps SET state = $2, updated_at = now() WHERE uuid = $1`, [app.uuid, to]);
+        const op = await enqueueCommand(ctx, m, app.uuid, ctx.body.action);
+        return { view: await appResponse(ctx, app.uuid, m), op };
+      });
+      await ctx.deps.outbox.dispatch(op.uuid);
+      return view;
+    },
+  }),
+  route<{ uuid: string }>({
+    method: 'delete', path: '/apps/{uuid}', operation: 'apps.delete', tag: TAG, status: 202,
+    summary: 'Delete an app: its workload, ports, variables, deployments and capacity are released (poll GET until 404)',
+    response: appSchema,
+    async handler(ctx) {
+      const { view, op } = await ctx.deps.dataSource.transaction(async (m) => {
+        const app = await findApp(ctx, ctx.params.uuid, m, true);
+        if (app.state === 'cloning') throw conflict('the app is being cloned; delete it once the clone has finished');
+        await m.query(`UPDATE apps SET state = 'deleting', updated_at = now() WHERE uuid = $1`, [app.uuid]);
+        const op = await ctx.deps.outbox.enqueue(m, {
+          operation: 'app-delete', workflowType: 'appDelete', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: app.uuid, args: [{ appUuid: app.uuid }],
+        });
+        return { view: await appResponse(ctx, app.uuid, m), op };
+      });
+      await ctx.deps.outbox.dispatch(op.uuid);
+      return view;
+    },
+  }),
+  route<{ uuid: string }, {}, yup.InferType<typeof cloneBody>>({
+    method: 'post', path: '/apps/{uuid}/clone', operation: 'apps.clone', tag: TAG, status: 201,
+    summary: 'Clone an app: the copy reads cloning while a saga copies it, then runs; a failed clone leaves nothing behind',
+    body: cloneBody, response: appSchema,
+    async handler(ctx) {
+      const b = ctx.body;
+      const unknownAddons = [...(b.addons ?? []).map((a) => a.uuid), ...(b.cronjobs ?? [])];
+      const { view, op } = await ctx.deps.dataSource.transaction(async (m) => {
+        const source = await findApp(ctx, ctx.params.uuid, m, true);
+        if (['pending', 'assigned', 'cloning', 'deleting'].includes(source.state)) {
+          throw conflict(`an app in state ${source.state} cannot be cloned yet`);
+        }
+        if (unknownAddons.length > 0) {
+          // Add-ons and cron jobs of the app (none exist until the data-services area provides them).
+          throw unprocessable(`not add-ons or cron jobs of this app: ${unknownAddons.join(', ')}`,
+            [...(b.addons ?? []).map((a, i) => ({ path: `body.addons[${i}].uuid`, message: `${a.uuid} is not an add-on of this app` })),
+              ...(b.cronjobs ?? []).map((c, i) => ({ path: `body.cronjobs[${i}]`, message: `${c} is not a cron job of this app` }))]);
+        }
+        const resourceUuid = b.resource_id ?? source.resource_uuid;
+        const projectId = b.project_id !== undefined ? b.project_id : source.project_id;
+        await checkPlacement(ctx, m, resourceUuid, projectId);
+        const full = await one<Record<string, any>>(m,
+          `SELECT builder, manage_dns_records, maintenance, private_access, allow_connections, internal_port, quota, health_checks, scaling_profile
+             FROM apps WHERE uuid = $1`, [source.uuid]);
+        const uuid = randomUUID();
+        const serviceName = b.name ?? source.service_name;
+        await insertApp(m, {
+          uuid, workspace_uuid: ctx.caller.workspaceUuid, project_id: projectId, resource_uuid: resourceUuid, service_name: serviceName,
+          label: b.label ?? `${source.label} (copy)`, state: 'cloning',
+          deployment_method: b.use_parent_image ? 'parent_image' : source.deployment_method,
+          deployment_config: b.use_parent_image ? { parent_app_id: source.uuid } : source.deployment_config,
+          builder: full!.builder, manage_dns_records: full!.manage_dns_records, maintenance: false, internal_port: full!.internal_port,
+          quota: full!.quota, parent_app_uuid: b.use_parent_image ? source.uuid : null, parent_image_auto_sync: b.use_parent_image ? b.parent_image_auto_sync : false,
+          created_by_member_uuid: ctx.caller.memberUuid,
+        });
+        await reserveCapacity(m, uuid, resourceUuid, full!.quota);
+        const op = await ctx.deps.outbox.enqueue(m, {
+          operation: 'app-clone', workflowType: 'appClone', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: uuid,
+          args: [{
+            workspaceUuid: ctx.caller.workspaceUuid, sourceUuid: source.uuid, targetUuid: uuid, useParentImage: b.use_parent_image,
+            flags: {
+              clone_variables: b.clone_variables, clone_secret_files: b.clone_secret_files, clone_scaling_settings: b.clone_scaling_settings,
+              clone_health_checks: b.clone_health_checks, clone_security: b.clone_security,
+            },
+            addons: b.addons ?? [], cronjobs: b.cronjobs ?? [],
+          }],
+        });
+        ctx.koa.set('Location', `/api/v1/apps/${uuid}`);
+        return { view: await appResponse(ctx, uuid, m), op };
+      });
+      await ctx.deps.outbox.dispatch(op.uuid);
+      return view;
+    },
+  }),
+];

@@ -1,0 +1,221 @@
+import type { SecretBox } from '../../domain/secret-box';
+import { loadAppAddons } from './addons';
+import * as yup from 'yup';
+import type { AppQuota } from '../../entities/app';
+import type { Component, Plan } from '../../entities/compute-resource';
+import type { RestrictionRule } from '../../domain/projects';
+import type { Db } from '../../entities/sql';
+import { rows } from '../../entities/sql';
+import { APP_STATES, BUILDERS, DEPLOYMENT_METHODS, DEPLOYMENT_STATES, internalUrl, publicUrl } from '../../domain/apps';
+import { arr, bool, json, num, obj, oneOf, str, timestamp, uuid } from '../schemas/common';
+import { iso, isoRequired } from './common';
+import { regionSchema, resourceSchema, type ResourceView } from './resources';
+
+export const quotaSchema = obj({ cpu_size: num().required(), ram_size: num().required(), disk_size: num().required(), replicas: yup.number().strict().integer().required() });
+
+export const appSchema = obj({
+  uuid: uuid().required(),
+  name: str().required(),
+  label: str().required(),
+  state: oneOf(APP_STATES).required(),
+  project_id: uuid().nullable().defined(),
+  deployment_method: oneOf(DEPLOYMENT_METHODS).required(),
+  deployment_config: json().required(),
+  builder: oneOf(BUILDERS).required(),
+  manage_dns_records: bool().required(),
+  maintenance: bool().required(),
+  private_access: bool().required(),
+  service_name: str().required(),
+  internal_url: str().required(),
+  public_url: str().required(),
+  allow_connections: bool().required(),
+  basic_auth_enabled: bool().required(),
+  quota: quotaSchema.required(),
+  created_at: timestamp().required(),
+  updated_at: timestamp().required(),
+  platform: resourceSchema.required(),
+  region: regionSchema.required(),
+  addons: arr(json()).required(),
+  cronjobs: arr(json()).required(),
+});
+
+export type AppView = yup.InferType<typeof appSchema>;
+
+/** The columns of an app row a view may read (never the sealed basic-auth password). */
+export interface AppRow {
+  uuid: string;
+  workspace_uuid: string;
+  name: string;
+  label: string;
+  state: string;
+  project_id: string | null;
+  resource_uuid: string;
+  deployment_method: string;
+  deployment_config: Record<string, unknown>;
+  builder: string;
+  manage_dns_records: boolean;
+  maintenance: boolean;
+  private_access: boolean;
+  allow_connections: boolean;
+  basic_auth_enabled: boolean;
+  service_name: string;
+  internal_port: number;
+  quota: AppQuota;
+  created_at: Date;
+  updated_at: Date;
+}
+
+interface JoinedRow extends AppRow {
+  r_name: string;
+  r_state: string;
+  r_labels: string[];
+  total_cpu_size: number;
+  total_ram_size: string;
+  total_disk_size: string;
+  plan: Plan;
+  components: Component[];
+  r_created_at: Date;
+  r_updated_at: Date;
+  region_id: number;
+  region_name: string;
+  region_code: string;
+  region_domain: string;
+  used_cpu: number | null;
+  used_ram: string | null;
+  used_disk: string | null;
+  project_ids: string[];
+}
+
+/**
+ * Apps with their `platform` and region in one query for any number of them (used
+ * capacity and project assignment are LATERAL sums over the app's own resource).
+ */
+export const APP_SELECT = `
+  SELECT a.uuid, a.workspace_uuid, a.name, a.label, a.state, a.project_id, a.resource_uuid, a.deployment_method, a.deployment_config,
+         a.builder, a.manage_dns_records, a.maintenance, a.private_access, a.allow_connections, a.basic_auth_enabled, a.service_name,
+         a.internal_port, a.quota, a.created_at, a.updated_at,
+         c.name AS r_name, c.state AS r_state, c.labels AS r_labels, c.total_cpu_size, c.total_ram_size, c.total_disk_size, c.plan,
+         c.components, c.created_at AS r_created_at, c.updated_at AS r_updated_at,
+         g.id AS region_id, g.name AS region_name, g.code AS region_code, g.domain AS region_domain,
+         u.cpu AS used_cpu, u.ram AS used_ram, u.disk AS used_disk, COALESCE(pr.ids, '{}') AS project_ids
+    FROM apps a
+    JOIN compute_resources c ON c.uuid = a.resource_uuid
+    JOIN regions g ON g.id = c.region_id
+    LEFT JOIN LATERAL (SELECT sum(cpu_size) AS cpu, sum(ram_size) AS ram, sum(disk_size) AS disk
+                         FROM resource_allocations WHERE resource_uuid = c.uuid) u ON true
+    LEFT JOIN LATERAL (SELECT array_agg(project_uuid::text ORDER BY created_at) AS ids
+                         FROM project_resources WHERE resource_uuid = c.uuid) pr ON true`;
+
+function platformOf(r: JoinedRow): ResourceView {
+  const usedCpu = Number(r.used_cpu ?? 0);
+  const usedRam = Number(r.used_ram ?? 0);
+  const usedDisk = Number(r.used_disk ?? 0);
+  return {
+    uuid: r.resource_uuid, name: r.r_name, state: r.r_state, labels: r.r_labels,
+    total_disk_size: Number(r.total_disk_size), total_ram_size: Number(r.total_ram_size), total_cpu_size: Number(r.total_cpu_size),
+    total_used_disk_size: usedDisk, total_used_ram_size: usedRam, total_used_cpu_size: usedCpu,
+    available_cpu_size: Math.max(0, Number(r.total_cpu_size) - usedCpu),
+    available_disk_size: Math.max(0, Number(r.total_disk_size) - usedDisk),
+    available_ram_size: Math.max(0, Number(r.total_ram_size) - usedRam),
+    assigned: r.project_ids.length > 0, project_ids: r.project_ids,
+    region: { id: r.region_id, name: r.region_name, code: r.region_code },
+    created_at: isoRequired(r.r_created_at), updated_at: isoRequired(r.r_updated_at),
+    plan: r.plan, components: r.components,
+  };
+}
+
+/** The App response: an allow-list of fields (the basic-auth credentials are never read). */
+export function appView(r: JoinedRow): AppView {
+  return {
+    uuid: r.uuid,
+    name: r.name,
+    label: r.label,
+    state: r.state as AppView['state'],
+    project_id: r.project_id,
+    deployment_method: r.deployment_method as AppView['deployment_method'],
+    deployment_config: r.deployment_config,
+    builder: r.builder as AppView['builder'],
+    manage_dns_records: r.manage_dns_records,
+    maintenance: r.maintenance,
+    private_access: r.private_access,
+    service_name: r.service_name,
+    internal_url: internalUrl(r.service_name, r.internal_port),
+    public_url: publicUrl(r.name, r.region_domain),
+    allow_connections: r.allow_connections,
+    basic_auth_enabled: r.basic_auth_enabled,
+    quota: r.quota,
+    created_at: isoRequired(r.created_at),
+    updated_at: isoRequired(r.updated_at),
+    platform: platformOf(r),
+    region: { id: r.region_id, name: r.region_name, code: r.region_code },
+    // Filled by withAddons (one query for any number of apps).
+    addons: [],
+    cronjobs: [],
+  };
+}
+
+/** Fills the add-ons and cron jobs of app views, in one query for all of them. */
+export async function withAddons(db: Db, secretBox: SecretBox, views: AppView[]): Promise<AppView[]> {
+  const byApp = await loadAppAddons(db, secretBox, views.map((v) => v.uuid));
+  return views.map((v) => ({ ...v, ...(byApp.get(v.uuid) ?? { addons: [], cronjobs: [] }) }));
+}
+
+export async function loadApp(db: Db, workspaceUuid: string, appUuid: string): Promise<AppView | null> {
+  const [row] = await rows<JoinedRow>(db, `${APP_SELECT} WHERE a.workspace_uuid = $1 AND a.uuid = $2`, [workspaceUuid, appUuid]);
+  return row ? appView(row) : null;
+}
+
+/**
+ * The hot path of GET /apps/{uuid}: the App and the restrictions of its project in one
+ * query, so the project check needs no query of its own.
+ */
+export async function loadAppWithRestrictions(db: Db, workspaceUuid: string, appUuid: string): Promise<{ view: AppView; restrictions: RestrictionRule[] } | null> {
+  const [row] = await rows<JoinedRow & { restrictions: RestrictionRule[] | null }>(db,
+    `${APP_SELECT.replace('FROM apps a', `, rs.rules AS restrictions FROM apps a`)}
+     LEFT JOIN LATERAL (SELECT json_agg(json_build_object('subject_type', subject_type, 'user_uuid', user_uuid, 'role_name', role_name)) AS rules
+                          FROM project_restrictions WHERE project_uuid = a.project_id) rs ON true
+     WHERE a.workspace_uuid = $1 AND a.uuid = $2`, [workspaceUuid, appUuid]);
+  return row ? { view: appView(row), restrictions: row.restrictions ?? [] } : null;
+}
+
+// --- deployments ---
+
+export const deploymentSchema = obj({
+  uuid: uuid().required(),
+  state: oneOf(DEPLOYMENT_STATES).required(),
+  commit_sha: str().nullable().defined(),
+  commit_message: str().nullable().defined(),
+  branch: str().nullable().defined(),
+  deployment_method: oneOf(DEPLOYMENT_METHODS).required(),
+  image: str().nullable().defined(),
+  message: str().nullable().defined(),
+  created_at: timestamp().required(),
+  updated_at: timestamp().required(),
+  finished_at: timestamp().nullable().defined(),
+  logs_stored_at: timestamp().nullable().defined(),
+});
+
+export interface DeploymentRow {
+  uuid: string;
+  state: string;
+  commit_sha: string | null;
+  commit_message: string | null;
+  branch: string | null;
+  deployment_method: string;
+  image: string | null;
+  message: string | null;
+  created_at: Date;
+  updated_at: Date;
+  finished_at: Date | null;
+  logs_stored_at: Date | null;
+}
+
+export const DEPLOYMENT_COLUMNS = 'uuid, state, commit_sha, commit_message, branch, deployment_method, image, message, created_at, updated_at, finished_at, logs_stored_at';
+
+export function deploymentView(d: DeploymentRow): yup.InferType<typeof deploymentSchema> {
+  return {
+    uuid: d.uuid, state: d.state as never, commit_sha: d.commit_sha, commit_message: d.commit_message, branch: d.branch,
+    deployment_method: d.deployment_method as never, image: d.image, message: d.message,
+    created_at: isoRequired(d.created_at), updated_at: isoRequired(d.updated_at), finished_at: iso(d.finished_at), logs_stored_at: iso(d.logs_stored_at),
+  };
+}

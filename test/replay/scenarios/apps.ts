@@ -1,0 +1,103 @@
+import { SimulatedAppsControl } from '../../../activities/provider/simulated/apps';
+import { auth, appWorkflowHarness, BIG_PLAN } from '../../support/apps';
+import { seedWorkspace, type Workspace } from '../../support/fixtures';
+import { eventually, type TestStack } from '../../support/stack';
+import type { History, ReplayScenario } from './types';
+
+async function runningApp(stack: TestStack, ws: Workspace, name: string, extra: Record<string, unknown> = {}) {
+  const res = await stack.http.post('/api/v1/apps').set(auth(ws.ownerToken)).send({ name, resource_id: ws.resourceUuid, ...extra }).expect(201);
+  await eventually(async () => (await stack.ds.query(`SELECT state FROM apps WHERE uuid = $1`, [res.body.uuid]))[0].state === 'running', { what: `${name} running` });
+  return res.body as { uuid: string; name: string };
+}
+
+async function completed(stack: TestStack, workflowId: string): Promise<History> {
+  const handle = stack.temporal.workflow.getHandle(workflowId);
+  await handle.result();
+  return handle.fetchHistory();
+}
+
+async function deployment(stack: TestStack, name: string, prepare?: (appUuid: string) => Promise<void>, during?: (appUuid: string, d: string, ws: Workspace) => Promise<void>) {
+  const ws = await seedWorkspace(stack.ds, { plan: BIG_PLAN });
+  const app = await runningApp(stack, ws, name, { deployment_method: 'cli_upload' });
+  await prepare?.(app.uuid);
+  const d = await stack.http.post(`/api/v1/apps/${app.uuid}/deployments`).set(auth(ws.ownerToken)).send({}).expect(202);
+  await during?.(app.uuid, d.body.uuid, ws);
+  return completed(stack, `app-deploy/${app.uuid}/${d.body.uuid}`);
+}
+
+export const appScenarios: ReplayScenario[] = [
+  {
+    name: 'app-provision-restart',
+    async record(stack) {
+      const ws = await seedWorkspace(stack.ds, { plan: BIG_PLAN });
+      const app = await runningApp(stack, ws, 'replayed');
+      await stack.http.patch(`/api/v1/apps/${app.uuid}/state`).set(auth(ws.ownerToken)).send({ action: 'restart' }).expect(202);
+      await eventually(async () => (await stack.ds.query(`SELECT count(*)::int AS n FROM events WHERE app_uuid = $1`, [app.uuid]))[0].n === 2
+        && (await stack.ds.query(`SELECT state FROM apps WHERE uuid = $1`, [app.uuid]))[0].state === 'running', { what: 'restarted' });
+      return stack.temporal.workflow.getHandle(`app/${app.uuid}`).fetchHistory();
+    },
+  },
+  {
+    name: 'app-command',
+    async record(stack) {
+      const ws = await seedWorkspace(stack.ds, { plan: BIG_PLAN });
+      const app = await runningApp(stack, ws, 'commanded');
+      await stack.http.patch(`/api/v1/apps/${app.uuid}/state`).set(auth(ws.ownerToken)).send({ action: 'stop' }).expect(202);
+      const [op] = await stack.ds.query(`SELECT workflow_id FROM operations WHERE workflow_type = 'appSendCommand' AND resource_uuid = $1`, [app.uuid]);
+      return completed(stack, op.workflow_id);
+    },
+  },
+  { name: 'app-deploy-success', record: (stack) => deployment(stack, 'deployed') },
+  {
+    name: 'app-deploy-failure',
+    record: (stack) => deployment(stack, 'broken', (uuid) => SimulatedAppsControl.script(stack.ds, uuid, { buildFailure: 'compilation failed' })),
+  },
+  {
+    name: 'app-deploy-cancel',
+    record: (stack) => deployment(stack, 'cancelled', (uuid) => SimulatedAppsControl.script(stack.ds, uuid, { buildHold: true }), async (app, d, ws) => {
+      await eventually(async () => (await stack.ds.query(`SELECT state FROM app_deployments WHERE uuid = $1`, [d]))[0].state === 'running', { what: 'deploying' });
+      await stack.http.post(`/api/v1/apps/${app}/deployments/${d}/cancel`).set(auth(ws.ownerToken)).expect(202);
+    }),
+  },
+  {
+    name: 'app-clone',
+    async record(stack) {
+      const ws = await seedWorkspace(stack.ds, { plan: BIG_PLAN });
+      const app = await runningApp(stack, ws, 'original');
+      const clone = await stack.http.post(`/api/v1/apps/${app.uuid}/clone`).set(auth(ws.ownerToken)).send({ clone_variables: true }).expect(201);
+      return completed(stack, `app-clone/${clone.body.uuid}`);
+    },
+  },
+  {
+    name: 'app-delete',
+    async record(stack) {
+      const ws = await seedWorkspace(stack.ds, { plan: BIG_PLAN });
+      const app = await runningApp(stack, ws, 'removed');
+      await stack.http.delete(`/api/v1/apps/${app.uuid}`).set(auth(ws.ownerToken)).expect(202);
+      return completed(stack, `app-delete/${app.uuid}`);
+    },
+  },
+  {
+    // Thirty idle minutes need the time-skipping server (a real Temporal server implementation).
+    name: 'app-sleep-wake',
+    async record(stack) {
+      const h = await appWorkflowHarness(stack);
+      try {
+        const ws = await seedWorkspace(stack.ds, { plan: { ...BIG_PLAN, plan_type: 'free' } });
+        return await h.ts.withWorker(async () => {
+          const res = await h.api.post('/api/v1/apps').set(auth(ws.ownerToken)).send({ name: 'sleeper', resource_id: ws.resourceUuid }).expect(201);
+          const uuid = res.body.uuid as string;
+          const handle = h.ts.client.workflow.getHandle(`app/${uuid}`);
+          await eventually(async () => (await handle.query<string>('state')) === 'supervising:running', { what: 'running' });
+          await h.ts.env.sleep('31 minutes');
+          await eventually(async () => (await handle.query<string>('state')) === 'supervising:sleeping', { what: 'sleeping' });
+          await h.request(res.body.name);
+          await eventually(async () => (await handle.query<string>('state')) === 'supervising:running', { what: 'woken' });
+          return handle.fetchHistory();
+        });
+      } finally {
+        await h.close();
+      }
+    },
+  },
+];

@@ -1,0 +1,109 @@
+import { condition, defineSignal, getExternalWorkflowHandle, isCancellation, setHandler } from '@temporalio/workflow';
+import { appWorkflowId } from '../domain/apps';
+import { stateQuery } from './common';
+import { acts, awaitLive, POLL_INTERVAL, reasonOf, refreshSignal } from './app-steps';
+import { emit } from './events';
+
+export interface AppDeployInput {
+  deploymentUuid: string;
+}
+
+/** Sent by POST .../deployments/{uuid}/cancel (the database's `cancelling` is the durable record). */
+export const cancelDeploymentSignal = defineSignal('cancelDeployment');
+
+/**
+ * One deployment (`app-deploy/<app>/<deployment>`): pending -> running -> completed |
+ * failed, or cancelling -> cancelled. The app reads `deploying` meanwhile and returns to
+ * its live status (or, when nothing new was rolled out, its state before). Build and
+ * rollout are one lifecycle: deploy_started, then deploy_ended with data.message the
+ * failure reason (null on success); commit fields are null for non-git methods.
+ */
+export async function appDeploy(input: AppDeployInput): Promise<string> {
+  const id = input.deploymentUuid;
+  let state = 'beginning';
+  let cancel = false;
+  setHandler(stateQuery, () => state);
+  setHandler(cancelDeploymentSignal, () => { cancel = true; });
+
+  const start = await acts.beginDeployment(id);
+  if (!start) {
+    // Cancelled before it began: no events, nothing to undo.
+    await acts.finishDeployment(id, 'cancelled', null);
+    state = 'cancelled';
+    return state;
+  }
+  const { appUuid, workspaceUuid } = start;
+  let commit = { commit_sha: start.commitSha, commit_message: start.commitMessage, branch: start.branch };
+  let outcome: 'completed' | 'failed' | 'cancelled' = 'failed';
+  let message: string | null = null;
+  let finalAppState: string = start.previousState;
+  let started = false;
+
+  try {
+    state = 'resolving';
+    const source = await acts.resolveDeploymentSource(id);
+    if (source.ok) commit = { commit_sha: source.commitSha, commit_message: source.commitMessage, branch: source.branch };
+    await emit(workspaceUuid, 'deploy_started', appUuid, { deployment_id: id, ...commit });
+    started = true;
+    if (!source.ok) {
+      message = source.reason;
+    } else {
+      state = 'building';
+      await acts.startDeploymentBuild(id);
+      let image: string | null = null;
+      for (;;) {
+        const p = await acts.deploymentProgress(id);
+        if (cancel || p.cancelRequested) {
+          await acts.cancelDeploymentBuild(id);
+          outcome = 'cancelled';
+          message = 'the deployment was cancelled';
+          break;
+        }
+        if (p.build.status === 'succeeded') {
+          image = p.build.image;
+          break;
+        }
+        if (p.build.status === 'failed') {
+          message = p.build.reason;
+          break;
+        }
+        if (p.build.status === 'cancelled') {
+          outcome = 'cancelled';
+          message = 'the deployment was cancelled';
+          break;
+        }
+        await condition(() => cancel, POLL_INTERVAL);
+      }
+      if (image) {
+        state = 'rolling-out';
+        await acts.rolloutImage(appUuid, image);
+        const live = await awaitLive(appUuid);
+        finalAppState = live;
+        if (live === 'failed') {
+          message = 'the new release failed to start';
+        } else {
+          outcome = 'completed';
+        }
+      }
+    }
+  } catch (err) {
+    if (isCancellation(err)) throw err;
+    outcome = 'failed';
+    message = reasonOf(err);
+  }
+
+  state = 'finishing';
+  await acts.finishDeployment(id, outcome, outcome === 'completed' ? null : message);
+  await acts.moveApp(appUuid, ['deploying'], finalAppState as Parameters<typeof acts.moveApp>[2]);
+  if (!started) await emit(workspaceUuid, 'deploy_started', appUuid, { deployment_id: id, ...commit });
+  await emit(workspaceUuid, 'deploy_ended', appUuid, {
+    deployment_id: id, state: outcome, ...commit, message: outcome === 'completed' ? null : message,
+  });
+  try {
+    await getExternalWorkflowHandle(appWorkflowId(appUuid)).signal(refreshSignal);
+  } catch {
+    // the app's workflow is gone (the app is being deleted)
+  }
+  state = outcome;
+  return outcome;
+}
