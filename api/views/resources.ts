@@ -94,10 +94,10 @@ export async function loadResources(db: EntityManager, workspaceUuid: string, uu
             COALESCE(pr.ids, '{}') AS project_ids
        FROM compute_resources c
        JOIN regions g ON g.id = c.region_id
-       LEFT JOIN (SELECT resource_uuid, sum(cpu_size) AS cpu, sum(ram_size) AS ram, sum(disk_size) AS disk
-                    FROM resource_allocations GROUP BY resource_uuid) a ON a.resource_uuid = c.uuid
-       LEFT JOIN (SELECT resource_uuid, array_agg(project_uuid::text ORDER BY created_at) AS ids
-                    FROM project_resources GROUP BY resource_uuid) pr ON pr.resource_uuid = c.uuid
+       LEFT JOIN LATERAL (SELECT sum(cpu_size) AS cpu, sum(ram_size) AS ram, sum(disk_size) AS disk
+                            FROM resource_allocations WHERE resource_uuid = c.uuid) a ON true
+       LEFT JOIN LATERAL (SELECT array_agg(project_uuid::text ORDER BY created_at) AS ids
+                            FROM project_resources WHERE resource_uuid = c.uuid) pr ON true
       WHERE c.workspace_uuid = $1 AND ($2::uuid[] IS NULL OR c.uuid = ANY($2::uuid[]))
       ORDER BY c.created_at, c.uuid`,
     [workspaceUuid, uuids ?? null],
