@@ -19,22 +19,7 @@ type Db = Pick<EntityManager, 'query'>;
 
 export const LIVE_STATES = ['healthy', 'bound', 'running', 'degraded', 'degradated', 'failing', 'lost', 'crashloopbackoff', 'failed'];
 
-export interface AppRow {
-  uuid: string;
-  workspace_uuid: string;
-  project_id: string | null;
-  resource_uuid: string;
-  name: string;
-}
-
-/** The app, if it exists in the caller's workspace and its project is visible (404 otherwise). */
-export async function findApp(ctx: Ctx, appUuid: string, db: Db = ctx.deps.dataSource.manager): Promise<AppRow> {
-  const app = await one<AppRow>(db, `SELECT uuid, workspace_uuid, project_id, resource_uuid, name FROM apps WHERE uuid = $1 AND workspace_uuid = $2`,
-    [appUuid, ctx.caller.workspaceUuid]);
-  if (!app) throw notFound('app');
-  await assertProjectVisible(ctx, app.project_id, 'app');
-  return app;
-}
+export { findApp, type FoundApp as AppRow } from './routes/app-support';
 
 /** An add-on of the app (cron jobs only when `cronjob`), or a service of the workspace. */
 export async function findAddon(ctx: Ctx, scope: { appUuid: string; cronjob?: boolean } | { service: true }, id: string, db: Db = ctx.deps.dataSource.manager): Promise<AddonRow> {

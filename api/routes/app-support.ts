@@ -30,13 +30,17 @@ export interface FoundApp {
   basic_auth_enabled: boolean;
   has_basic_auth_credentials: boolean;
   parent_app_uuid: string | null;
+  preview_parent_uuid: string | null;
 }
 
-/** The app if it is in the caller's workspace and its project is open to the caller (404 otherwise). */
+/**
+ * The app of an `/apps/{uuid}/...` route, for every area: it exists in the caller's workspace
+ * and its project is open to the caller; otherwise 404 (a restriction hides, never forbids).
+ */
 export async function findApp(ctx: Ctx, appUuid: string, db: Pick<EntityManager, 'query'> = ctx.deps.dataSource.manager, lock = false): Promise<FoundApp> {
   const app = await one<FoundApp>(db,
     `SELECT uuid, workspace_uuid, project_id, resource_uuid, state, name, service_name, label, internal_port, deployment_method,
-            deployment_config, quota, basic_auth_enabled, basic_auth_password_sealed IS NOT NULL AS has_basic_auth_credentials, parent_app_uuid
+            deployment_config, quota, basic_auth_enabled, basic_auth_password_sealed IS NOT NULL AS has_basic_auth_credentials, parent_app_uuid, preview_parent_uuid
        FROM apps WHERE uuid = $1 AND workspace_uuid = $2${lock ? ' FOR UPDATE' : ''}`,
     [appUuid, ctx.caller.workspaceUuid]);
   if (!app) throw notFound('app');
