@@ -12,6 +12,8 @@ let stack: TestStack;
 let ws: Workspace;
 /** Every target uuid the saga passed to cloneAddon / cloneCronjob (the real activities run). */
 const cloned = { addons: [] as string[], cronjobs: [] as string[] };
+/** How many status reads answer "not ready yet" before the driver is asked (the copy is still creating). */
+let creatingPolls = 0;
 
 beforeAll(async () => {
   stack = await startStack();
@@ -20,6 +22,10 @@ beforeAll(async () => {
   await stack.startWorker({
     activities: {
       async cloneAddon(input: Parameters<typeof real.cloneAddon>[0]) { cloned.addons.push(input.targetUuid); return real.cloneAddon(input); },
+      async refreshAddonStatus(uuid: string) {
+        if (creatingPolls > 0) { creatingPolls -= 1; return { ready: false, status: 'creating' }; }
+        return real.refreshAddonStatus(uuid);
+      },
       async cloneCronjob(input: Parameters<typeof real.cloneCronjob>[0]) { cloned.cronjobs.push(input.targetUuid); return real.cloneCronjob(input); },
     },
   });
@@ -74,6 +80,7 @@ describe('clone with add-ons and cron jobs', () => {
   it('CLN-02 CLN-03 copies a postgres add-on with its rows (clone_data true), one empty (clone_data false), and a cron job with its own Schedule', async () => {
     const src = await source('cloneme');
     const srcRows = await simData(stack).readRows(await clusterOf(stack.ds, src.withData));
+    creatingPolls = 2;
     const res = await stack.http.post(`/api/v1/apps/${src.app}/clone`).set(owner())
       .send({ addons: [{ uuid: src.withData, clone_data: true }, { uuid: src.empty }], cronjobs: [src.cron] });
     expect(res.status).toBe(201);
@@ -81,6 +88,12 @@ describe('clone with add-ons and cron jobs', () => {
     const clone = res.body.uuid as string;
     expect(await stack.temporal.workflow.getHandle(`app-clone/${clone}`).result()).toEqual({ outcome: 'cloned', reason: null });
     await eventually(async () => (await stateOf(clone)) === 'running', { what: 'clone running' });
+    // a copy starts creating: the saga read its status until ready, sleeping between reads
+    const history = await stack.temporal.workflow.getHandle(`app-clone/${clone}`).fetchHistory();
+    const scheduled = (history.events ?? []).flatMap((e) => (e.activityTaskScheduledEventAttributes ? [e.activityTaskScheduledEventAttributes.activityType?.name] : []));
+    expect(scheduled.filter((n) => n === 'refreshAddonStatus')).toHaveLength(4);
+    expect((history.events ?? []).filter((e) => e.timerStartedEventAttributes)).toHaveLength(2);
+    expect(creatingPolls).toBe(0);
 
     const addons = (await stack.http.get(`/api/v1/apps/${clone}/addons`).set(owner())).body as Array<Record<string, any>>;
     expect(addons.map((a) => [a.label, a.type, a.state]).sort()).toEqual([['cache', 'postgres', 'healthy'], ['orders', 'postgres', 'healthy']]);
