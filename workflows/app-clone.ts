@@ -1,4 +1,4 @@
-import { ParentClosePolicy, setHandler, startChild } from '@temporalio/workflow';
+import { ParentClosePolicy, patched, setHandler, sleep, startChild, uuid4 } from '@temporalio/workflow';
 import type { CloneFlags } from '../activities/apps';
 import { appWorkflowId } from '../domain/apps';
 import { BerthOperation, BerthResource, BerthWorkspace } from '../domain/search-attributes';
@@ -12,9 +12,23 @@ export interface AppCloneInput {
   targetUuid: string;
   useParentImage: boolean;
   flags: CloneFlags;
-  /** Add-ons to copy (data-services area adds their saga steps; empty until then). */
+  /** Add-ons of the source to copy onto the clone (with their data when clone_data). */
   addons: Array<{ uuid: string; clone_data: boolean }>;
   cronjobs: string[];
+}
+
+/** How many times a cloned add-on's status is read before the clone gives up on it. */
+export const ADDON_READY_POLLS = 60;
+
+/** A cloned add-on starts `creating`: polls its live status (backing off) until it is ready. */
+async function awaitAddonReady(addonUuid: string): Promise<void> {
+  let delay = 1;
+  for (let i = 0; i < ADDON_READY_POLLS; i++) {
+    if ((await acts.refreshAddonStatus(addonUuid)).ready) return;
+    await sleep(`${delay} seconds`);
+    delay = Math.min(delay * 2, 30);
+  }
+  throw new Error(`the cloned add-on ${addonUuid} did not become ready`);
 }
 
 /**
@@ -43,8 +57,22 @@ export async function appClone(input: AppCloneInput): Promise<{ outcome: 'cloned
     compensations.unshift({ name: 'clear settings', run: () => acts.clearAppSettings(targetUuid) });
     await acts.copyAppSettings(sourceUuid, targetUuid, input.flags);
 
-    // Add-ons (with clone_data) and cron jobs are copied here, each step with its
-    // compensation, once the data-services area provides them (the route refuses any today).
+    // Histories recorded before add-ons and cron jobs were cloned carry no marker here.
+    if (patched('app-clone-addons-cronjobs')) {
+      for (const addon of input.addons) {
+        state = 'cloning-addons';
+        const copy = uuid4();
+        compensations.unshift({ name: 'drop cloned add-on', run: () => acts.dropClonedAddon(copy) });
+        await acts.cloneAddon({ sourceUuid: addon.uuid, targetAppUuid: targetUuid, targetUuid: copy, withData: addon.clone_data });
+        await awaitAddonReady(copy);
+      }
+      for (const cronjob of input.cronjobs) {
+        state = 'cloning-cronjobs';
+        const copy = uuid4();
+        compensations.unshift({ name: 'drop cloned cron job', run: () => acts.dropClonedCronjob(copy) });
+        await acts.cloneCronjob({ sourceUuid: cronjob, targetAppUuid: targetUuid, targetUuid: copy });
+      }
+    }
 
     state = 'starting';
     compensations.unshift({ name: 'stop', run: () => acts.stopApp(targetUuid) });

@@ -281,17 +281,28 @@ export const appRoutes = [
     body: cloneBody, response: appSchema,
     async handler(ctx) {
       const b = ctx.body;
-      const unknownAddons = [...(b.addons ?? []).map((a) => a.uuid), ...(b.cronjobs ?? [])];
+      const addons = b.addons ?? [];
+      const cronjobs = b.cronjobs ?? [];
       const { view, op } = await ctx.deps.dataSource.transaction(async (m) => {
         const source = await findApp(ctx, ctx.params.uuid, m, true);
         if (['pending', 'assigned', 'cloning', 'deleting'].includes(source.state)) {
           throw conflict(`an app in state ${source.state} cannot be cloned yet`);
         }
-        if (unknownAddons.length > 0) {
-          // Add-ons and cron jobs of the app (none exist until the data-services area provides them).
-          throw unprocessable(`not add-ons or cron jobs of this app: ${unknownAddons.join(', ')}`,
-            [...(b.addons ?? []).map((a, i) => ({ path: `body.addons[${i}].uuid`, message: `${a.uuid} is not an add-on of this app` })),
-              ...(b.cronjobs ?? []).map((c, i) => ({ path: `body.cronjobs[${i}]`, message: `${c} is not a cron job of this app` }))]);
+        // CLN-02/03: add-ons and cron jobs named must be this app's (a cron job is no add-on here, nor the reverse).
+        const owned = await rows<{ uuid: string; type: string }>(m,
+          `SELECT uuid, type FROM addons WHERE app_uuid = $1 AND kind = 'addon' AND state <> 'deleting' AND uuid = ANY($2::uuid[])`,
+          [source.uuid, [...addons.map((x) => x.uuid), ...cronjobs]]);
+        const isAddon = new Set(owned.filter((r) => r.type !== 'cronjob').map((r) => r.uuid));
+        const isCronjob = new Set(owned.filter((r) => r.type === 'cronjob').map((r) => r.uuid));
+        const errors = [
+          ...addons.flatMap((x, i) => (isAddon.has(x.uuid) ? [] : [{ path: `body.addons[${i}].uuid`, uuid: x.uuid,
+            message: isCronjob.has(x.uuid) ? `${x.uuid} is a cron job: list it in cronjobs` : `${x.uuid} is not an add-on of this app` }])),
+          ...cronjobs.flatMap((c, i) => (isCronjob.has(c) ? [] : [{ path: `body.cronjobs[${i}]`, uuid: c,
+            message: isAddon.has(c) ? `${c} is an add-on: list it in addons` : `${c} is not a cron job of this app` }])),
+        ];
+        if (errors.length > 0) {
+          throw unprocessable(`not add-ons or cron jobs of this app as listed: ${errors.map((x) => x.uuid).join(', ')}`,
+            errors.map(({ path, message }) => ({ path, message })));
         }
         const resourceUuid = b.resource_id ?? source.resource_uuid;
         const projectId = b.project_id !== undefined ? b.project_id : source.project_id;
@@ -319,7 +330,7 @@ export const appRoutes = [
               clone_variables: b.clone_variables, clone_secret_files: b.clone_secret_files, clone_scaling_settings: b.clone_scaling_settings,
               clone_health_checks: b.clone_health_checks, clone_security: b.clone_security,
             },
-            addons: b.addons ?? [], cronjobs: b.cronjobs ?? [],
+            addons: addons.map((x) => ({ uuid: x.uuid, clone_data: x.clone_data })), cronjobs,
           }],
         });
         ctx.koa.set('Location', `/api/v1/apps/${uuid}`);

@@ -69,6 +69,21 @@ export const appScenarios: ReplayScenario[] = [
     },
   },
   {
+    // The clone saga's add-on and cron job steps (patched in after app-clone was recorded).
+    name: 'app-clone-with-addons',
+    async record(stack) {
+      const ws = await seedWorkspace(stack.ds, { plan: BIG_PLAN });
+      const app = await runningApp(stack, ws, 'stocked');
+      const addon = await stack.http.post(`/api/v1/apps/${app.uuid}/addons`).set(auth(ws.ownerToken)).send({ type: 'postgres', label: 'db' }).expect(201);
+      const cron = await stack.http.post(`/api/v1/apps/${app.uuid}/cronjobs`).set(auth(ws.ownerToken)).send({ label: 'tick', command: 'bin/tick' }).expect(201);
+      const addonState = async () => (await stack.ds.query(`SELECT state FROM addons WHERE uuid = $1`, [addon.body.uuid]))[0].state;
+      await eventually(async () => (await addonState()) === 'healthy', { what: 'add-on healthy' });
+      const clone = await stack.http.post(`/api/v1/apps/${app.uuid}/clone`).set(auth(ws.ownerToken))
+        .send({ addons: [{ uuid: addon.body.uuid, clone_data: true }], cronjobs: [cron.body.uuid] }).expect(201);
+      return completed(stack, `app-clone/${clone.body.uuid}`);
+    },
+  },
+  {
     name: 'app-delete',
     async record(stack) {
       const ws = await seedWorkspace(stack.ds, { plan: BIG_PLAN });
