@@ -1,6 +1,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { isGitMethod, type AppState, type LiveStatus } from '../domain/apps';
 import { one, rows } from '../entities/sql';
+import { effectiveEnvironment } from './app-environment';
 import type { ActivityDeps } from './deps';
 import { branchHead, commitSubject, GitError } from './git';
 import type { AppRuntimeStatus, AppSpec, BuildStatus } from './provider/apps';
@@ -189,13 +190,19 @@ export function createAppActivities({ dataSource: ds, provider, secretBox, logge
       await driver.cancelBuild(deploymentUuid);
     },
     async rolloutImage(appUuid: string, image: string): Promise<void> {
-      await driver.rollout(appUuid, image);
+      // the environment is opened here, for this call only (never in workflow history)
+      await driver.rollout(appUuid, image, await effectiveEnvironment(ds, secretBox, appUuid));
     },
     /** Ends a deployment once: completed, failed (with the reason) or cancelled; logs are stored then. */
     async finishDeployment(deploymentUuid: string, outcome: 'completed' | 'failed' | 'cancelled', message: string | null): Promise<boolean> {
       const done = await rows(ds,
         `UPDATE app_deployments SET state = $2, message = $3, finished_at = now(), logs_stored_at = now(), updated_at = now()
           WHERE uuid = $1 AND state IN ('pending', 'running', 'cancelling') RETURNING uuid`, [deploymentUuid, outcome, message]);
+      if (done.length > 0 && outcome === 'completed') {
+        // the deployment used the variables as they were when it began: a later change keeps the mark
+        await ds.query(`UPDATE apps a SET needs_redeploy_since = NULL FROM app_deployments d
+                         WHERE d.uuid = $1 AND a.uuid = d.app_uuid AND a.needs_redeploy_since <= d.created_at`, [deploymentUuid]);
+      }
       return done.length > 0;
     },
 

@@ -59,7 +59,8 @@ export interface AppsDriver {
   buildStatus(deploymentUuid: string): Promise<BuildStatus>;
   cancelBuild(deploymentUuid: string): Promise<void>;
   /** Rolls the built image out; `status` reads starting, then a live status. */
-  rollout(appUuid: string, image: string): Promise<void>;
+  /** Rolls the image out with the app's effective environment (project variables overlaid by the app's). */
+  rollout(appUuid: string, image: string, env?: Record<string, string>): Promise<void>;
   /** The image the app runs now (null before its first deployment). */
   currentImage(appUuid: string): Promise<string | null>;
   /** Points the target at a copy of (or, with `shared`, the very) image of the source. */

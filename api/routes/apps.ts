@@ -6,6 +6,7 @@ import { canReachProject } from '../../domain/projects';
 import type { HealthCheck, ScalingProfile } from '../../entities/app';
 import { one, rows } from '../../entities/sql';
 import { visibleProjectsClause } from '../access';
+import { recordAudit, snapshot } from '../audit';
 import { offsetOf, setPageHeaders, type Page } from '../pagination';
 import { conflict, notFound, unprocessable } from '../problem';
 import { route } from '../route';
@@ -31,23 +32,25 @@ export async function enqueueCommand(ctx: Ctx, m: Parameters<Ctx['deps']['outbox
   });
 }
 
-async function updateSettings(ctx: Ctx, set: Record<string, unknown>, check?: (app: FoundApp, m: any) => Promise<Record<string, unknown> | void>) {
+async function updateSettings(ctx: Ctx, action: string, set: Record<string, unknown>, check?: (app: FoundApp, m: any) => Promise<Record<string, unknown> | void>) {
   return ctx.deps.dataSource.transaction(async (m) => {
     const app = await findApp(ctx, ctx.params.uuid, m, true);
     assertChangeable(app);
+    const before = await snapshot(m, 'apps', app.uuid);
     const extra = (await check?.(app, m)) ?? {};
     const values = Object.entries({ ...set, ...extra }).filter(([, v]) => v !== undefined);
     if (values.length > 0) {
       await m.query(`UPDATE apps SET ${values.map(([k], i) => `${k} = $${i + 2}`).join(', ')}, updated_at = now() WHERE uuid = $1`,
         [app.uuid, ...values.map(([, v]) => (v !== null && typeof v === 'object' && !Array.isArray(v) ? JSON.stringify(v) : Array.isArray(v) ? JSON.stringify(v) : v))]);
     }
+    await recordAudit(m, ctx, { action, resourceType: 'app', resourceUuid: app.uuid, before, after: await snapshot(m, 'apps', app.uuid) });
     return appResponse(ctx, app.uuid, m);
   });
 }
 
 const updateHandler = async (ctx: Ctx) => {
   const b = ctx.body as yup.InferType<typeof updateAppBody>;
-  return updateSettings(ctx, { label: b.label, maintenance: b.maintenance, manage_dns_records: b.manage_dns_records, internal_port: b.internal_port }, async (app, m) => {
+  return updateSettings(ctx, 'app.update', { label: b.label, maintenance: b.maintenance, manage_dns_records: b.manage_dns_records, internal_port: b.internal_port }, async (app, m) => {
     const extra: Record<string, unknown> = {};
     if (b.project_id !== undefined && b.project_id !== app.project_id) {
       await checkPlacement(ctx, m, app.resource_uuid, b.project_id);
@@ -142,7 +145,7 @@ export const appRoutes = [
     body: securityBody, response: appSchema,
     async handler(ctx) {
       const b = ctx.body;
-      return updateSettings(ctx, { private_access: b.private_access, allow_connections: b.allow_connections }, async (app) => {
+      return updateSettings(ctx, 'app.update_security', { private_access: b.private_access, allow_connections: b.allow_connections }, async (app) => {
         const extra: Record<string, unknown> = {};
         if ((b.basic_auth_username === undefined) !== (b.basic_auth_password === undefined)) {
           throw unprocessable('basic_auth_username and basic_auth_password are set together', [{ path: 'body.basic_auth_password', message: 'send both or neither' }]);
@@ -165,7 +168,7 @@ export const appRoutes = [
     body: deploymentSettingsBody, response: appSchema,
     async handler(ctx) {
       const b = ctx.body;
-      return updateSettings(ctx, { builder: b.builder }, async (app, m) => {
+      return updateSettings(ctx, 'app.update_deployment', { builder: b.builder }, async (app, m) => {
         if (b.deployment_method === undefined && b.deployment_config === undefined) return {};
         const method = b.deployment_method ?? app.deployment_method;
         const d = await checkDeployment(ctx, m, method, b.deployment_config ?? (b.deployment_method ? {} : app.deployment_config));

@@ -10,6 +10,7 @@ import { appTlsRoutes } from './app-tls';
 import { appVariableRoutes } from './app-variables';
 import { appRoutes } from './apps';
 import { projectRoutes } from './projects';
+import { projectVariableRoutes } from './project-variables';
 import { serviceRoutes } from './services';
 import { resourceRoutes } from './resources';
 import { bucketRoutes } from './buckets';
@@ -28,6 +29,7 @@ import { webhookRoutes } from './webhooks';
 /** The route table: every declared route of the API (one entry per line). */
 export const routes: RouteDef[] = [
   ...projectRoutes,
+  ...projectVariableRoutes,
   ...resourceRoutes,
   ...auditRoutes,
   ...vpcRoutes,

@@ -3,6 +3,7 @@ import { QueryFailedError, type EntityManager } from 'typeorm';
 import * as yup from 'yup';
 import { DEFAULT_VPC_CIDR, defaultSubnet, formatCidr4, vpcRangeProblems, cidr4 } from '../../domain/vpc';
 import { one, rows } from '../../entities/sql';
+import { recordAudit, snapshot } from '../audit';
 import { offsetOf, setPageHeaders, type Page } from '../pagination';
 import { badRequest, conflict, notFound, unprocessable } from '../problem';
 import { route, type RouteContext } from '../route';
@@ -110,8 +111,10 @@ export const vpcRoutes = [
                 [{ path: 'body.is_default', message: 'another VPC in the region is the default' }]);
             }
           }
+          const before = await snapshot(m, 'vpcs', vpc.uuid);
           await m.query(`UPDATE vpcs SET label = COALESCE($2, label), is_default = COALESCE($3, is_default), updated_at = now() WHERE uuid = $1`,
             [vpc.uuid, ctx.body.label ?? null, ctx.body.is_default ?? null]);
+          await recordAudit(m, ctx, { action: 'vpc.update', resourceType: 'vpc', resourceUuid: vpc.uuid, before, after: await snapshot(m, 'vpcs', vpc.uuid) });
           return vpcView(await findVpc(ctx, vpc.uuid, m));
         });
       } catch (err) {

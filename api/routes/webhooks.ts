@@ -6,6 +6,7 @@ import { checkDestination, parseAllowList, resolvedVerdict } from '../../domain/
 import { generateWebhookSecret } from '../../domain/webhook-signature';
 import { WEBHOOK_ATTEMPT_TIMEOUT_MS, webhookDeliveryWorkflowId } from '../../domain/webhooks';
 import { one, rows } from '../../entities/sql';
+import { recordAudit, snapshot } from '../audit';
 import { createHostResolver, ResolutionError } from '../../worker/resolver';
 import { redeliverWebhook, startWebhookDelivery } from '../../worker/webhook-starts';
 import { offsetOf, setPageHeaders, type Page } from '../pagination';
@@ -136,6 +137,7 @@ export const webhookRoutes = [
         const apps = await checkApps(ctx, m, ctx.body.app_uuids);
         const enabled = ctx.body.enabled ?? current.enabled;
         const reenabled = enabled && !current.enabled;
+        const before = await snapshot(m, 'webhooks', current.uuid);
         const row = await one<WebhookRow>(m,
           `UPDATE webhooks SET url = COALESCE($2, url), description = COALESCE($3, description), events = COALESCE($4, events),
                   app_uuids = COALESCE($5, app_uuids), include_review_apps = COALESCE($6, include_review_apps), enabled = $7,
@@ -146,6 +148,7 @@ export const webhookRoutes = [
             WHERE uuid = $1 RETURNING ${WEBHOOK_COLUMNS}`,
           [current.uuid, ctx.body.url ?? null, ctx.body.description ?? null, events ?? null, apps ?? null,
             ctx.body.include_review_apps ?? null, enabled, reenabled]);
+        await recordAudit(m, ctx, { action: 'webhook.update', resourceType: 'webhook', resourceUuid: current.uuid, before, after: await snapshot(m, 'webhooks', current.uuid) });
         return webhookView(row!);
       });
     },

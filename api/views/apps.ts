@@ -30,6 +30,7 @@ export const appSchema = obj({
   public_url: str().required(),
   allow_connections: bool().required(),
   basic_auth_enabled: bool().required(),
+  needs_redeploy: bool().required(),
   quota: quotaSchema.required(),
   created_at: timestamp().required(),
   updated_at: timestamp().required(),
@@ -58,6 +59,7 @@ export interface AppRow {
   private_access: boolean;
   allow_connections: boolean;
   basic_auth_enabled: boolean;
+  needs_redeploy: boolean;
   service_name: string;
   internal_port: number;
   quota: AppQuota;
@@ -93,7 +95,7 @@ interface JoinedRow extends AppRow {
 export const APP_SELECT = `
   SELECT a.uuid, a.workspace_uuid, a.name, a.label, a.state, a.project_id, a.resource_uuid, a.deployment_method, a.deployment_config,
          a.builder, a.manage_dns_records, a.maintenance, a.private_access, a.allow_connections, a.basic_auth_enabled, a.service_name,
-         a.internal_port, a.quota, a.created_at, a.updated_at,
+         a.internal_port, a.needs_redeploy_since IS NOT NULL AS needs_redeploy, a.quota, a.created_at, a.updated_at,
          c.name AS r_name, c.state AS r_state, c.labels AS r_labels, c.total_cpu_size, c.total_ram_size, c.total_disk_size, c.plan,
          c.components, c.created_at AS r_created_at, c.updated_at AS r_updated_at,
          g.id AS region_id, g.name AS region_name, g.code AS region_code, g.domain AS region_domain,
@@ -143,6 +145,7 @@ export function appView(r: JoinedRow): AppView {
     public_url: publicUrl(r.name, r.region_domain),
     allow_connections: r.allow_connections,
     basic_auth_enabled: r.basic_auth_enabled,
+    needs_redeploy: r.needs_redeploy,
     quota: r.quota,
     created_at: isoRequired(r.created_at),
     updated_at: isoRequired(r.updated_at),

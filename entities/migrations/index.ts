@@ -8,6 +8,7 @@ import { DataServices1732700000000 } from './1732700000000-data-services';
 import { Domains1732800000000 } from './1732800000000-domains';
 import { Previews1732800000001 } from './1732800000001-previews';
 import { Audit1732900000000 } from './1732900000000-audit';
+import { ProjectVariables1732950000000 } from './1732950000000-project-variables';
 
 /** Every migration, in timestamp order (one entry per line). */
 export const migrations = [
@@ -21,4 +22,5 @@ export const migrations = [
   Domains1732800000000,
   Previews1732800000001,
   Audit1732900000000,
+  ProjectVariables1732950000000,
 ];

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { ApplicationFailure } from '@temporalio/common';
 import type { Client } from '@temporalio/client';
 import type { DataSource } from 'typeorm';
@@ -122,11 +122,14 @@ export class SimulatedAppsDriver implements AppsDriver {
     await this.db.query(`UPDATE sim_app_builds SET status = 'cancelled' WHERE deployment_uuid = $1 AND status = 'building'`, [deploymentUuid]);
   }
 
-  async rollout(appUuid: string, image: string): Promise<void> {
+  async rollout(appUuid: string, image: string, env: Record<string, string> = {}): Promise<void> {
     await this.core.maybeFail('apps.rollout');
     await this.require(appUuid);
-    await this.db.query(`UPDATE sim_apps SET image = $2, status = 'starting', replicas = GREATEST(replicas, 1), ready_at = $3, updated_at = now() WHERE app_uuid = $1`,
-      [appUuid, image, this.core.readyAt()]);
+    // the simulator keeps the variable names and a digest of the values, never the values
+    const keys = Object.keys(env).sort();
+    const digest = createHash('sha256').update(JSON.stringify(keys.map((k) => [k, env[k]]))).digest('hex');
+    await this.db.query(`UPDATE sim_apps SET image = $2, status = 'starting', replicas = GREATEST(replicas, 1), ready_at = $3, env_keys = $4, env_digest = $5, updated_at = now() WHERE app_uuid = $1`,
+      [appUuid, image, this.core.readyAt(), keys, digest]);
   }
 
   async currentImage(appUuid: string): Promise<string | null> {
