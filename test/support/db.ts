@@ -28,7 +28,7 @@ export async function freshDatabase(): Promise<TestDatabase> {
   await admin((c) => c.query(`CREATE DATABASE ${name} TEMPLATE ${template}`));
   const url = new URL(testEnv('pgAdminUrl'));
   url.pathname = `/${name}`;
-  const ds = createDataSource({ url: url.toString(), poolSize: 5 });
+  const ds = createDataSource({ url: url.toString(), poolSize: 10 });
   await ds.initialize();
   return {
     ds,

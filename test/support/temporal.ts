@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { Client } from '@temporalio/client';
+import type { Client, ConnectionOptions, ConnectionPlugin } from '@temporalio/client';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import { temporal } from '@temporalio/proto';
@@ -23,6 +23,19 @@ export interface TimeSkipping {
 }
 
 /**
+ * The client's default keepalive pings every 30 s; the test server (Java gRPC) answers
+ * pings more frequent than every 5 minutes with GOAWAY "excess pings", which stalls calls
+ * in flight (a long test on a loaded machine hangs in env.sleep). Ping every 10 minutes.
+ */
+const GENTLE_KEEPALIVE: ConnectionPlugin = {
+  name: 'gentle-keepalive',
+  configureConnection: (options: ConnectionOptions) => ({
+    ...options,
+    channelArgs: { ...options.channelArgs, 'grpc.keepalive_time_ms': 600_000, 'grpc.keepalive_permit_without_calls': 0 },
+  }),
+};
+
+/**
  * The SDK gives the test server 5 s to start; on a loaded 2-core machine the JVM can take
  * longer, so a start that times out is tried again.
  */
@@ -31,6 +44,7 @@ async function startTimeSkippingServer(attempts = 3): Promise<TestWorkflowEnviro
     try {
       return await TestWorkflowEnvironment.createTimeSkipping({
         server: { executable: { type: 'existing-path', path: testEnv('testServer') } },
+        plugins: [GENTLE_KEEPALIVE],
       });
     } catch (err) {
       if (i >= attempts || !/did not start/.test(String(err))) throw err;
