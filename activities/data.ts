@@ -1,3 +1,4 @@
+import type { Addon } from '../entities/addon';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { ApplicationFailure } from '@temporalio/common';
 import { ScheduleAlreadyRunning, ScheduleNotFoundError } from '@temporalio/client';
@@ -9,28 +10,8 @@ import type { ClusterSpec, DataEngine, RestoreSource } from './provider/data';
 /** What workflows pass to restore: identifiers and plain choices, never credentials. */
 export type RestoreChoice = { backupName: string } | { targetTime: string } | { latest: true };
 
-interface AddonRow {
-  uuid: string;
-  workspace_uuid: string;
-  kind: 'addon' | 'service';
-  app_uuid: string | null;
-  project_id: string | null;
-  resource_uuid: string;
-  type: string;
-  name: string;
-  label: string;
-  state: string;
-  quota: { cpu_size?: number; ram_size?: number; disk_size?: number };
-  settings: Record<string, unknown>;
-  public_access: boolean;
-  backup_enabled: boolean;
-  backup_active: boolean;
-  database_name: string | null;
-  username: string | null;
-  password_sealed: string | null;
-  replica_of: string | null;
-  cluster_id: string | null;
-}
+/** A row of `addons` as the activities read it (SELECT *). */
+type AddonRow = Addon;
 
 export const generatePassword = () => randomBytes(24).toString('base64url');
 export const clusterIdOf = (uuid: string) => `c-${uuid}`;

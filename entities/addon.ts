@@ -17,7 +17,7 @@ export class Addon {
   @Column('text') name: string;
   @Column('text') label: string;
   @Column('text') state: string;
-  @Column('jsonb') quota: Record<string, unknown>;
+  @Column('jsonb') quota: { cpu_size?: number; ram_size?: number; disk_size?: number };
   @Column('jsonb') settings: Record<string, unknown>;
   @Column('boolean') public_access: boolean;
   /** The configured setting (changes when an update is accepted). */

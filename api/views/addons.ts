@@ -1,3 +1,4 @@
+import type { Addon } from '../../entities/addon';
 import type { EntityManager } from 'typeorm';
 import * as yup from 'yup';
 import { DEFAULT_PORTS, type DataType } from '../../domain/data';
@@ -15,34 +16,11 @@ export const ADDON_COLUMNS = `a.uuid, a.workspace_uuid, a.kind, a.app_uuid, a.pr
 export const ADDON_FROM = `addons a LEFT JOIN addons p ON p.uuid = a.replica_of
   JOIN compute_resources c ON c.uuid = a.resource_uuid JOIN regions g ON g.id = c.region_id`;
 
-export interface AddonRow {
-  uuid: string;
-  workspace_uuid: string;
-  kind: 'addon' | 'service';
-  app_uuid: string | null;
-  project_id: string | null;
-  resource_uuid: string;
-  type: string;
-  name: string;
-  label: string;
-  state: string;
-  quota: Record<string, unknown>;
-  settings: Record<string, unknown>;
-  public_access: boolean;
+/** A row of `addons` with what the views join to it. */
+export interface AddonRow extends Addon {
   effective_public_access: boolean;
-  backup_enabled: boolean;
-  backup_active: boolean;
-  settings_generation: number;
-  replica_of: string | null;
-  restored_from: string | null;
-  cluster_id: string | null;
-  database_name: string | null;
-  username: string | null;
-  password_sealed: string | null;
   region_domain: string;
   plan_type: string;
-  created_at: Date;
-  updated_at: Date;
 }
 
 const nullableStr = () => yup.string().strict().nullable().defined();
