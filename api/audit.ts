@@ -1,12 +1,15 @@
 import { diffRecords } from '../domain/audit';
+import { insertAuditEvent } from '../entities/audit-events';
 import type { Db } from '../entities/sql';
 import { one } from '../entities/sql';
-import type { RouteContext } from './route';
+import type { ApiDeps } from './context';
+import type { RouteContext, RouteDef } from './route';
 
 export interface AuditEntry {
-  /** `<resource type>.<verb>`, e.g. `app.update`, `vpc.create`. */
-  action: string;
-  resourceType: string;
+  /** `<resource type>.<verb>`; by default the route's declared `audit` action. */
+  action?: string;
+  /** By default the action's first part (`bucket` of `bucket.create`). */
+  resourceType?: string;
   resourceUuid: string | null;
   /** Snapshots of the record before and after (null for a create / a delete); secret fields are redacted. */
   before?: Record<string, unknown> | null;
@@ -27,12 +30,44 @@ export async function snapshot(db: Db, table: string, uuid: string): Promise<Rec
  * request id, client IP and user agent.
  */
 export async function recordAudit(db: Db, ctx: RouteContext<unknown, unknown, unknown>, entry: AuditEntry): Promise<void> {
+  const action = entry.action ?? (ctx.route.audit || undefined);
+  if (!action) throw new Error(`${ctx.route.method.toUpperCase()} ${ctx.route.path} records an audit entry but declares no audit action`);
   const caller = ctx.caller;
-  const diff = diffRecords(entry.before ?? null, entry.after ?? null);
-  await db.query(
-    `INSERT INTO audit_events (workspace_uuid, actor_type, actor_uuid, source, action, resource_type, resource_uuid, diff, request_id, client_ip, user_agent)
-     VALUES ($1, $2, $3, 'api', $4, $5, $6, $7, $8, $9, $10)`,
-    [caller.workspaceUuid, caller.memberUuid ? 'member' : 'workspace_token', caller.memberUuid ?? caller.tokenUuid,
-      entry.action, entry.resourceType, entry.resourceUuid, JSON.stringify(diff), ctx.requestId, ctx.koa.ip || null,
-      (ctx.koa.get('user-agent') || '').slice(0, 500) || null]);
+  await insertAuditEvent(db, {
+    workspaceUuid: caller.workspaceUuid,
+    actorType: caller.memberUuid ? 'member' : 'workspace_token',
+    actorUuid: caller.memberUuid ?? caller.tokenUuid,
+    source: 'api',
+    action,
+    resourceType: entry.resourceType ?? action.split('.')[0]!,
+    resourceUuid: entry.resourceUuid,
+    diff: diffRecords(entry.before ?? null, entry.after ?? null),
+    requestId: ctx.requestId,
+    clientIp: ctx.koa.ip || null,
+    userAgent: (ctx.koa.get('user-agent') || '').slice(0, 500) || null,
+  });
+}
+
+async function auditActions(deps: ApiDeps, requestId: string): Promise<string[]> {
+  const found = await deps.dataSource.query(`SELECT action FROM audit_events WHERE request_id = $1 ORDER BY created_at`, [requestId]) as Array<{ action: string }>;
+  return found.map((f) => f.action);
+}
+
+/**
+ * The audit check (tests): after an accepted request, the entries it wrote must be exactly
+ * what its route declares: one entry with the declared action, or none for `audit: false`.
+ * A route that forgets its entry, or writes two, fails loudly instead of passing silently.
+ * Request ids may come from the client, so entries already under the id are set aside first.
+ */
+export async function auditCheck(deps: ApiDeps, r: RouteDef, requestId: string): Promise<(() => Promise<void>) | null> {
+  if (!deps.verifyAudit || r.method === 'get' || r.audit === undefined) return null;
+  const earlier = (await auditActions(deps, requestId)).length;
+  return async () => {
+    const actions = (await auditActions(deps, requestId)).slice(earlier);
+    const expected = r.audit === false ? [] : [r.audit];
+    if (JSON.stringify(actions) !== JSON.stringify(expected)) {
+      throw new Error(`${r.method.toUpperCase()} ${r.path} recorded audit entries ${JSON.stringify(actions)}, its route declares ${JSON.stringify(expected)}`);
+    }
+    deps.onAuditVerified?.(r);
+  };
 }

@@ -5,6 +5,7 @@ import type { DataSource } from 'typeorm';
 import type { SecretBox } from '../domain/secret-box';
 import type { CallerIdentity } from '../domain/projects';
 import type { Config } from '../worker/config';
+import type { RouteDef } from './route';
 import type { Outbox } from '../worker/outbox';
 
 /** Everything the API needs, passed in by whoever builds the app (bin/ or a test). */
@@ -19,6 +20,10 @@ export interface ApiDeps {
   storage?: StorageDriver;
   /** Check every response body against its route's declared schema (tests). */
   validateResponses?: boolean;
+  /** Check that every accepted mutating request wrote exactly its route's audit entry (tests). */
+  verifyAudit?: boolean;
+  /** Told of each route whose audit entry the check saw (tests tally the routes covered). */
+  onAuditVerified?: (route: RouteDef) => void;
 }
 
 /** Who is calling, in which workspace, with which grants. */

@@ -13,6 +13,8 @@ export interface RouteContext<P = Record<string, string>, Q = Record<string, unk
   deps: ApiDeps;
   koa: Koa.Context;
   requestId: string;
+  /** The route being served (its declared audit action names the request's audit entry). */
+  route: RouteDef;
 }
 
 /**
@@ -37,6 +39,12 @@ export interface RouteDef<P = any, Q = any, B = any> {
   response?: yup.Schema<any>;
   /** Lists: page/per_page query, Link and X-Total-Count headers. */
   paginated?: boolean;
+  /**
+   * Every POST, PUT, PATCH and DELETE declares it: the audit action (`<resource type>.<verb>`,
+   * e.g. `bucket.create`) its handler records, exactly once, in the transaction of its change
+   * (`recordAudit`); or `false` for a request that changes nothing (a check, a signed link).
+   */
+  audit?: string | false;
   /** Marks a deprecated request field or route for the reference. */
   description?: string;
   handler(ctx: RouteContext<P, Q, B>): Promise<unknown>;

@@ -1,6 +1,7 @@
 import Router from '@koa/router';
 import * as yup from 'yup';
 import { OPERATIONS, allows, describeRequirement } from '../domain/permissions';
+import { auditCheck } from './audit';
 import type { ApiDeps } from './context';
 import { validationProblem } from './middleware/errors';
 import { Problem, forbidden, notFound } from './problem';
@@ -79,7 +80,9 @@ export function buildRouter(routes: readonly RouteDef[], deps: ApiDeps): Router 
         const raw = (ctx.request as unknown as { body?: unknown }).body;
         body = await validate(r.body, hasBody(ctx) ? raw : {}, 'body');
       }
-      const result = await r.handler({ params, query, body, caller, deps, koa: ctx, requestId: ctx.state.requestId });
+      const checkAudit = await auditCheck(deps, r, ctx.state.requestId);
+      const result = await r.handler({ params, query, body, caller, deps, koa: ctx, requestId: ctx.state.requestId, route: r });
+      await checkAudit?.();
       ctx.status = r.status ?? 200;
       if (result !== undefined) ctx.body = result;
       if (deps.validateResponses && r.response && result !== undefined) {

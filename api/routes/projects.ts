@@ -87,7 +87,7 @@ export const projectRoutes = [
     },
   }),
   route<{}, {}, yup.InferType<typeof createBody>>({
-    method: 'post', path: '/projects', operation: 'projects.write', tag: TAG, status: 201,
+    method: 'post', path: '/projects', operation: 'projects.write', tag: TAG, status: 201, audit: 'project.create',
     summary: 'Create a project', body: createBody, response: projectSchema,
     async handler(ctx) {
       return ctx.deps.dataSource.transaction(async (m) => {
@@ -99,7 +99,7 @@ export const projectRoutes = [
           [uuid, ctx.caller.workspaceUuid, ctx.body.name, ctx.body.description ?? '']);
         if (!row) throw conflict(`a project named "${ctx.body.name}" already exists in this workspace`);
         if (ctx.body.resource_ids) await assignResources(ctx, m, uuid, ctx.body.resource_ids);
-        await recordAudit(m, ctx, { action: 'project.create', resourceType: 'project', resourceUuid: uuid, before: null, after: await snapshot(m, 'projects', uuid) });
+        await recordAudit(m, ctx, { resourceUuid: uuid, before: null, after: await snapshot(m, 'projects', uuid) });
         ctx.koa.set('Location', `/api/v1/projects/${uuid}`);
         return view(ctx, m, row);
       });
@@ -113,7 +113,7 @@ export const projectRoutes = [
     },
   }),
   route<{ uuid: string }, {}, yup.InferType<typeof updateBody>>({
-    method: 'put', path: '/projects/{uuid}', operation: 'projects.write', tag: TAG,
+    method: 'put', path: '/projects/{uuid}', operation: 'projects.write', tag: TAG, audit: 'project.update',
     summary: 'Update a project\'s name, description and assigned compute resources', body: updateBody, response: projectSchema,
     async handler(ctx) {
       return ctx.deps.dataSource.transaction(async (m) => {
@@ -129,13 +129,13 @@ export const projectRoutes = [
             WHERE uuid = $1 RETURNING uuid, name, description, state, created_at, updated_at`,
           [project.uuid, ctx.body.name ?? null, ctx.body.description ?? null]);
         if (ctx.body.resource_ids) await assignResources(ctx, m, project.uuid, ctx.body.resource_ids);
-        await recordAudit(m, ctx, { action: 'project.update', resourceType: 'project', resourceUuid: project.uuid, before, after: await snapshot(m, 'projects', project.uuid) });
+        await recordAudit(m, ctx, { resourceUuid: project.uuid, before, after: await snapshot(m, 'projects', project.uuid) });
         return view(ctx, m, row!);
       });
     },
   }),
   route<{ uuid: string }>({
-    method: 'delete', path: '/projects/{uuid}', operation: 'projects.delete', tag: TAG, status: 202,
+    method: 'delete', path: '/projects/{uuid}', operation: 'projects.delete', tag: TAG, status: 202, audit: 'project.delete',
     summary: 'Delete a project: its resource assignments are released, then it is removed (poll GET until 404)',
     response: projectSchema,
     async handler(ctx) {
@@ -149,7 +149,7 @@ export const projectRoutes = [
           operation: 'project-delete', workflowType: 'projectDelete', workspaceUuid: ctx.caller.workspaceUuid,
           resourceUuid: found.uuid, args: [{ projectUuid: found.uuid }],
         });
-        await recordAudit(m, ctx, { action: 'project.delete', resourceType: 'project', resourceUuid: found.uuid, before, after: await snapshot(m, 'projects', found.uuid) });
+        await recordAudit(m, ctx, { resourceUuid: found.uuid, before, after: await snapshot(m, 'projects', found.uuid) });
         return { project: await view(ctx, m, updated!), operation: op };
       });
       await ctx.deps.outbox.dispatch(operation.uuid);
@@ -167,7 +167,7 @@ export const projectRoutes = [
     },
   }),
   route<{ uuid: string }, {}, yup.InferType<typeof restrictionBody>>({
-    method: 'post', path: '/projects/{uuid}/restrictions', operation: 'projects.write', tag: TAG, status: 201,
+    method: 'post', path: '/projects/{uuid}/restrictions', operation: 'projects.write', tag: TAG, status: 201, audit: 'project.restriction_add',
     summary: 'Restrict a project to a member (subject_type user) or a role (subject_type role)',
     body: restrictionBody, response: restrictionSchema,
     async handler(ctx) {
@@ -187,13 +187,13 @@ export const projectRoutes = [
            ON CONFLICT DO NOTHING RETURNING id, subject_type, user_uuid, role_name`,
           [project.uuid, ctx.body.subject_type, ctx.body.user_uuid ?? null, ctx.body.role_name ?? null]);
         if (!row) throw conflict('this restriction already exists');
-        await recordAudit(m, ctx, { action: 'project.restriction_add', resourceType: 'project', resourceUuid: project.uuid, before: null, after: restrictionView(row) as unknown as Record<string, unknown> });
+        await recordAudit(m, ctx, { resourceUuid: project.uuid, before: null, after: restrictionView(row) as unknown as Record<string, unknown> });
         return restrictionView(row);
       });
     },
   }),
   route<{ uuid: string; id: number }>({
-    method: 'delete', path: '/projects/{uuid}/restrictions/{id}', operation: 'projects.write', tag: TAG, status: 204,
+    method: 'delete', path: '/projects/{uuid}/restrictions/{id}', operation: 'projects.write', tag: TAG, status: 204, audit: 'project.restriction_remove',
     summary: 'Remove a restriction',
     params: yup.object({ uuid: uuid().required(), id: yup.number().integer().min(1).max(2147483647).required() }),
     async handler(ctx) {
@@ -202,7 +202,7 @@ export const projectRoutes = [
         const deleted = await rows<RestrictionView>(m,
           `DELETE FROM project_restrictions WHERE project_uuid = $1 AND id = $2 RETURNING id, subject_type, user_uuid, role_name`, [project.uuid, ctx.params.id]);
         if (deleted.length === 0) throw notFound('restriction');
-        await recordAudit(m, ctx, { action: 'project.restriction_remove', resourceType: 'project', resourceUuid: project.uuid, before: restrictionView(deleted[0]!) as unknown as Record<string, unknown>, after: null });
+        await recordAudit(m, ctx, { resourceUuid: project.uuid, before: restrictionView(deleted[0]!) as unknown as Record<string, unknown>, after: null });
         return undefined;
       });
     },

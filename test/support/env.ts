@@ -8,6 +8,7 @@ export const TEST_ENV = {
   testServer: 'BERTH_TEST_TEMPORAL_TEST_SERVER',
   cli: 'BERTH_TEST_TEMPORAL_CLI',
   workflowBundle: 'BERTH_TEST_WORKFLOW_BUNDLE',
+  auditTally: 'BERTH_TEST_AUDIT_TALLY',
 } as const;
 
 export const ROOT = path.resolve(__dirname, '..', '..');

@@ -34,6 +34,9 @@ export default async function globalSetup(): Promise<void> {
   Runtime.install({ logger: new DefaultLogger('WARN') });
   const runDir = path.join(TEST_DATA_DIR, `run-${process.pid}`);
   mkdirSync(runDir, { recursive: true });
+  const auditTally = path.join(runDir, 'audit-tally');
+  mkdirSync(auditTally, { recursive: true });
+  process.env[TEST_ENV.auditTally] = auditTally;
   const stops: Array<() => Promise<void>> = [];
   (globalThis as Record<string, unknown>).__berthTestStops = stops;
   (globalThis as Record<string, unknown>).__berthTestRunDir = runDir;

@@ -15,6 +15,7 @@ import { loadConfig, type Config } from '../../worker/config';
 import { createLogger } from '../../worker/logger';
 import { startWorker, type WorkerHandle } from '../../worker/main';
 import { Outbox } from '../../worker/outbox';
+import { tallyAudit } from './audit-tally';
 import { freshDatabase, type TestDatabase } from './db';
 import { testEnv } from './env';
 
@@ -66,7 +67,8 @@ export async function startStack(options: { env?: NodeJS.ProcessEnv; objectStore
   const temporal = new Client({ connection, namespace: config.temporalNamespace });
   const outbox = new Outbox(db.ds, temporal, { taskQueue, logger });
   const provider = createSimulatedProvider({ dataSource: db.ds, faultRate: 0, latencyMs: 0, objectStore: options.objectStore });
-  const apiDeps: ApiDeps = { dataSource: db.ds, temporal, outbox, secretBox, logger, config, storage: provider.storage, validateResponses: true };
+  const apiDeps: ApiDeps = { dataSource: db.ds, temporal, outbox, secretBox, logger, config, storage: provider.storage, validateResponses: true,
+    verifyAudit: true, onAuditVerified: tallyAudit };
   const activityDeps: ActivityDeps = { dataSource: db.ds, logger, config, secretBox, provider, temporal };
   const responseBodies: string[] = [];
   const handler = createApp(apiDeps).callback();
