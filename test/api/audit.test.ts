@@ -1,7 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { createStateActivities } from '../../activities/state';
 import { createEventActivities } from '../../activities/events';
+import { auditCheck } from '../../api/audit';
+import { route } from '../../api/route';
 import { diffRecords, REDACTED } from '../../domain/audit';
+import { insertAuditEvent } from '../../entities/audit-events';
 import { memberWith, seedWorkspace, tokenWith, type Workspace } from '../support/fixtures';
 import { expectNoSecretLeaks, startStack, type TestStack } from '../support/stack';
 
@@ -58,6 +61,29 @@ describe('audit log', () => {
     const after = await stack.ds.query(`SELECT count(*)::int AS n FROM audit_events`);
     expect(after[0].n).toBe(before[0].n);
     expect(await stack.ds.query(`SELECT 1 FROM projects WHERE name = 'rolled-back'`)).toHaveLength(0);
+  });
+
+  it('the audit check holds each mutating route to exactly its declared entry', async () => {
+    const entry = (requestId: string) => insertAuditEvent(stack.ds, {
+      workspaceUuid: ws.uuid, actorType: 'system', actorUuid: null, source: 'api', action: 'thing.create', resourceType: 'thing', resourceUuid: null, diff: {}, requestId,
+    });
+    const declared = route({ method: 'post', path: '/things', operation: 'projects.write', tag: 'things', audit: 'thing.create', handler: async () => undefined });
+    const silent = { ...declared, audit: false as const };
+    const outcome = async (r: typeof declared, requestId: string, writes: number) => {
+      const check = (await auditCheck(stack.apiDeps, r, requestId))!;
+      for (let i = 0; i < writes; i++) await entry(requestId);
+      return check().then(() => 'ok', (err: Error) => err.message);
+    };
+    expect(await outcome(declared, randomUUID(), 1)).toBe('ok');
+    expect(await outcome(declared, randomUUID(), 0)).toMatch(/recorded audit entries \[\], its route declares \["thing.create"\]/);
+    expect(await outcome(declared, randomUUID(), 2)).toMatch(/recorded audit entries \["thing.create","thing.create"\]/);
+    expect(await outcome(silent, randomUUID(), 0)).toBe('ok');
+    expect(await outcome(silent, randomUUID(), 1)).toMatch(/its route declares \[\]/);
+    // A client may send the same request id twice: only the entries of this request count.
+    const reused = randomUUID();
+    await entry(reused);
+    expect(await outcome(declared, reused, 1)).toBe('ok');
+    expect(await auditCheck(stack.apiDeps, { ...declared, method: 'get' }, reused)).toBeNull();
   });
 
   it('secret fields show as changed, with their values redacted', () => {
