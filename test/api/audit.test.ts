@@ -67,7 +67,7 @@ describe('audit log', () => {
     const entry = (requestId: string) => insertAuditEvent(stack.ds, {
       workspaceUuid: ws.uuid, actorType: 'system', actorUuid: null, source: 'api', action: 'thing.create', resourceType: 'thing', resourceUuid: null, diff: {}, requestId,
     });
-    const declared = route({ method: 'post', path: '/things', operation: 'projects.write', tag: 'things', audit: 'thing.create', handler: async () => undefined });
+    const declared = route({ method: 'post', path: '/things', operation: 'projects.write', tag: 'things', summary: 'a test route', audit: 'thing.create', handler: async () => undefined });
     const silent = { ...declared, audit: false as const };
     const outcome = async (r: typeof declared, requestId: string, writes: number) => {
       const check = (await auditCheck(stack.apiDeps, r, requestId))!;
