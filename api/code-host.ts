@@ -3,10 +3,12 @@ import Router from '@koa/router';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import type Koa from 'koa';
 import type { EntityManager } from 'typeorm';
+import { diffRecords } from '../domain/audit';
 import { branchMatches, previewAppName, previewKey } from '../domain/previews';
-import { one, rows } from '../entities/sql';
+import { insertAuditEvent } from '../entities/audit-events';
+import { one, rows, type Db } from '../entities/sql';
 import type { ApiDeps } from './context';
-import { assertResourceFitsProject, effectiveTarget, PREVIEW_OPERATION, previewWorkflowId, wakePreview } from './preview-envs';
+import { assertResourceFitsProject, effectiveTarget, PREVIEW_OPERATION, previewSnapshot, previewWorkflowId, wakePreview } from './preview-envs';
 import { Problem, badRequest, conflict } from './problem';
 
 /**
@@ -77,6 +79,13 @@ interface Source {
   sha: string;
 }
 
+/** Where a delivery came from, for its audit entry. */
+interface Origin {
+  requestId: string | null;
+  clientIp: string | null;
+  userAgent: string | null;
+}
+
 const str = (v: unknown): string => (typeof v === 'string' ? v : '');
 const ignored = (reason: string): HookOutcome => ({ result: 'ignored', reason });
 
@@ -100,7 +109,10 @@ export function codeHostRouter(deps: ApiDeps): Router {
       throw badRequest('the delivery body is not valid JSON');
     }
     if (payload === null || typeof payload !== 'object' || Array.isArray(payload)) throw badRequest('the delivery body is not a JSON object');
-    const outcome = await handle(deps, parent, ctx.get('X-GitHub-Event'), payload);
+    const origin: Origin = {
+      requestId: ctx.state.requestId ?? null, clientIp: ctx.ip || null, userAgent: (ctx.get('user-agent') || '').slice(0, 500) || null,
+    };
+    const outcome = await handle(deps, parent, origin, ctx.get('X-GitHub-Event'), payload);
     deps.logger.info({ appUuid: parent.uuid, event: ctx.get('X-GitHub-Event'), delivery: ctx.get('X-GitHub-Delivery'), ...outcome }, 'code-host delivery');
     ctx.status = outcome.result === 'pong' ? 200 : 202;
     ctx.body = outcome;
@@ -108,7 +120,26 @@ export function codeHostRouter(deps: ApiDeps): Router {
   return router;
 }
 
-async function handle(deps: ApiDeps, parent: ParentRow, event: string, p: Record<string, any>): Promise<HookOutcome> {
+/**
+ * The audit entry of a delivery that changed an environment, in the transaction of the change:
+ * the platform acting on the code host's behalf (actor system, source code-host). Its resource
+ * is the environment's own app uuid (preview_environments.app_uuid), fixed for the environment's
+ * life and the resource the preview routes record under too, so one environment's history reads
+ * under one uuid; the parent app's uuid is in the create entry's diff (parent_app_uuid). The diff
+ * covers the whole row (branch, head_sha, status, ...); a delivery whose diff is empty changed
+ * nothing and records nothing.
+ */
+async function auditDelivery(m: Db, parent: ParentRow, origin: Origin, action: string,
+  before: Record<string, unknown> | null, after: Record<string, unknown> | null): Promise<void> {
+  const diff = diffRecords(before, after);
+  if (Object.keys(diff).length === 0) return;
+  await insertAuditEvent(m, {
+    workspaceUuid: parent.workspace_uuid, actorType: 'system', actorUuid: null, source: 'code-host', action,
+    resourceType: 'preview', resourceUuid: (after ?? before)!.app_uuid as string, diff, ...origin,
+  });
+}
+
+async function handle(deps: ApiDeps, parent: ParentRow, origin: Origin, event: string, p: Record<string, any>): Promise<HookOutcome> {
   if (event === 'ping') return { result: 'pong' };
   if (event === 'pull_request') {
     const pr = p.pull_request;
@@ -119,7 +150,7 @@ async function handle(deps: ApiDeps, parent: ParentRow, event: string, p: Record
     const key = previewKey({ pullRequest: number });
     const action = str(p.action);
     // Closing always cleans up, even after previews were switched off.
-    if (action === 'closed') return destroy(deps, parent, key, { merged: pr.merged === true });
+    if (action === 'closed') return destroy(deps, parent, origin, key, { merged: pr.merged === true });
     if (!parent.enabled) return ignored('preview environments are disabled for this app');
     if (!parent.pull_requests) return ignored('pull requests do not trigger preview environments for this app');
     if (!['opened', 'reopened', 'synchronize', 'edited', 'ready_for_review'].includes(action)) {
@@ -130,7 +161,7 @@ async function handle(deps: ApiDeps, parent: ParentRow, event: string, p: Record
       url: str(pr.html_url), branch: str(pr.head?.ref), baseBranch: str(pr.base?.ref), sha: str(pr.head?.sha),
     };
     if (!source.branch || !/^[0-9a-f]{7,64}$/i.test(source.sha)) throw badRequest('pull_request.head needs ref and sha');
-    return upsert(deps, parent, source, { create: action !== 'edited' });
+    return upsert(deps, parent, origin, source, { create: action !== 'edited' });
   }
   if (event === 'push') {
     const ref = str(p.ref);
@@ -138,7 +169,7 @@ async function handle(deps: ApiDeps, parent: ParentRow, event: string, p: Record
     const branch = ref.slice('refs/heads/'.length);
     const key = previewKey({ branch });
     // A deleted branch always cleans up its environment.
-    if (p.deleted === true) return destroy(deps, parent, key, null);
+    if (p.deleted === true) return destroy(deps, parent, origin, key, null);
     if (!parent.enabled) return ignored('preview environments are disabled for this app');
     if (!parent.branch_patterns.some((pattern) => branchMatches(pattern, branch))) return ignored(`branch ${branch} matches no trigger pattern`);
     const byPr = await one<{ pull_request_number: number }>(deps.dataSource,
@@ -147,7 +178,7 @@ async function handle(deps: ApiDeps, parent: ParentRow, event: string, p: Record
     if (byPr) return ignored(`branch ${branch} is previewed by pull request #${byPr.pull_request_number}`);
     const sha = str(p.after);
     if (!/^[0-9a-f]{7,64}$/i.test(sha)) throw badRequest('a push delivery needs after (the head commit)');
-    return upsert(deps, parent, {
+    return upsert(deps, parent, origin, {
       key, pullRequest: null, title: '', author: str(p.pusher?.name ?? p.sender?.login), url: '', branch,
       baseBranch: str(p.repository?.default_branch), sha,
     }, { create: true });
@@ -156,7 +187,7 @@ async function handle(deps: ApiDeps, parent: ParentRow, event: string, p: Record
 }
 
 /** A new environment (creating, its workflow enqueued) or a new head commit for one (updating). */
-async function upsert(deps: ApiDeps, parent: ParentRow, s: Source, options: { create: boolean }): Promise<HookOutcome> {
+async function upsert(deps: ApiDeps, parent: ParentRow, origin: Origin, s: Source, options: { create: boolean }): Promise<HookOutcome> {
   const result = await deps.dataSource.transaction(async (m) => {
     await m.query(`SELECT 1 FROM apps WHERE uuid = $1 FOR UPDATE`, [parent.uuid]);
     const existing = await one<{ id: number; status: string; head_sha: string }>(m,
@@ -164,6 +195,7 @@ async function upsert(deps: ApiDeps, parent: ParentRow, s: Source, options: { cr
     if (existing) {
       if (existing.status === 'destroying') throw conflict('this preview environment is being destroyed; deliver the event again once it is gone');
       const newCommit = existing.head_sha !== s.sha;
+      const before = await previewSnapshot(m, existing.id);
       await m.query(
         `UPDATE preview_environments SET pull_request_title = $2, pull_request_author = $3, pull_request_url = $4, base_branch = $5,
                 pull_request_state = 'open', updated_at = now(),
@@ -173,10 +205,11 @@ async function upsert(deps: ApiDeps, parent: ParentRow, s: Source, options: { cr
                 status = CASE WHEN $7::int = 1 AND status IN ('active', 'failed') THEN 'updating' ELSE status END
           WHERE id = $1`,
         [existing.id, s.title, s.author, s.url, s.baseBranch, s.sha, newCommit ? 1 : 0, parent.lifetime_hours]);
+      await auditDelivery(m, parent, origin, 'preview.update', before, await previewSnapshot(m, existing.id));
       return { outcome: { result: 'updated', preview_environment_id: existing.id } as HookOutcome, wake: newCommit, op: null };
     }
     if (!options.create) return { outcome: ignored('no preview environment for this pull request'), wake: false, op: null };
-    return { ...(await create(deps, m, parent, s)), wake: false };
+    return { ...(await create(deps, m, parent, origin, s)), wake: false };
   });
   if (result.op) await deps.outbox.dispatch(result.op);
   if (result.wake) await wakePreview(deps, parent.uuid, s.key);
@@ -198,7 +231,7 @@ async function previousRunActive(deps: ApiDeps, parentAppUuid: string, key: stri
   }
 }
 
-async function create(deps: ApiDeps, m: EntityManager, parent: ParentRow, s: Source): Promise<{ outcome: HookOutcome; op: string }> {
+async function create(deps: ApiDeps, m: EntityManager, parent: ParentRow, origin: Origin, s: Source): Promise<{ outcome: HookOutcome; op: string }> {
   if (await previousRunActive(deps, parent.uuid, s.key)) {
     throw conflict('the previous preview environment of this pull request or branch is still being removed; deliver the event again in a moment');
   }
@@ -222,17 +255,25 @@ async function create(deps: ApiDeps, m: EntityManager, parent: ParentRow, s: Sou
     operation: PREVIEW_OPERATION, workflowType: 'previewEnvironment', workspaceUuid: parent.workspace_uuid, resourceUuid: parent.uuid,
     subId: s.key, args: [{ workspaceUuid: parent.workspace_uuid, parentAppUuid: parent.uuid, key: s.key }],
   });
+  await auditDelivery(m, parent, origin, 'preview.create', null, await previewSnapshot(m, row.id));
   return { outcome: { result: 'created', preview_environment_id: row.id }, op: op.uuid };
 }
 
 /** Closed or merged pull request, deleted branch: -> destroying. */
-async function destroy(deps: ApiDeps, parent: ParentRow, key: string, pr: { merged: boolean } | null): Promise<HookOutcome> {
-  const [row] = await rows<{ id: number }>(deps.dataSource,
-    `UPDATE preview_environments SET status = 'destroying', updated_at = now(),
-            pull_request_state = CASE WHEN $3::boolean THEN 'closed' ELSE pull_request_state END,
-            pull_request_merged = CASE WHEN $3::boolean THEN $4::boolean ELSE pull_request_merged END,
-            closed_at = CASE WHEN $3::boolean THEN now() ELSE closed_at END
-      WHERE parent_app_uuid = $1 AND key = $2 RETURNING id`, [parent.uuid, key, pr !== null, pr?.merged ?? false]);
+async function destroy(deps: ApiDeps, parent: ParentRow, origin: Origin, key: string, pr: { merged: boolean } | null): Promise<HookOutcome> {
+  const row = await deps.dataSource.transaction(async (m) => {
+    const found = await one<{ id: number }>(m, `SELECT id FROM preview_environments WHERE parent_app_uuid = $1 AND key = $2 FOR UPDATE`, [parent.uuid, key]);
+    if (!found) return undefined;
+    const before = await previewSnapshot(m, found.id);
+    await m.query(
+      `UPDATE preview_environments SET status = 'destroying', updated_at = now(),
+              pull_request_state = CASE WHEN $2::boolean THEN 'closed' ELSE pull_request_state END,
+              pull_request_merged = CASE WHEN $2::boolean THEN $3::boolean ELSE pull_request_merged END,
+              closed_at = CASE WHEN $2::boolean THEN now() ELSE closed_at END
+        WHERE id = $1`, [found.id, pr !== null, pr?.merged ?? false]);
+    await auditDelivery(m, parent, origin, 'preview.destroy', before, await previewSnapshot(m, found.id));
+    return found;
+  });
   if (!row) return ignored('no preview environment to destroy');
   await wakePreview(deps, parent.uuid, key);
   return { result: 'destroying', preview_environment_id: row.id };

@@ -1,6 +1,7 @@
 import type { EntityManager } from 'typeorm';
 import { PREVIEW_WAKE_SIGNAL, resourceProjectProblem } from '../domain/previews';
 import { workflowIdOf } from '../domain/search-attributes';
+import { one, type Db } from '../entities/sql';
 import type { ApiDeps } from './context';
 import { unprocessable } from './problem';
 
@@ -11,6 +12,16 @@ export const PREVIEW_OPERATION = 'preview';
 export const PREVIEW_COLUMNS = `id, status, app_uuid, app_name, url, pull_request_number, pull_request_title, pull_request_author,
   pull_request_state, pull_request_url, pull_request_merged, branch, base_branch, commit_sha, deployment_error,
   last_commit_at, last_deployed_at, closed_at, expires_at, created_at, updated_at`;
+
+/**
+ * A preview environment row as a plain JSON snapshot for audit diffs (within the caller's
+ * transaction). Preview audit entries (API and code host) name the environment by its own
+ * app uuid (`app_uuid`): fixed for the environment's life and shown by the API.
+ */
+export async function previewSnapshot(db: Db, id: number): Promise<Record<string, unknown> | null> {
+  const row = await one<{ s: Record<string, unknown> }>(db, `SELECT to_jsonb(p) AS s FROM preview_environments p WHERE id = $1`, [id]);
+  return row?.s ?? null;
+}
 
 export function previewWorkflowId(parentAppUuid: string, key: string): string {
   return workflowIdOf(PREVIEW_OPERATION, parentAppUuid, key);

@@ -2,8 +2,9 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import type { EntityManager } from 'typeorm';
 import * as yup from 'yup';
 import { dnsTargetOf, domainNameProblem, isUnder, wwwRoot } from '../../domain/domains';
-import { one, rows } from '../../entities/sql';
+import { one } from '../../entities/sql';
 import { findApp, type AppScope } from '../app-scope';
+import { recordAudit, snapshot } from '../audit';
 import { offsetOf, setPageHeaders, type Page } from '../pagination';
 import { conflict, notFound, unprocessable } from '../problem';
 import { route, type RouteContext } from '../route';
@@ -83,7 +84,7 @@ export const domainRoutes = [
     },
   }),
   route<{ uuid: string }, {}, DomainBody>({
-    method: 'post', path: '/apps/{uuid}/domains', operation: 'apps.domains', tag: TAG, status: 201, body: domainBody,
+    method: 'post', path: '/apps/{uuid}/domains', operation: 'apps.domains', tag: TAG, status: 201, body: domainBody, audit: 'domain.create',
     summary: 'Add a custom domain (pending, with a verification_token to publish as TXT at _platformapp-verify.<domain>)',
     response: domainSchema,
     async handler(ctx) {
@@ -97,6 +98,7 @@ export const domainRoutes = [
           `INSERT INTO domains (uuid, workspace_uuid, app_uuid, name, verification_status, verification_token, dns_target)
            VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${DOMAIN_COLUMNS}`,
           [uuid, ctx.caller.workspaceUuid, app.uuid, name, start.status, start.token, start.target]).catch((e) => uniqueViolation(e, name));
+        await recordAudit(m, ctx, { resourceUuid: uuid, before: null, after: await snapshot(m, 'domains', uuid) });
         ctx.koa.set('Location', `/api/v1/apps/${app.uuid}/domains/${uuid}`);
         return domainView(row!);
       });
@@ -111,7 +113,7 @@ export const domainRoutes = [
     },
   }),
   route<{ uuid: string; domain_uuid: string }, {}, DomainBody>({
-    method: 'put', path: '/apps/{uuid}/domains/{domain_uuid}', operation: 'apps.domains', tag: TAG, body: domainBody,
+    method: 'put', path: '/apps/{uuid}/domains/{domain_uuid}', operation: 'apps.domains', tag: TAG, body: domainBody, audit: 'domain.update',
     summary: 'Rename a custom domain; a new name needs verifying again (409 while a check is in progress)',
     response: domainSchema,
     async handler(ctx) {
@@ -119,7 +121,11 @@ export const domainRoutes = [
       return ctx.deps.dataSource.transaction(async (m) => {
         const app = await findApp(ctx, ctx.params.uuid, m);
         const domain = await findDomain(app, ctx.params.domain_uuid, m, true);
-        if (domain.name === name) return domainView(domain);
+        const before = await snapshot(m, 'domains', domain.uuid);
+        if (domain.name === name) {
+          await recordAudit(m, ctx, { resourceUuid: domain.uuid, before, after: before });
+          return domainView(domain);
+        }
         if (domain.verification_status === 'in_progress') {
           throw conflict('verification of this domain is in progress; wait for it to finish (or delete the domain) before renaming it');
         }
@@ -130,23 +136,27 @@ export const domainRoutes = [
                   check_attempts = 0, last_check_error = NULL, last_checked_at = NULL, updated_at = now()
             WHERE uuid = $1 RETURNING ${DOMAIN_COLUMNS}`,
           [domain.uuid, name, start.status, start.token, start.target]).catch((e) => uniqueViolation(e, name));
+        await recordAudit(m, ctx, { resourceUuid: domain.uuid, before, after: await snapshot(m, 'domains', domain.uuid) });
         return domainView(row!);
       });
     },
   }),
   route<{ uuid: string; domain_uuid: string }>({
-    method: 'delete', path: '/apps/{uuid}/domains/{domain_uuid}', operation: 'apps.domains', tag: TAG, status: 204,
+    method: 'delete', path: '/apps/{uuid}/domains/{domain_uuid}', operation: 'apps.domains', tag: TAG, status: 204, audit: 'domain.delete',
     summary: 'Remove a custom domain (a verification in progress stops at its next check)',
     async handler(ctx) {
-      const app = await findApp(ctx, ctx.params.uuid);
-      const deleted = await rows(ctx.deps.dataSource, `DELETE FROM domains WHERE uuid = $1 AND app_uuid = $2 RETURNING uuid`,
-        [ctx.params.domain_uuid, app.uuid]);
-      if (deleted.length === 0) throw notFound('domain');
-      return undefined;
+      return ctx.deps.dataSource.transaction(async (m) => {
+        const app = await findApp(ctx, ctx.params.uuid, m);
+        const domain = await findDomain(app, ctx.params.domain_uuid, m, true);
+        const before = await snapshot(m, 'domains', domain.uuid);
+        await m.query(`DELETE FROM domains WHERE uuid = $1`, [domain.uuid]);
+        await recordAudit(m, ctx, { resourceUuid: domain.uuid, before, after: null });
+        return undefined;
+      });
     },
   }),
   route<{ uuid: string; domain_uuid: string }>({
-    method: 'post', path: '/apps/{uuid}/domains/{domain_uuid}/verify', operation: 'apps.domains', tag: TAG,
+    method: 'post', path: '/apps/{uuid}/domains/{domain_uuid}/verify', operation: 'apps.domains', tag: TAG, audit: 'domain.verify',
     summary: 'Re-run DNS verification (no body): pending or failed moves to in_progress and is checked asynchronously; '
       + 'a verified domain, or one that needs no verification, is returned unchanged and nothing is scheduled',
     response: domainSchema,
@@ -154,7 +164,11 @@ export const domainRoutes = [
       const { domain, operation } = await ctx.deps.dataSource.transaction(async (m) => {
         const app = await findApp(ctx, ctx.params.uuid, m);
         const found = await findDomain(app, ctx.params.domain_uuid, m, true);
+        const before = await snapshot(m, 'domains', found.uuid);
+        // It writes the row and starts a verification workflow, so it is a change; an accepted
+        // request that finds nothing to check still records its (empty) entry.
         if (found.verification_status !== 'pending' && found.verification_status !== 'failed') {
+          await recordAudit(m, ctx, { resourceUuid: found.uuid, before, after: before });
           return { domain: found, operation: null };
         }
         const updated = await one<DomainRow>(m,
@@ -164,6 +178,7 @@ export const domainRoutes = [
           operation: 'domain-verify', workflowType: 'domainVerify', workspaceUuid: ctx.caller.workspaceUuid,
           resourceUuid: found.uuid, args: [{ domainUuid: found.uuid }],
         });
+        await recordAudit(m, ctx, { resourceUuid: found.uuid, before, after: await snapshot(m, 'domains', found.uuid) });
         return { domain: updated!, operation: op };
       });
       if (operation) await ctx.deps.outbox.dispatch(operation.uuid);

@@ -4,8 +4,9 @@ import { branchPatternProblem, MAX_LIFETIME_HOURS, PREVIEW_STATUSES } from '../.
 import { one, rows } from '../../entities/sql';
 import { findApp } from '../app-scope';
 import { assertProjectVisible } from '../access';
+import { recordAudit } from '../audit';
 import { offsetOf, setPageHeaders, type Page } from '../pagination';
-import { assertResourceFitsProject, effectiveTarget, PREVIEW_COLUMNS, wakePreview } from '../preview-envs';
+import { assertResourceFitsProject, effectiveTarget, PREVIEW_COLUMNS, previewSnapshot, wakePreview } from '../preview-envs';
 import { conflict, notFound, unprocessable } from '../problem';
 import { route } from '../route';
 import { arr, bool, int, obj, oneOf, str, uuid } from '../schemas/common';
@@ -35,6 +36,10 @@ const idParams = yup.object({ uuid: uuid().required(), id: yup.number().integer(
 const CONFIG_COLUMNS = `app_uuid, enabled, pull_requests, branch_patterns, resource_uuid, project_uuid, use_parent_image, lifetime_hours,
   webhook_secret_sealed, created_at, updated_at`;
 
+function configRecord(row: PreviewConfigRow | undefined): Record<string, unknown> | null {
+  return row ? JSON.parse(JSON.stringify(row)) : null;
+}
+
 /** A code-host webhook secret: 32 random bytes, hex (GitHub takes any string). */
 function newSecret(): string {
   return randomBytes(32).toString('hex');
@@ -53,6 +58,7 @@ export const previewRoutes = [
   }),
   route<{ uuid: string }, {}, ConfigBody>({
     method: 'put', path: '/apps/{uuid}/preview_environments/config', operation: 'previews.config', tag: TAG, body: configBody,
+    audit: 'preview_settings.update',
     summary: 'Update the preview environment configuration (fields sent change, others stay). The code-host webhook secret is '
       + 'generated on the first update (or with rotate_webhook_secret) and shown in that response only. While enabled, a '
       + 'resource assigned to projects other than the target project is refused with 422',
@@ -62,8 +68,8 @@ export const previewRoutes = [
       return ctx.deps.dataSource.transaction(async (m) => {
         const app = await findApp(ctx, ctx.params.uuid, m, true);
         if (app.preview_parent_uuid) throw unprocessable('a preview environment\'s app cannot have preview environments of its own');
-        const current = await one<PreviewConfigRow>(m, `SELECT ${CONFIG_COLUMNS} FROM preview_configs WHERE app_uuid = $1 FOR UPDATE`, [app.uuid])
-          ?? defaultPreviewConfig(app.uuid);
+        const stored = await one<PreviewConfigRow>(m, `SELECT ${CONFIG_COLUMNS} FROM preview_configs WHERE app_uuid = $1 FOR UPDATE`, [app.uuid]);
+        const current = stored ?? defaultPreviewConfig(app.uuid);
         const next: PreviewConfigRow = {
           ...current,
           enabled: b.enabled ?? current.enabled,
@@ -98,6 +104,8 @@ export const previewRoutes = [
            RETURNING ${CONFIG_COLUMNS}`,
           [app.uuid, ctx.caller.workspaceUuid, next.enabled, next.pull_requests, next.branch_patterns, next.resource_uuid,
             next.project_uuid, next.use_parent_image, next.lifetime_hours, sealed]);
+        // Resource: the app whose settings these are; a new or rotated webhook secret shows as a redacted change.
+        await recordAudit(m, ctx, { resourceUuid: app.uuid, before: configRecord(stored), after: configRecord(saved) });
         return previewConfigView(saved!, ctx.koa.origin, secret);
       });
     },
@@ -132,20 +140,28 @@ export const previewRoutes = [
   }),
   route<{ uuid: string; id: number }>({
     method: 'delete', path: '/apps/{uuid}/preview_environments/{id}', operation: 'previews.delete', tag: TAG, params: idParams, status: 202,
+    audit: 'preview.delete',
     summary: 'Delete a preview environment: it moves to destroying, its app is removed, then it is gone (poll GET until 404)',
     response: previewSchema,
     async handler(ctx) {
       const app = await findApp(ctx, ctx.params.uuid);
-      const [row] = await rows<PreviewRow & { key: string }>(ctx.deps.dataSource,
-        `UPDATE preview_environments SET status = 'destroying', updated_at = now() WHERE id = $1 AND parent_app_uuid = $2
-          RETURNING key, ${PREVIEW_COLUMNS}`, [ctx.params.id, app.uuid]);
-      if (!row) throw notFound('preview environment');
+      const row = await ctx.deps.dataSource.transaction(async (m) => {
+        const before = await one<{ s: Record<string, unknown> }>(m,
+          `SELECT to_jsonb(p) AS s FROM preview_environments p WHERE id = $1 AND parent_app_uuid = $2 FOR UPDATE`, [ctx.params.id, app.uuid]);
+        if (!before) throw notFound('preview environment');
+        const [updated] = await rows<PreviewRow & { key: string }>(m,
+          `UPDATE preview_environments SET status = 'destroying', updated_at = now() WHERE id = $1 RETURNING key, ${PREVIEW_COLUMNS}`, [ctx.params.id]);
+        // A state change (destroying), so the entry shows the row's new snapshot rather than null.
+        await recordAudit(m, ctx, { resourceUuid: updated!.app_uuid, before: before.s, after: await previewSnapshot(m, ctx.params.id) });
+        return updated!;
+      });
       await wakePreview(ctx.deps, app.uuid, row.key);
       return previewView(row);
     },
   }),
   route<{ uuid: string; id: number }>({
     method: 'post', path: '/apps/{uuid}/preview_environments/{id}/redeploy', operation: 'previews.redeploy', tag: TAG, params: idParams,
+    audit: 'preview.redeploy',
     status: 202, summary: 'Redeploy the head commit of a preview environment (updating, then active or failed)', response: previewSchema,
     async handler(ctx) {
       const app = await findApp(ctx, ctx.params.uuid);
@@ -154,10 +170,12 @@ export const previewRoutes = [
           `SELECT status, key FROM preview_environments WHERE id = $1 AND parent_app_uuid = $2 FOR UPDATE`, [ctx.params.id, app.uuid]);
         if (!found) throw notFound('preview environment');
         if (found.status === 'destroying') throw conflict('the preview environment is being destroyed');
+        const before = await previewSnapshot(m, ctx.params.id);
         const [updated] = await rows<PreviewRow>(m,
           `UPDATE preview_environments SET generation = generation + 1, updated_at = now(),
                   status = CASE WHEN status IN ('active', 'failed') THEN 'updating' ELSE status END
             WHERE id = $1 RETURNING ${PREVIEW_COLUMNS}`, [ctx.params.id]);
+        await recordAudit(m, ctx, { resourceUuid: updated!.app_uuid, before, after: await previewSnapshot(m, ctx.params.id) });
         return { row: updated!, key: found.key };
       });
       await wakePreview(ctx.deps, app.uuid, key);

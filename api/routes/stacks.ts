@@ -10,6 +10,7 @@ import { BerthOperation, BerthResource, BerthWorkspace } from '../../domain/sear
 import { STACK_NAME, VARIABLE_NAME } from '../../domain/stacks';
 import { one, rows } from '../../entities/sql';
 import { assertProjectVisible, visibleProjectsClause } from '../access';
+import { recordAudit, snapshot } from '../audit';
 import { offsetOf, setPageHeaders, type Page } from '../pagination';
 import { checkPlacement, checkProject } from '../placement';
 import { conflict, notFound, Problem, unprocessable } from '../problem';
@@ -138,7 +139,7 @@ async function startDeployment(ctx: Ctx, m: EntityManager, stackUuid: string) {
 
 export const stackRoutes = [
   route<{}, {}, yup.InferType<typeof analyzeBody>>({
-    method: 'post', path: '/stacks/analyze', operation: 'stacks.write', tag: TAG,
+    method: 'post', path: '/stacks/analyze', operation: 'stacks.write', tag: TAG, audit: false,
     summary: 'Clone a Git repository and analyze its compose file: services, managed add-ons, volumes, required variables and warnings. Creates nothing',
     body: analyzeBody, response: analyzeSchema,
     async handler(ctx) {
@@ -164,7 +165,7 @@ export const stackRoutes = [
     },
   }),
   route<{}, {}, yup.InferType<typeof createBody>>({
-    method: 'post', path: '/stacks', operation: 'stacks.write', tag: TAG, status: 201,
+    method: 'post', path: '/stacks', operation: 'stacks.write', tag: TAG, status: 201, audit: 'stack.create',
     summary: 'Create a stack from a compose file (values for every required variable) and start its first deployment',
     body: createBody, response: stackSchema,
     async handler(ctx) {
@@ -189,6 +190,7 @@ export const stackRoutes = [
             b.auto_deploy_enabled ?? false, b.credential_id ?? null, JSON.stringify(result.manifest), ctx.deps.secretBox.seal(JSON.stringify(values))]);
         if (!row) throw conflict(`a stack named "${b.name}" already exists in this workspace`);
         const op = await startDeployment(ctx, m, uuid);
+        await recordAudit(m, ctx, { resourceUuid: uuid, before: null, after: await snapshot(m, 'stacks', uuid) });
         return { stack: await view(ctx, m, uuid), operation: op };
       });
       await ctx.deps.outbox.dispatch(operation.uuid);
@@ -204,20 +206,22 @@ export const stackRoutes = [
     },
   }),
   route<{ uuid: string }, {}, yup.InferType<typeof updateBody>>({
-    method: 'put', path: '/stacks/{uuid}', operation: 'stacks.write', tag: TAG,
+    method: 'put', path: '/stacks/{uuid}', operation: 'stacks.write', tag: TAG, audit: 'stack.update',
     summary: 'Update a stack\'s label or project (the codename is fixed)', body: updateBody, response: stackSchema,
     async handler(ctx) {
       return ctx.deps.dataSource.transaction(async (m) => {
         const s = await findStack(ctx, ctx.params.uuid, m, true);
         if (ctx.body.project_id) await checkPlacement(ctx, m, { resourceId: s.resource_uuid, projectId: ctx.body.project_id });
+        const before = await snapshot(m, 'stacks', s.uuid);
         await m.query(`UPDATE stacks SET label = $2, project_id = $3, updated_at = now() WHERE uuid = $1`,
           [s.uuid, ctx.body.label ?? s.label, ctx.body.project_id === undefined ? s.project_id : ctx.body.project_id]);
+        await recordAudit(m, ctx, { resourceUuid: s.uuid, before, after: await snapshot(m, 'stacks', s.uuid) });
         return view(ctx, m, s.uuid);
       });
     },
   }),
   route<{ uuid: string }, {}, yup.InferType<typeof deploymentBody>>({
-    method: 'put', path: '/stacks/{uuid}/deployment', operation: 'stacks.write', tag: TAG,
+    method: 'put', path: '/stacks/{uuid}/deployment', operation: 'stacks.write', tag: TAG, audit: 'stack.update_deployment',
     summary: 'Update the tracked branch, auto-deploy, repository and stored credential (credential_id); the next deployment uses them',
     body: deploymentBody, response: stackSchema,
     async handler(ctx) {
@@ -226,25 +230,30 @@ export const stackRoutes = [
       await checkCredential(ctx, b.credential_id);
       return ctx.deps.dataSource.transaction(async (m) => {
         const s = await findStack(ctx, ctx.params.uuid, m, true);
+        const before = await snapshot(m, 'stacks', s.uuid);
         await m.query(`UPDATE stacks SET branch = $2, auto_deploy_enabled = $3, repository = $4, credential_id = $5, updated_at = now() WHERE uuid = $1`,
           [s.uuid, b.branch ?? s.branch, b.auto_deploy_enabled ?? s.auto_deploy_enabled, url ?? s.repository, b.credential_id === undefined ? s.credential_id : b.credential_id]);
+        await recordAudit(m, ctx, { resourceUuid: s.uuid, before, after: await snapshot(m, 'stacks', s.uuid) });
         return view(ctx, m, s.uuid);
       });
     },
   }),
   route<{ uuid: string }, {}, yup.InferType<typeof redeployBody>>({
-    method: 'post', path: '/stacks/{uuid}/deployments', operation: 'stacks.write', tag: TAG, status: 202,
+    method: 'post', path: '/stacks/{uuid}/deployments', operation: 'stacks.write', tag: TAG, status: 202, audit: 'stack.deploy',
     summary: 'Deploy the tracked branch again (optionally with new variable values); 409 while a deployment runs',
     body: redeployBody, response: stackSchema,
     async handler(ctx) {
       const { stack, operation } = await ctx.deps.dataSource.transaction(async (m) => {
         const s = await findStack(ctx, ctx.params.uuid, m, true);
+        const before = await snapshot(m, 'stacks', s.uuid);
         if (ctx.body.variables) {
           const [row] = await m.query(`SELECT variables_sealed FROM stacks WHERE uuid = $1`, [s.uuid]);
           const merged = { ...JSON.parse(ctx.deps.secretBox.open(row.variables_sealed)), ...ctx.body.variables };
           await m.query(`UPDATE stacks SET variables_sealed = $2, updated_at = now() WHERE uuid = $1`, [s.uuid, ctx.deps.secretBox.seal(JSON.stringify(merged))]);
         }
         const op = await startDeployment(ctx, m, s.uuid);
+        // The diff shows new variable values as a redacted variables_sealed change; a plain redeploy's diff is empty.
+        await recordAudit(m, ctx, { resourceUuid: s.uuid, before, after: await snapshot(m, 'stacks', s.uuid) });
         return { stack: await view(ctx, m, s.uuid), operation: op };
       });
       await ctx.deps.outbox.dispatch(operation.uuid);
@@ -252,7 +261,7 @@ export const stackRoutes = [
     },
   }),
   route<{ uuid: string }>({
-    method: 'delete', path: '/stacks/{uuid}', operation: 'stacks.write', tag: TAG, status: 204,
+    method: 'delete', path: '/stacks/{uuid}', operation: 'stacks.write', tag: TAG, status: 204, audit: 'stack.delete',
     summary: 'Delete a stack with its services (its apps and add-on items); 409 while a deployment runs',
     async handler(ctx) {
       const operation = await ctx.deps.dataSource.transaction(async (m) => {
@@ -261,9 +270,11 @@ export const stackRoutes = [
         if (running) throw conflict('a deployment of this stack is in progress; delete it when it has finished');
         const items = await rows<{ uuid: string }>(m, `SELECT uuid FROM stack_items WHERE stack_uuid = $1`, [s.uuid]);
         const uuids = items.map((i) => i.uuid);
+        const before = await snapshot(m, 'stacks', s.uuid);
         await m.query(`DELETE FROM resource_allocations WHERE owner_uuid = ANY($1::uuid[])`, [uuids]);
         await m.query(`DELETE FROM apps WHERE uuid = ANY($1::uuid[])`, [uuids]);
         await m.query(`DELETE FROM stacks WHERE uuid = $1`, [s.uuid]);
+        await recordAudit(m, ctx, { resourceUuid: s.uuid, before, after: null });
         return ctx.deps.outbox.enqueue(m, {
           operation: 'stack-delete', workflowType: 'stackCleanup', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: s.uuid,
           args: [{ itemUuids: uuids }],

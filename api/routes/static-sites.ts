@@ -5,6 +5,7 @@ import { BRANCH, normalizeRepositoryUrl } from '../../domain/git-urls';
 import { publishDirectoryProblem, SITE_NAME, siteHost } from '../../domain/static-sites';
 import { one, rows } from '../../entities/sql';
 import { assertProjectVisible, visibleProjectsClause } from '../access';
+import { recordAudit, snapshot } from '../audit';
 import { offsetOf, setPageHeaders, type Page } from '../pagination';
 import { checkProject } from '../placement';
 import { conflict, notFound, Problem, unprocessable } from '../problem';
@@ -84,7 +85,7 @@ export const staticSiteRoutes = [
     },
   }),
   route<{}, {}, yup.InferType<typeof createBody>>({
-    method: 'post', path: '/static_sites', operation: 'static_sites.create', tag: TAG, status: 201,
+    method: 'post', path: '/static_sites', operation: 'static_sites.create', tag: TAG, status: 201, audit: 'static_site.create',
     summary: 'Create a static site served under its name (no suffix); with a deployment_config its first deployment follows provisioning',
     body: createBody, response: siteSchema,
     async handler(ctx) {
@@ -113,6 +114,7 @@ export const staticSiteRoutes = [
           operation: 'static-site-provision', workflowType: 'staticSiteProvision', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: uuid,
           args: [{ workspaceUuid: ctx.caller.workspaceUuid, siteUuid: uuid, deploymentUuid }],
         });
+        await recordAudit(m, ctx, { resourceUuid: uuid, before: null, after: await snapshot(m, 'static_sites', uuid) });
         return { site: siteView(await findSite(ctx, uuid, m), ctx.deps.config.sitesDomain), operation: op };
       });
       await ctx.deps.outbox.dispatch(operation.uuid);
@@ -128,21 +130,23 @@ export const staticSiteRoutes = [
     },
   }),
   route<{ uuid: string }, {}, yup.InferType<typeof updateBody>>({
-    method: 'put', path: '/static/{uuid}', operation: 'static_sites.update', tag: TAG,
+    method: 'put', path: '/static/{uuid}', operation: 'static_sites.update', tag: TAG, audit: 'static_site.update',
     summary: 'Update a static site\'s label or move it to another project; the served name is fixed',
     body: updateBody, response: siteSchema,
     async handler(ctx) {
       return ctx.deps.dataSource.transaction(async (m) => {
         const s = await findSite(ctx, ctx.params.uuid, m, true);
         if (ctx.body.project_id) await checkProject(ctx, m, ctx.body.project_id);
+        const before = await snapshot(m, 'static_sites', s.uuid);
         await m.query(`UPDATE static_sites SET label = $2, project_id = $3, updated_at = now() WHERE uuid = $1`,
           [s.uuid, ctx.body.label ?? s.label, ctx.body.project_id === undefined ? s.project_id : ctx.body.project_id]);
+        await recordAudit(m, ctx, { resourceUuid: s.uuid, before, after: await snapshot(m, 'static_sites', s.uuid) });
         return siteView(await findSite(ctx, s.uuid, m), ctx.deps.config.sitesDomain);
       });
     },
   }),
   route<{ uuid: string }, {}, Source>({
-    method: 'put', path: '/static_sites/{uuid}/deployment', operation: 'static_sites.update', tag: TAG, status: 202,
+    method: 'put', path: '/static_sites/{uuid}/deployment', operation: 'static_sites.update', tag: TAG, status: 202, audit: 'static_site.deploy',
     summary: 'Change the content source and build settings (repository, branch, build_command, publish_directory, credential_id) and deploy',
     body: deploymentConfig, response: siteSchema,
     async handler(ctx) {
@@ -154,6 +158,7 @@ export const staticSiteRoutes = [
         if (s.state === 'pending') throw conflict('the site is still being provisioned; try again when it is assigned');
         const busy = await one(m, `SELECT 1 FROM static_site_deployments WHERE site_uuid = $1 AND state IN ('pending', 'running')`, [s.uuid]);
         if (busy) throw conflict('a deployment of this site is in progress');
+        const before = await snapshot(m, 'static_sites', s.uuid);
         await m.query(`UPDATE static_sites SET deployment_config = $2, credential_id = $3, updated_at = now() WHERE uuid = $1`,
           [s.uuid, JSON.stringify(source.config), source.credentialId]);
         const deploymentUuid = randomUUID();
@@ -162,6 +167,7 @@ export const staticSiteRoutes = [
           operation: 'static-site-deploy', workflowType: 'staticSiteDeploy', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: s.uuid, subId: deploymentUuid,
           args: [{ workspaceUuid: ctx.caller.workspaceUuid, siteUuid: s.uuid, deploymentUuid }],
         });
+        await recordAudit(m, ctx, { resourceUuid: s.uuid, before, after: await snapshot(m, 'static_sites', s.uuid) });
         return { site: siteView(await findSite(ctx, s.uuid, m), ctx.deps.config.sitesDomain), operation: op };
       });
       await ctx.deps.outbox.dispatch(operation.uuid);
@@ -182,13 +188,15 @@ export const staticSiteRoutes = [
     },
   }),
   route<{ uuid: string }>({
-    method: 'delete', path: '/static_sites/{uuid}', operation: 'static_sites.delete', tag: TAG, status: 204,
+    method: 'delete', path: '/static_sites/{uuid}', operation: 'static_sites.delete', tag: TAG, status: 204, audit: 'static_site.delete',
     summary: 'Delete a static site: its route is removed and its content deleted',
     async handler(ctx) {
       const operation = await ctx.deps.dataSource.transaction(async (m) => {
         const s = await findSite(ctx, ctx.params.uuid, m, true);
-        const [{ content_bucket: bucket }] = await m.query(`SELECT content_bucket FROM static_sites WHERE uuid = $1`, [s.uuid]);
+        const before = await snapshot(m, 'static_sites', s.uuid);
+        const bucket = before!.content_bucket as string;
         await m.query(`DELETE FROM static_sites WHERE uuid = $1`, [s.uuid]);
+        await recordAudit(m, ctx, { resourceUuid: s.uuid, before, after: null });
         return ctx.deps.outbox.enqueue(m, {
           operation: 'static-site-delete', workflowType: 'storageCleanup', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: s.uuid,
           args: [{ bucketName: bucket, accessKey: null, siteHost: siteHost(s.name, ctx.deps.config.sitesDomain) }],
