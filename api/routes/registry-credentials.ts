@@ -132,10 +132,12 @@ export const registryCredentialRoutes = [
     summary: 'Delete a container registry credential',
     async handler(ctx) {
       await ctx.deps.dataSource.transaction(async (m) => {
-        const found = await find(ctx, ctx.params.uuid, m);
-        const before = await snapshot(m, 'container_registry_credentials', found.uuid);
-        await m.query(`DELETE FROM container_registry_credentials WHERE uuid = $1`, [found.uuid]);
-        await recordAudit(m, ctx, { resourceUuid: found.uuid, before, after: null });
+        // The row as it was, from the delete itself: of two concurrent deletes, the second finds nothing (404).
+        const [deleted] = await rows<{ s: Record<string, unknown> }>(m,
+          `DELETE FROM container_registry_credentials t WHERE uuid = $1 AND workspace_uuid = $2 RETURNING to_jsonb(t) AS s`,
+          [ctx.params.uuid, ctx.caller.workspaceUuid]);
+        if (!deleted) throw notFound('container registry credential');
+        await recordAudit(m, ctx, { resourceUuid: deleted.s.uuid as string, before: deleted.s, after: null });
       });
       return undefined;
     },

@@ -160,10 +160,11 @@ export const webhookRoutes = [
     summary: 'Delete a webhook and its delivery history (deliveries in flight stop)',
     async handler(ctx) {
       await ctx.deps.dataSource.transaction(async (m) => {
-        const webhook = await findWebhook(ctx, ctx.params.uuid, m);
-        const before = await snapshot(m, 'webhooks', webhook.uuid);
-        await m.query(`DELETE FROM webhooks WHERE uuid = $1`, [webhook.uuid]);
-        await recordAudit(m, ctx, { resourceUuid: webhook.uuid, before, after: null });
+        // The row as it was, from the delete itself: of two concurrent deletes, the second finds nothing (404).
+        const [deleted] = await rows<{ s: Record<string, unknown> }>(m,
+          `DELETE FROM webhooks t WHERE uuid = $1 AND workspace_uuid = $2 RETURNING to_jsonb(t) AS s`, [ctx.params.uuid, ctx.caller.workspaceUuid]);
+        if (!deleted) throw notFound('webhook');
+        await recordAudit(m, ctx, { resourceUuid: deleted.s.uuid as string, before: deleted.s, after: null });
       });
       return undefined;
     },
