@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import * as yup from 'yup';
 import { needsHostname, REGISTRY_HOSTNAME, REGISTRY_PROVIDERS, type RegistryProvider } from '../../domain/registries';
-import { one, rows } from '../../entities/sql';
+import { one, rows, type Db } from '../../entities/sql';
+import { recordAudit, snapshot } from '../audit';
 import { offsetOf, setPageHeaders, type Page } from '../pagination';
 import { conflict, notFound, unprocessable } from '../problem';
 import { route, type RouteContext } from '../route';
@@ -49,8 +50,8 @@ export async function checkRegistryCredential(ctx: Ctx, credentialId: string, pa
 
 const duplicate = (name: string) => conflict(`a container registry credential named "${name}" already exists in this workspace`);
 
-async function find(ctx: Ctx, uuid: string): Promise<RegistryCredentialRow> {
-  const row = await one<RegistryCredentialRow>(ctx.deps.dataSource,
+async function find(ctx: Ctx, uuid: string, db: Db = ctx.deps.dataSource): Promise<RegistryCredentialRow> {
+  const row = await one<RegistryCredentialRow>(db,
     `SELECT ${CREDENTIAL_COLUMNS} FROM container_registry_credentials WHERE uuid = $1 AND workspace_uuid = $2`,
     [uuid, ctx.caller.workspaceUuid]);
   if (!row) throw notFound('container registry credential');
@@ -74,17 +75,21 @@ export const registryCredentialRoutes = [
     },
   }),
   route<{}, {}, yup.InferType<typeof createBody>>({
-    method: 'post', path: BASE, operation: 'registry_credentials.write', tag: TAG, status: 201,
+    method: 'post', path: BASE, operation: 'registry_credentials.write', tag: TAG, status: 201, audit: 'registry_credential.create',
     summary: 'Store a container registry credential; the token is encrypted at rest and never returned',
     body: createBody, response: registryCredentialSchema,
     async handler(ctx) {
       const b = ctx.body;
       assertHostname(b.registry, b.registry_hostname);
-      const row = await one<RegistryCredentialRow>(ctx.deps.dataSource,
-        `INSERT INTO container_registry_credentials (uuid, workspace_uuid, name, registry, username, registry_hostname, token_sealed)
-         VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (workspace_uuid, name) DO NOTHING RETURNING ${CREDENTIAL_COLUMNS}`,
-        [randomUUID(), ctx.caller.workspaceUuid, b.name, b.registry, b.username, b.registry_hostname || null, ctx.deps.secretBox.seal(b.token)]);
-      if (!row) throw duplicate(b.name);
+      const row = await ctx.deps.dataSource.transaction(async (m) => {
+        const inserted = await one<RegistryCredentialRow>(m,
+          `INSERT INTO container_registry_credentials (uuid, workspace_uuid, name, registry, username, registry_hostname, token_sealed)
+           VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (workspace_uuid, name) DO NOTHING RETURNING ${CREDENTIAL_COLUMNS}`,
+          [randomUUID(), ctx.caller.workspaceUuid, b.name, b.registry, b.username, b.registry_hostname || null, ctx.deps.secretBox.seal(b.token)]);
+        if (!inserted) throw duplicate(b.name);
+        await recordAudit(m, ctx, { resourceUuid: inserted.uuid, before: null, after: await snapshot(m, 'container_registry_credentials', inserted.uuid) });
+        return inserted;
+      });
       ctx.koa.set('Location', `/api/v1${BASE}/${row.uuid}`);
       return registryCredentialView(row);
     },
@@ -97,34 +102,43 @@ export const registryCredentialRoutes = [
     },
   }),
   route<{ uuid: string }, {}, yup.InferType<typeof updateBody>>({
-    method: 'put', path: `${BASE}/{uuid}`, operation: 'registry_credentials.write', tag: TAG,
+    method: 'put', path: `${BASE}/{uuid}`, operation: 'registry_credentials.write', tag: TAG, audit: 'registry_credential.update',
     summary: 'Update a container registry credential; send token to replace it', body: updateBody, response: registryCredentialSchema,
     async handler(ctx) {
-      const current = await find(ctx, ctx.params.uuid);
-      const b = ctx.body;
-      const registry = (b.registry ?? current.registry) as RegistryProvider;
-      const hostname = b.registry_hostname === undefined ? current.registry_hostname : b.registry_hostname || null;
-      assertHostname(registry, hostname);
-      if (b.name !== undefined && b.name !== current.name) {
-        const taken = await one(ctx.deps.dataSource, `SELECT 1 FROM container_registry_credentials WHERE workspace_uuid = $1 AND name = $2`,
-          [ctx.caller.workspaceUuid, b.name]);
-        if (taken) throw duplicate(b.name);
-      }
-      const row = await one<RegistryCredentialRow>(ctx.deps.dataSource,
-        `UPDATE container_registry_credentials SET name = COALESCE($2, name), registry = $3, username = COALESCE($4, username),
-                registry_hostname = $5, token_sealed = COALESCE($6, token_sealed), updated_at = now()
-          WHERE uuid = $1 RETURNING ${CREDENTIAL_COLUMNS}`,
-        [current.uuid, b.name ?? null, registry, b.username ?? null, hostname, b.token === undefined ? null : ctx.deps.secretBox.seal(b.token)]);
-      return registryCredentialView(row!);
+      return ctx.deps.dataSource.transaction(async (m) => {
+        const current = await find(ctx, ctx.params.uuid, m);
+        const b = ctx.body;
+        const registry = (b.registry ?? current.registry) as RegistryProvider;
+        const hostname = b.registry_hostname === undefined ? current.registry_hostname : b.registry_hostname || null;
+        assertHostname(registry, hostname);
+        if (b.name !== undefined && b.name !== current.name) {
+          const taken = await one(m, `SELECT 1 FROM container_registry_credentials WHERE workspace_uuid = $1 AND name = $2`,
+            [ctx.caller.workspaceUuid, b.name]);
+          if (taken) throw duplicate(b.name);
+        }
+        const before = await snapshot(m, 'container_registry_credentials', current.uuid);
+        const row = await one<RegistryCredentialRow>(m,
+          `UPDATE container_registry_credentials SET name = COALESCE($2, name), registry = $3, username = COALESCE($4, username),
+                  registry_hostname = $5, token_sealed = COALESCE($6, token_sealed), updated_at = now()
+            WHERE uuid = $1 RETURNING ${CREDENTIAL_COLUMNS}`,
+          [current.uuid, b.name ?? null, registry, b.username ?? null, hostname, b.token === undefined ? null : ctx.deps.secretBox.seal(b.token)]);
+        await recordAudit(m, ctx, { resourceUuid: current.uuid, before, after: await snapshot(m, 'container_registry_credentials', current.uuid) });
+        return registryCredentialView(row!);
+      });
     },
   }),
   route<{ uuid: string }>({
-    method: 'delete', path: `${BASE}/{uuid}`, operation: 'registry_credentials.write', tag: TAG, status: 204,
+    method: 'delete', path: `${BASE}/{uuid}`, operation: 'registry_credentials.write', tag: TAG, status: 204, audit: 'registry_credential.delete',
     summary: 'Delete a container registry credential',
     async handler(ctx) {
-      const deleted = await rows(ctx.deps.dataSource,
-        `DELETE FROM container_registry_credentials WHERE uuid = $1 AND workspace_uuid = $2 RETURNING uuid`, [ctx.params.uuid, ctx.caller.workspaceUuid]);
-      if (deleted.length === 0) throw notFound('container registry credential');
+      await ctx.deps.dataSource.transaction(async (m) => {
+        // The row as it was, from the delete itself: of two concurrent deletes, the second finds nothing (404).
+        const [deleted] = await rows<{ s: Record<string, unknown> }>(m,
+          `DELETE FROM container_registry_credentials t WHERE uuid = $1 AND workspace_uuid = $2 RETURNING to_jsonb(t) AS s`,
+          [ctx.params.uuid, ctx.caller.workspaceUuid]);
+        if (!deleted) throw notFound('container registry credential');
+        await recordAudit(m, ctx, { resourceUuid: deleted.s.uuid as string, before: deleted.s, after: null });
+      });
       return undefined;
     },
   }),

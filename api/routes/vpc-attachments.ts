@@ -1,5 +1,6 @@
 import * as yup from 'yup';
 import { one, rows } from '../../entities/sql';
+import { recordAudit, snapshot } from '../audit';
 import { hiddenProjects } from '../access';
 import { conflict, notFound, unprocessable } from '../problem';
 import { route } from '../route';
@@ -23,7 +24,7 @@ export const vpcAttachmentRoutes = [
     },
   }),
   route<{ uuid: string }, {}, yup.InferType<typeof createAttachmentBody>>({
-    method: 'post', path: '/vpcs/{uuid}/attachments', operation: 'vpcs.attachments', tag: TAG, status: 201,
+    method: 'post', path: '/vpcs/{uuid}/attachments', operation: 'vpcs.attachments', tag: TAG, status: 201, audit: 'vpc_attachment.create',
     body: createAttachmentBody, response: attachmentSchema,
     summary: 'Attach a workload (App, Service, Addon) to a subnet; the workload restarts once (status attaching, then attached)',
     async handler(ctx) {
@@ -38,6 +39,7 @@ export const vpcAttachmentRoutes = [
         }
         await checkAttachment(m, vpc, ctx.body.subnet_uuid, workload);
         const row = await insertAttachment(m, vpc, ctx.body.subnet_uuid, type, workload, 'attaching');
+        await recordAudit(m, ctx, { resourceUuid: row.uuid, before: null, after: await snapshot(m, 'vpc_attachments', row.uuid) });
         const op = await ctx.deps.outbox.enqueue(m, {
           operation: 'vpc-attach', workflowType: 'vpcAttach', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: row.uuid,
           args: [{ attachmentUuid: row.uuid }],
@@ -50,7 +52,7 @@ export const vpcAttachmentRoutes = [
     },
   }),
   route<{ uuid: string; attachment_uuid: string }>({
-    method: 'delete', path: '/vpcs/{uuid}/attachments/{attachment_uuid}', operation: 'vpcs.attachments', tag: TAG, status: 202,
+    method: 'delete', path: '/vpcs/{uuid}/attachments/{attachment_uuid}', operation: 'vpcs.attachments', tag: TAG, status: 202, audit: 'vpc_attachment.delete',
     response: attachmentSchema,
     summary: 'Detach a workload; it restarts once off the VPC (status detaching, then gone)',
     async handler(ctx) {
@@ -59,7 +61,11 @@ export const vpcAttachmentRoutes = [
         const found = await one<AttachmentRow>(m, `SELECT ${ATTACHMENT_COLUMNS} FROM vpc_attachments WHERE uuid = $1 AND vpc_uuid = $2`,
           [ctx.params.attachment_uuid, vpc.uuid]);
         if (!found) throw notFound('attachment');
-        if (found.status === 'detaching') return { attachment: found, operation: null };
+        const before = await snapshot(m, 'vpc_attachments', found.uuid);
+        if (found.status === 'detaching') {
+          await recordAudit(m, ctx, { resourceUuid: found.uuid, before, after: before });
+          return { attachment: found, operation: null };
+        }
         if (found.status === 'attaching') throw conflict('the workload is still being attached; detach it once it is attached');
         const updated = await one<AttachmentRow>(m,
           `UPDATE vpc_attachments SET status = 'detaching', updated_at = now() WHERE uuid = $1 RETURNING ${ATTACHMENT_COLUMNS}`, [found.uuid]);
@@ -67,6 +73,7 @@ export const vpcAttachmentRoutes = [
           operation: 'vpc-detach', workflowType: 'vpcDetach', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: found.uuid,
           args: [{ attachmentUuid: found.uuid }],
         });
+        await recordAudit(m, ctx, { resourceUuid: found.uuid, before, after: await snapshot(m, 'vpc_attachments', found.uuid) });
         return { attachment: updated!, operation: op };
       });
       if (operation) await ctx.deps.outbox.dispatch(operation.uuid);

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import * as yup from 'yup';
 import { cidr4, formatCidr4, isNetworkAddress, networkOf, overlaps, parseCidr4 } from '../../domain/vpc';
 import { one, rows } from '../../entities/sql';
+import { recordAudit, snapshot } from '../audit';
 import { badRequest, conflict, notFound, unprocessable } from '../problem';
 import { route } from '../route';
 import { createPeerRouteBody } from '../schemas/vpcs';
@@ -22,7 +23,7 @@ export const vpcPeerRouteRoutes = [
     },
   }),
   route<{ uuid: string }, {}, yup.InferType<typeof createPeerRouteBody>>({
-    method: 'post', path: '/vpcs/{uuid}/peer_routes', operation: 'vpcs.peer_routes', tag: TAG, status: 201,
+    method: 'post', path: '/vpcs/{uuid}/peer_routes', operation: 'vpcs.peer_routes', tag: TAG, status: 201, audit: 'vpc_peer_route.create',
     body: createPeerRouteBody, response: peerRouteSchema,
     summary: 'Stage a peer route (status pending): a remote IPv4 range reachable through a gateway kind; POST .../apply installs it',
     async handler(ctx) {
@@ -42,13 +43,14 @@ export const vpcPeerRouteRoutes = [
            ON CONFLICT ON CONSTRAINT vpc_peer_routes_cidr DO NOTHING RETURNING ${PEER_ROUTE_COLUMNS}`,
           [randomUUID(), vpc.uuid, ctx.body.cidr, ctx.body.gateway_kind, ctx.body.description ?? '']);
         if (!row) throw conflict(`the VPC already has a route for ${ctx.body.cidr}`);
+        await recordAudit(m, ctx, { resourceUuid: row.uuid, before: null, after: await snapshot(m, 'vpc_peer_routes', row.uuid) });
         ctx.koa.set('Location', `/api/v1/vpcs/${vpc.uuid}/peer_routes/${row.uuid}`);
         return peerRouteView(row);
       });
     },
   }),
   route<{ uuid: string }>({
-    method: 'post', path: '/vpcs/{uuid}/peer_routes/apply', operation: 'vpcs.peer_routes', tag: TAG, status: 202,
+    method: 'post', path: '/vpcs/{uuid}/peer_routes/apply', operation: 'vpcs.peer_routes', tag: TAG, status: 202, audit: 'vpc.apply_peer_routes',
     response: yup.array(peerRouteSchema),
     summary: 'Apply every staged peer route (and staged removal); every attached workload restarts once; 422 when nothing is staged',
     async handler(ctx) {
@@ -68,6 +70,12 @@ export const vpcPeerRouteRoutes = [
         });
         const routes = await rows<PeerRouteRow>(m,
           `SELECT ${PEER_ROUTE_COLUMNS} FROM vpc_peer_routes WHERE apply_uuid = $1 AND removed_at IS NULL ORDER BY created_at DESC, uuid DESC`, [applyUuid]);
+        // The VPC's change: which staged routes (and staged removals) this apply installs.
+        const removals = await rows<{ uuid: string }>(m, `SELECT uuid FROM vpc_peer_routes WHERE apply_uuid = $1 AND removed_at IS NOT NULL ORDER BY uuid`, [applyUuid]);
+        await recordAudit(m, ctx, {
+          resourceUuid: vpc.uuid, before: null,
+          after: { apply_uuid: applyUuid, routes: routes.map((r) => r.uuid).sort(), removals: removals.map((r) => r.uuid) },
+        });
         return { claimed: routes, operation: op };
       });
       await ctx.deps.outbox.dispatch(operation.uuid);
@@ -76,7 +84,7 @@ export const vpcPeerRouteRoutes = [
     },
   }),
   route<{ uuid: string; route_uuid: string }>({
-    method: 'delete', path: '/vpcs/{uuid}/peer_routes/{route_uuid}', operation: 'vpcs.peer_routes', tag: TAG, status: 204,
+    method: 'delete', path: '/vpcs/{uuid}/peer_routes/{route_uuid}', operation: 'vpcs.peer_routes', tag: TAG, status: 204, audit: 'vpc_peer_route.delete',
     summary: 'Delete a peer route: a route not yet in the cluster goes at once; an applied one is removed from the cluster by the next apply',
     async handler(ctx) {
       await ctx.deps.dataSource.transaction(async (m) => {
@@ -85,11 +93,13 @@ export const vpcPeerRouteRoutes = [
           `SELECT uuid, status, apply_uuid FROM vpc_peer_routes WHERE uuid = $1 AND vpc_uuid = $2 AND removed_at IS NULL`, [ctx.params.route_uuid, vpc.uuid]);
         if (!found) throw notFound('peer route');
         if (found.status === 'pending' && found.apply_uuid !== null) throw conflict('the route is being applied; delete it once the apply finished');
+        const before = await snapshot(m, 'vpc_peer_routes', found.uuid);
         if (found.status === 'applied') {
           await m.query(`UPDATE vpc_peer_routes SET removed_at = now(), apply_uuid = NULL, updated_at = now() WHERE uuid = $1`, [found.uuid]);
         } else {
           await m.query(`DELETE FROM vpc_peer_routes WHERE uuid = $1`, [found.uuid]);
         }
+        await recordAudit(m, ctx, { resourceUuid: found.uuid, before, after: await snapshot(m, 'vpc_peer_routes', found.uuid) });
       });
       return undefined;
     },

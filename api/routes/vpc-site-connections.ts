@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import * as yup from 'yup';
 import { cidr4, formatAddress4, isNetworkAddress, last, overlaps, parseCidr4 } from '../../domain/vpc';
 import { one, rows, type Db } from '../../entities/sql';
+import { recordAudit, snapshot } from '../audit';
 import { badRequest, conflict, notFound, unprocessable } from '../problem';
 import { route } from '../route';
 import { createSiteConnectionBody } from '../schemas/vpcs';
@@ -36,7 +37,7 @@ export const vpcSiteConnectionRoutes = [
     },
   }),
   route<{ uuid: string }, {}, yup.InferType<typeof createSiteConnectionBody>>({
-    method: 'post', path: '/vpcs/{uuid}/site_connections', operation: 'vpcs.site_connections', tag: TAG, status: 201,
+    method: 'post', path: '/vpcs/{uuid}/site_connections', operation: 'vpcs.site_connections', tag: TAG, status: 201, audit: 'site_connection.create',
     body: createSiteConnectionBody, response: siteConnectionSchema,
     summary: 'Connect a remote network over IPsec: takes one public IPv4 of the region (public_ip, for the far side; 422 when none is free), 199 USD per month',
     async handler(ctx) {
@@ -84,6 +85,7 @@ export const vpcSiteConnectionRoutes = [
           `INSERT INTO billable_items (uuid, workspace_uuid, resource_type, resource_uuid, description, amount, currency, period)
            VALUES ($1, $2, 'site_connection', $3, $4, $5, 'USD', 'month')`,
           [randomUUID(), ctx.caller.workspaceUuid, uuid, `site-to-site connection ${ctx.body.name} (VPC ${vpc.name})`, SITE_CONNECTION_MONTHLY_USD]);
+        await recordAudit(m, ctx, { resourceUuid: uuid, before: null, after: await snapshot(m, 'vpc_site_connections', uuid) });
         const op = await ctx.deps.outbox.enqueue(m, {
           operation: 'site-connection-create', workflowType: 'siteConnectionCreate', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: uuid,
           args: [{ connectionUuid: uuid }],
@@ -96,7 +98,7 @@ export const vpcSiteConnectionRoutes = [
     },
   }),
   route<{ uuid: string; connection_uuid: string }>({
-    method: 'delete', path: '/vpcs/{uuid}/site_connections/{connection_uuid}', operation: 'vpcs.site_connections', tag: TAG, status: 202,
+    method: 'delete', path: '/vpcs/{uuid}/site_connections/{connection_uuid}', operation: 'vpcs.site_connections', tag: TAG, status: 202, audit: 'site_connection.delete',
     response: siteConnectionSchema,
     summary: 'Delete a site-to-site connection: its tunnels go down, its public IPv4 returns to the pool and its billing ends',
     async handler(ctx) {
@@ -104,13 +106,18 @@ export const vpcSiteConnectionRoutes = [
         const vpc = await findVpc(ctx, ctx.params.uuid, m, true);
         const found = await one<SiteConnectionRow>(m, `${SITE_CONNECTION_SELECT} WHERE c.uuid = $1 AND c.vpc_uuid = $2`, [ctx.params.connection_uuid, vpc.uuid]);
         if (!found) throw notFound('site connection');
-        if (found.status === 'deleting') return { connection: found, operation: null };
+        const before = await snapshot(m, 'vpc_site_connections', found.uuid);
+        if (found.status === 'deleting') {
+          await recordAudit(m, ctx, { resourceUuid: found.uuid, before, after: before });
+          return { connection: found, operation: null };
+        }
         if (found.status === 'pending') throw conflict('the connection is still being set up; delete it once it is active or failed');
         await m.query(`UPDATE vpc_site_connections SET status = 'deleting', updated_at = now() WHERE uuid = $1`, [found.uuid]);
         const op = await ctx.deps.outbox.enqueue(m, {
           operation: 'site-connection-delete', workflowType: 'siteConnectionDelete', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: found.uuid,
           args: [{ connectionUuid: found.uuid }],
         });
+        await recordAudit(m, ctx, { resourceUuid: found.uuid, before, after: await snapshot(m, 'vpc_site_connections', found.uuid) });
         return { connection: { ...found, status: 'deleting' as const }, operation: op };
       });
       if (operation) await ctx.deps.outbox.dispatch(operation.uuid);

@@ -3,6 +3,7 @@ import { QueryFailedError } from 'typeorm';
 import * as yup from 'yup';
 import { cidr4, isV6Network, subnetProblems, subnetV6ById, subnetV6Of, v6Overlaps, v6Within } from '../../domain/vpc';
 import { one, rows } from '../../entities/sql';
+import { recordAudit, snapshot } from '../audit';
 import { badRequest, conflict, notFound, unprocessable } from '../problem';
 import { route } from '../route';
 import { createSubnetBody } from '../schemas/vpcs';
@@ -22,7 +23,7 @@ export const vpcSubnetRoutes = [
     },
   }),
   route<{ uuid: string }, {}, yup.InferType<typeof createSubnetBody>>({
-    method: 'post', path: '/vpcs/{uuid}/subnets', operation: 'vpcs.subnets', tag: TAG, status: 201, body: createSubnetBody, response: subnetSchema,
+    method: 'post', path: '/vpcs/{uuid}/subnets', operation: 'vpcs.subnets', tag: TAG, status: 201, audit: 'vpc_subnet.create', body: createSubnetBody, response: subnetSchema,
     summary: 'Create a subnet: family dual (default), ipv4 or ipv6; cidr_v6 is derived from the VPC\'s when omitted; public (default true) keeps the platform default route',
     async handler(ctx) {
       const family = ctx.body.family ?? 'dual';
@@ -75,6 +76,7 @@ export const vpcSubnetRoutes = [
              ON CONFLICT ON CONSTRAINT vpc_subnets_name DO NOTHING RETURNING uuid`,
             [uuid, vpc.uuid, name, family, v4 ?? null, v6, ctx.body.public ?? true]);
           if (!inserted) throw conflict(`a subnet named "${name}" already exists in this VPC`);
+          await recordAudit(m, ctx, { resourceUuid: uuid, before: null, after: await snapshot(m, 'vpc_subnets', uuid) });
           ctx.koa.set('Location', `/api/v1/vpcs/${vpc.uuid}/subnets/${uuid}`);
           return subnetView((await one<SubnetRow>(m, `${SUBNET_SELECT} WHERE s.uuid = $1`, [uuid]))!);
         });
@@ -90,7 +92,7 @@ export const vpcSubnetRoutes = [
     },
   }),
   route<{ uuid: string; subnet_uuid: string }>({
-    method: 'delete', path: '/vpcs/{uuid}/subnets/{subnet_uuid}', operation: 'vpcs.subnets', tag: TAG, status: 204,
+    method: 'delete', path: '/vpcs/{uuid}/subnets/{subnet_uuid}', operation: 'vpcs.subnets', tag: TAG, status: 204, audit: 'vpc_subnet.delete',
     summary: 'Delete a subnet; 422 while a workload is attached to it',
     async handler(ctx) {
       await ctx.deps.dataSource.transaction(async (m) => {
@@ -100,7 +102,9 @@ export const vpcSubnetRoutes = [
         if (subnet.attachment_count > 0) {
           throw unprocessable(`${subnet.attachment_count} workload(s) are attached to the subnet; detach them first`);
         }
+        const before = await snapshot(m, 'vpc_subnets', subnet.uuid);
         await m.query(`DELETE FROM vpc_subnets WHERE uuid = $1`, [subnet.uuid]);
+        await recordAudit(m, ctx, { resourceUuid: subnet.uuid, before, after: null });
       });
       return undefined;
     },

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import * as yup from 'yup';
 import { WIREGUARD_PORT, generateWireguardKeyPair } from '../../domain/wireguard';
 import { one, rows } from '../../entities/sql';
+import { recordAudit, snapshot } from '../audit';
 import { badRequest, conflict, notFound, unprocessable } from '../problem';
 import { route } from '../route';
 import { createGatewayBody } from '../schemas/vpcs';
@@ -30,7 +31,7 @@ export const vpcVpnGatewayRoutes = [
     },
   }),
   route<{ uuid: string }, {}, yup.InferType<typeof createGatewayBody>>({
-    method: 'post', path: '/vpcs/{uuid}/vpn_gateways', operation: 'vpcs.vpn_gateways', tag: TAG, status: 201,
+    method: 'post', path: '/vpcs/{uuid}/vpn_gateways', operation: 'vpcs.vpn_gateways', tag: TAG, status: 201, audit: 'vpn_gateway.create',
     body: createGatewayBody, response: gatewaySchema,
     summary: 'Turn a VPN gateway on: wireguard, zero_trust (organization, client_id, client_secret) or mesh (auth_key); one of each per VPC',
     async handler(ctx) {
@@ -64,6 +65,7 @@ export const vpcVpnGatewayRoutes = [
            VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT ON CONSTRAINT vpc_vpn_gateways_one_per_kind DO NOTHING RETURNING ${GATEWAY_COLUMNS}`,
           [uuid, vpc.uuid, kind, publicKey, privateSealed, endpoint, credentials]);
         if (!row) throw conflict(`the VPC already has a ${kind} gateway (one of each kind per VPC)`);
+        await recordAudit(m, ctx, { resourceUuid: uuid, before: null, after: await snapshot(m, 'vpc_vpn_gateways', uuid) });
         const op = await ctx.deps.outbox.enqueue(m, {
           operation: 'vpn-gateway-enable', workflowType: 'vpnGatewayEnable', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: uuid,
           args: [{ gatewayUuid: uuid }],
@@ -76,7 +78,7 @@ export const vpcVpnGatewayRoutes = [
     },
   }),
   route<{ uuid: string; gateway_uuid: string }>({
-    method: 'delete', path: '/vpcs/{uuid}/vpn_gateways/{gateway_uuid}', operation: 'vpcs.vpn_gateways', tag: TAG, status: 202,
+    method: 'delete', path: '/vpcs/{uuid}/vpn_gateways/{gateway_uuid}', operation: 'vpcs.vpn_gateways', tag: TAG, status: 202, audit: 'vpn_gateway.delete',
     response: gatewaySchema,
     summary: 'Turn a VPN gateway off (its WireGuard devices go with it); 422 while site-to-site connections terminate on it',
     async handler(ctx) {
@@ -85,7 +87,11 @@ export const vpcVpnGatewayRoutes = [
         const found = await one<GatewayRow>(m, `SELECT ${GATEWAY_COLUMNS} FROM vpc_vpn_gateways WHERE uuid = $1 AND vpc_uuid = $2 FOR UPDATE`,
           [ctx.params.gateway_uuid, vpc.uuid]);
         if (!found) throw notFound('VPN gateway');
-        if (found.status === 'deleting') return { gateway: found, operation: null };
+        const before = await snapshot(m, 'vpc_vpn_gateways', found.uuid);
+        if (found.status === 'deleting') {
+          await recordAudit(m, ctx, { resourceUuid: found.uuid, before, after: before });
+          return { gateway: found, operation: null };
+        }
         if (found.status === 'pending') throw conflict('the gateway is still being enabled; disable it once it is active');
         const [{ n }] = await m.query(`SELECT count(*)::int AS n FROM vpc_site_connections WHERE gateway_uuid = $1`, [found.uuid]);
         if (n > 0) throw unprocessable(`${n} site-to-site connection(s) terminate on this gateway; delete them first`);
@@ -96,6 +102,7 @@ export const vpcVpnGatewayRoutes = [
           operation: 'vpn-gateway-disable', workflowType: 'vpnGatewayDisable', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: found.uuid,
           args: [{ gatewayUuid: found.uuid }],
         });
+        await recordAudit(m, ctx, { resourceUuid: found.uuid, before, after: await snapshot(m, 'vpc_vpn_gateways', found.uuid) });
         return { gateway: updated!, operation: op };
       });
       if (operation) await ctx.deps.outbox.dispatch(operation.uuid);

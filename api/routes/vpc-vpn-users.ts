@@ -3,6 +3,7 @@ import * as yup from 'yup';
 import { VAULT_EMPTIED_SIGNAL, cidr4, vpnPoolAddresses } from '../../domain/vpc';
 import { WIREGUARD_VAULT_MS, generateWireguardKeyPair, wireguardConfig } from '../../domain/wireguard';
 import { one, rows } from '../../entities/sql';
+import { recordAudit, snapshot } from '../audit';
 import { conflict, gone, notFound, unprocessable } from '../problem';
 import { route, type RouteContext } from '../route';
 import { createVpnUserBody } from '../schemas/vpcs';
@@ -29,7 +30,7 @@ export const vpcVpnUserRoutes = [
     },
   }),
   route<{ uuid: string }, {}, yup.InferType<typeof createVpnUserBody>>({
-    method: 'post', path: '/vpcs/{uuid}/vpn_users', operation: 'vpcs.vpn_users', tag: TAG, status: 201,
+    method: 'post', path: '/vpcs/{uuid}/vpn_users', operation: 'vpcs.vpn_users', tag: TAG, status: 201, audit: 'vpn_user.create',
     body: createVpnUserBody, response: vpnUserSchema,
     summary: 'Add a WireGuard device (422 unless WireGuard is enabled); its configuration is readable once, within 15 minutes, at .../config',
     async handler(ctx) {
@@ -57,6 +58,7 @@ export const vpcVpnUserRoutes = [
           if (row) break;
         }
         if (!row) throw unprocessable(`the VPN pool ${vpc.vpn_pool_v4} has no free address`);
+        await recordAudit(m, ctx, { resourceUuid: uuid, before: null, after: await snapshot(m, 'vpc_vpn_users', uuid) });
         const op = await ctx.deps.outbox.enqueue(m, {
           operation: 'vpn-user-create', workflowType: 'vpnUserCreate', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: uuid,
           args: [{ userUuid: uuid, vaultMs: WIREGUARD_VAULT_MS }],
@@ -110,14 +112,18 @@ export const vpcVpnUserRoutes = [
     },
   }),
   route<{ uuid: string; user_uuid: string }>({
-    method: 'delete', path: '/vpcs/{uuid}/vpn_users/{user_uuid}', operation: 'vpcs.vpn_users', tag: TAG, status: 202,
+    method: 'delete', path: '/vpcs/{uuid}/vpn_users/{user_uuid}', operation: 'vpcs.vpn_users', tag: TAG, status: 202, audit: 'vpn_user.delete',
     response: vpnUserSchema,
     summary: 'Remove a WireGuard device from the gateway (and destroy any key left in its vault)',
     async handler(ctx) {
       const { user, operation } = await ctx.deps.dataSource.transaction(async (m) => {
         const vpc = await findVpc(ctx, ctx.params.uuid, m, true);
         const found = await findUser(ctx, vpc, ctx.params.user_uuid, m);
-        if (found.status === 'deleting') return { user: found, operation: null };
+        const before = await snapshot(m, 'vpc_vpn_users', found.uuid);
+        if (found.status === 'deleting') {
+          await recordAudit(m, ctx, { resourceUuid: found.uuid, before, after: before });
+          return { user: found, operation: null };
+        }
         if (found.status === 'pending') throw conflict('the device is still being added; delete it once it is active');
         const updated = await one<VpnUserRow>(m,
           `UPDATE vpc_vpn_users SET status = 'deleting', private_key_sealed = NULL, updated_at = now() WHERE uuid = $1 RETURNING ${VPN_USER_COLUMNS}`,
@@ -126,6 +132,7 @@ export const vpcVpnUserRoutes = [
           operation: 'vpn-user-delete', workflowType: 'vpnUserDelete', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: found.uuid,
           args: [{ userUuid: found.uuid }],
         });
+        await recordAudit(m, ctx, { resourceUuid: found.uuid, before, after: await snapshot(m, 'vpc_vpn_users', found.uuid) });
         return { user: updated!, operation: op };
       });
       if (operation) await ctx.deps.outbox.dispatch(operation.uuid);

@@ -44,7 +44,7 @@ export const vpcRoutes = [
     },
   }),
   route<{}, {}, yup.InferType<typeof createVpcBody>>({
-    method: 'post', path: '/vpcs', operation: 'vpcs.manage', tag: TAG, status: 201, body: createVpcBody, response: vpcSchema,
+    method: 'post', path: '/vpcs', operation: 'vpcs.manage', tag: TAG, status: 201, audit: 'vpc.create', body: createVpcBody, response: vpcSchema,
     summary: 'Create a VPC (status pending; a workflow derives its IPv6 range, resolver and VPN pool, then makes it active)',
     async handler(ctx) {
       const name = ctx.body.name ?? 'default';
@@ -70,6 +70,7 @@ export const vpcRoutes = [
             if (!inserted) throw conflict(`a VPC named "${name}" already exists in this region`);
             await m.query(`INSERT INTO vpc_subnets (uuid, vpc_uuid, name, family, cidr_v4, public) VALUES ($1, $2, 'default', 'dual', $3, true)`,
               [randomUUID(), uuid, formatCidr4(defaultSubnet(cidr4(range)))]);
+            await recordAudit(m, ctx, { resourceUuid: uuid, before: null, after: await snapshot(m, 'vpcs', uuid) });
             const op = await ctx.deps.outbox.enqueue(m, {
               operation: 'vpc-create', workflowType: 'vpcCreate', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: uuid,
               args: [{ vpcUuid: uuid, cidrV4: range }],
@@ -95,7 +96,7 @@ export const vpcRoutes = [
     },
   }),
   route<{ uuid: string }, {}, yup.InferType<typeof updateVpcBody>>({
-    method: 'put', path: '/vpcs/{uuid}', operation: 'vpcs.update', tag: TAG, body: updateVpcBody, response: vpcSchema,
+    method: 'put', path: '/vpcs/{uuid}', operation: 'vpcs.update', tag: TAG, audit: 'vpc.update', body: updateVpcBody, response: vpcSchema,
     summary: 'Change a VPC\'s label or whether it is the region\'s default (name and ranges are fixed)',
     async handler(ctx) {
       try {
@@ -114,7 +115,7 @@ export const vpcRoutes = [
           const before = await snapshot(m, 'vpcs', vpc.uuid);
           await m.query(`UPDATE vpcs SET label = COALESCE($2, label), is_default = COALESCE($3, is_default), updated_at = now() WHERE uuid = $1`,
             [vpc.uuid, ctx.body.label ?? null, ctx.body.is_default ?? null]);
-          await recordAudit(m, ctx, { action: 'vpc.update', resourceType: 'vpc', resourceUuid: vpc.uuid, before, after: await snapshot(m, 'vpcs', vpc.uuid) });
+          await recordAudit(m, ctx, { resourceUuid: vpc.uuid, before, after: await snapshot(m, 'vpcs', vpc.uuid) });
           return vpcView(await findVpc(ctx, vpc.uuid, m));
         });
       } catch (err) {
@@ -126,12 +127,16 @@ export const vpcRoutes = [
     },
   }),
   route<{ uuid: string }>({
-    method: 'delete', path: '/vpcs/{uuid}', operation: 'vpcs.manage', tag: TAG, status: 202, response: vpcSchema,
+    method: 'delete', path: '/vpcs/{uuid}', operation: 'vpcs.manage', tag: TAG, status: 202, audit: 'vpc.delete', response: vpcSchema,
     summary: 'Delete a VPC: its router and resolver are removed, then the VPC (poll GET until 404); 422 while subnets remain',
     async handler(ctx) {
       const { vpc, operation } = await ctx.deps.dataSource.transaction(async (m) => {
         const found = await findVpc(ctx, ctx.params.uuid, m, true);
-        if (found.status === 'deleting') return { vpc: found, operation: null };
+        const before = await snapshot(m, 'vpcs', found.uuid);
+        if (found.status === 'deleting') {
+          await recordAudit(m, ctx, { resourceUuid: found.uuid, before, after: before });
+          return { vpc: found, operation: null };
+        }
         if (found.status === 'pending') throw conflict('the VPC is still being created; delete it once it is active or failed');
         if (found.subnet_count > 0) {
           throw unprocessable(`the VPC still has ${found.subnet_count} subnet(s); delete them first`);
@@ -143,6 +148,7 @@ export const vpcRoutes = [
           operation: 'vpc-delete', workflowType: 'vpcDelete', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: found.uuid,
           args: [{ vpcUuid: found.uuid }],
         });
+        await recordAudit(m, ctx, { resourceUuid: found.uuid, before, after: await snapshot(m, 'vpcs', found.uuid) });
         return { vpc: await findVpc(ctx, found.uuid, m), operation: op };
       });
       if (operation) await ctx.deps.outbox.dispatch(operation.uuid);

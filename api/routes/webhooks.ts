@@ -98,7 +98,7 @@ export const webhookRoutes = [
     },
   }),
   route<{}, {}, CreateBody>({
-    method: 'post', path: '/webhooks', operation: 'webhooks.manage', tag: TAG, status: 201,
+    method: 'post', path: '/webhooks', operation: 'webhooks.manage', tag: TAG, status: 201, audit: 'webhook.create',
     summary: 'Create a webhook; the response carries its signing secret, shown only this once',
     body: createWebhookBody, response: createdWebhookSchema,
     async handler(ctx) {
@@ -107,11 +107,13 @@ export const webhookRoutes = [
       const secret = generateWebhookSecret();
       const row = await ctx.deps.dataSource.transaction(async (m) => {
         const apps = (await checkApps(ctx, m, ctx.body.app_uuids)) ?? [];
-        return one<WebhookRow>(m,
+        const inserted = await one<WebhookRow>(m,
           `INSERT INTO webhooks (uuid, workspace_uuid, url, description, events, app_uuids, include_review_apps, enabled, secret_sealed)
            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING ${WEBHOOK_COLUMNS}`,
           [randomUUID(), ctx.caller.workspaceUuid, ctx.body.url, ctx.body.description ?? '', events, apps,
             ctx.body.include_review_apps ?? false, ctx.body.enabled ?? true, ctx.deps.secretBox.seal(secret)]);
+        await recordAudit(m, ctx, { resourceUuid: inserted!.uuid, before: null, after: await snapshot(m, 'webhooks', inserted!.uuid) });
+        return inserted;
       });
       ctx.koa.set('Location', `/api/v1/webhooks/${row!.uuid}`);
       ctx.koa.set('Cache-Control', 'no-store');
@@ -126,7 +128,7 @@ export const webhookRoutes = [
     },
   }),
   route<{ uuid: string }, {}, UpdateBody>({
-    method: 'put', path: '/webhooks/{uuid}', operation: 'webhooks.manage', tag: TAG,
+    method: 'put', path: '/webhooks/{uuid}', operation: 'webhooks.manage', tag: TAG, audit: 'webhook.update',
     summary: 'Update a webhook: url, description, events, app_uuids, include_review_apps, enabled (re-enabling resets the failure count)',
     body: updateWebhookBody, response: webhookSchema,
     async handler(ctx) {
@@ -148,23 +150,27 @@ export const webhookRoutes = [
             WHERE uuid = $1 RETURNING ${WEBHOOK_COLUMNS}`,
           [current.uuid, ctx.body.url ?? null, ctx.body.description ?? null, events ?? null, apps ?? null,
             ctx.body.include_review_apps ?? null, enabled, reenabled]);
-        await recordAudit(m, ctx, { action: 'webhook.update', resourceType: 'webhook', resourceUuid: current.uuid, before, after: await snapshot(m, 'webhooks', current.uuid) });
+        await recordAudit(m, ctx, { resourceUuid: current.uuid, before, after: await snapshot(m, 'webhooks', current.uuid) });
         return webhookView(row!);
       });
     },
   }),
   route<{ uuid: string }>({
-    method: 'delete', path: '/webhooks/{uuid}', operation: 'webhooks.manage', tag: TAG, status: 204,
+    method: 'delete', path: '/webhooks/{uuid}', operation: 'webhooks.manage', tag: TAG, status: 204, audit: 'webhook.delete',
     summary: 'Delete a webhook and its delivery history (deliveries in flight stop)',
     async handler(ctx) {
-      const deleted = await rows(ctx.deps.dataSource, `DELETE FROM webhooks WHERE uuid = $1 AND workspace_uuid = $2 RETURNING uuid`,
-        [ctx.params.uuid, ctx.caller.workspaceUuid]);
-      if (deleted.length === 0) throw notFound('webhook');
+      await ctx.deps.dataSource.transaction(async (m) => {
+        // The row as it was, from the delete itself: of two concurrent deletes, the second finds nothing (404).
+        const [deleted] = await rows<{ s: Record<string, unknown> }>(m,
+          `DELETE FROM webhooks t WHERE uuid = $1 AND workspace_uuid = $2 RETURNING to_jsonb(t) AS s`, [ctx.params.uuid, ctx.caller.workspaceUuid]);
+        if (!deleted) throw notFound('webhook');
+        await recordAudit(m, ctx, { resourceUuid: deleted.s.uuid as string, before: deleted.s, after: null });
+      });
       return undefined;
     },
   }),
   route<{ uuid: string }>({
-    method: 'post', path: '/webhooks/{uuid}/test', operation: 'webhooks.manage', tag: TAG,
+    method: 'post', path: '/webhooks/{uuid}/test', operation: 'webhooks.manage', tag: TAG, audit: 'webhook.test',
     summary: 'Send a signed ping now, even to a disabled webhook; always 200 with the delivery (read status and response_code)',
     response: deliverySchema,
     async handler(ctx) {
@@ -175,8 +181,11 @@ export const webhookRoutes = [
       await ctx.deps.dataSource.transaction(async (m) => {
         await m.query(`INSERT INTO events (uuid, workspace_uuid, type, app_uuid, payload) VALUES ($1, $2, 'ping', NULL, $3)`,
           [eventId, ctx.caller.workspaceUuid, body]);
+        const deliveryUuid = randomUUID();
         await m.query(`INSERT INTO webhook_deliveries (uuid, webhook_uuid, event_id, event_type, body) VALUES ($1, $2, $3, 'ping', $4)`,
-          [randomUUID(), webhook.uuid, eventId, body]);
+          [deliveryUuid, webhook.uuid, eventId, body]);
+        // The webhook's entry: the ping delivery this test created.
+        await recordAudit(m, ctx, { resourceUuid: webhook.uuid, before: null, after: await snapshot(m, 'webhook_deliveries', deliveryUuid) });
       });
       try {
         await startWebhookDelivery(ctx.deps.temporal, ctx.deps.config.taskQueue, ctx.caller.workspaceUuid, { webhookUuid: webhook.uuid, eventId, ping: true });
@@ -219,12 +228,14 @@ export const webhookRoutes = [
   }),
   route<{ uuid: string; delivery_uuid: string }>({
     method: 'post', path: '/webhooks/{uuid}/deliveries/{delivery_uuid}/retry', operation: 'webhooks.manage', tag: TAG,
+    audit: 'webhook_delivery.retry',
     summary: 'Re-queue the stored payload under the original event id; the delivery returns pending (422 when the webhook is disabled)',
     response: deliverySchema,
     async handler(ctx) {
       const webhook = await findWebhook(ctx, ctx.params.uuid);
       const delivery = await findDelivery(ctx, webhook.uuid, ctx.params.delivery_uuid);
       if (!webhook.enabled) throw unprocessable('the webhook is disabled: re-enable it (PUT enabled: true) before retrying deliveries');
+      const before = await snapshot(ctx.deps.dataSource, 'webhook_deliveries', delivery.uuid);
       const moved = await one<DeliveryRow>(ctx.deps.dataSource,
         `UPDATE webhook_deliveries SET status = 'pending' WHERE uuid = $1 AND status IN ('failed', 'delivered') RETURNING ${DELIVERY_COLUMNS}`,
         [delivery.uuid]);
@@ -238,6 +249,8 @@ export const webhookRoutes = [
         }
         throw unavailable('the delivery could not be re-queued; try again shortly', 5);
       }
+      // Recorded once the re-queue (outside PostgreSQL) succeeded: a refused retry is undone above and records nothing.
+      await recordAudit(ctx.deps.dataSource, ctx, { resourceUuid: delivery.uuid, before, after: moved ? { ...before, status: 'pending' } : before });
       return deliveryView(moved ?? { ...delivery, status: 'pending' });
     },
   }),
