@@ -31,8 +31,10 @@ function cronRunId(): string {
     execution = undefined;
   }
   if (!execution) return randomUUID();
-  const h = createHash('sha256').update(`cronjob-run:${execution.workflowId}:${execution.runId}`).digest('hex');
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20, 32)}`;
+  // name-based, in the layout of a version 5 UUID
+  const h = createHash('sha1').update(`cronjob-run:${execution.workflowId}:${execution.runId}`).digest('hex');
+  const variant = (8 | (parseInt(h[16]!, 16) & 3)).toString(16);
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-5${h.slice(13, 16)}-${variant}${h.slice(17, 20)}-${h.slice(20, 32)}`;
 }
 
 /** Activities of data services: add-on and service provisioning, backups, restore, replicas, cron jobs. */
