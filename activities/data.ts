@@ -1,8 +1,11 @@
 import type { Addon } from '../entities/addon';
-import { randomBytes, randomUUID } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { ScheduleAlreadyRunning, ScheduleNotFoundError } from '@temporalio/client';
 import { BerthOperation, BerthResource, BerthWorkspace } from '../domain/search-attributes';
+import { diffRecords } from '../domain/audit';
+import { insertAuditEvent } from '../entities/audit-events';
 import { one, rows } from '../entities/sql';
 import type { ActivityDeps } from './deps';
 import type { ClusterSpec, DataEngine, RestoreSource } from './provider/data';
@@ -15,6 +18,24 @@ type AddonRow = Addon;
 
 export const generatePassword = () => randomBytes(24).toString('base64url');
 export const clusterIdOf = (uuid: string) => `c-${uuid}`;
+
+/**
+ * The id of a cron job run: derived from the workflow run that started it, so a retried
+ * activity finds its run instead of starting a second one (a fresh id outside an activity).
+ */
+function cronRunId(): string {
+  let execution: { workflowId: string; runId: string } | undefined;
+  try {
+    execution = Context.current().info.workflowExecution;
+  } catch {
+    execution = undefined;
+  }
+  if (!execution) return randomUUID();
+  // name-based, in the layout of a version 5 UUID
+  const h = createHash('sha1').update(`cronjob-run:${execution.workflowId}:${execution.runId}`).digest('hex');
+  const variant = (8 | (parseInt(h[16]!, 16) & 3)).toString(16);
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-5${h.slice(13, 16)}-${variant}${h.slice(17, 20)}-${h.slice(20, 32)}`;
+}
 
 /** Activities of data services: add-on and service provisioning, backups, restore, replicas, cron jobs. */
 export function createDataActivities(deps: Pick<ActivityDeps, 'dataSource' | 'logger' | 'secretBox' | 'provider' | 'temporal' | 'config'>) {
@@ -252,12 +273,26 @@ export function createDataActivities(deps: Pick<ActivityDeps, 'dataSource' | 'lo
       return result;
     },
 
-    /** One run of a cron job: the driver runs the command in the app; its log is kept for the log stream. */
+    /**
+     * One run of a cron job: the driver runs the command in the app; its log is kept for the
+     * log stream. The run's row and its audit entry (source scheduler) are written together,
+     * once per scheduled run: a retry finds the run and, if it finished, returns its exit code.
+     */
     async runCronJob(cronjobUuid: string): Promise<number | null> {
       const row = await load(cronjobUuid);
       if (!row || row.state === 'deleting') return null;
-      const runId = randomUUID();
-      await ds.query(`INSERT INTO cronjob_runs (uuid, cronjob_uuid, started_at) VALUES ($1, $2, now())`, [runId, cronjobUuid]);
+      const runId = cronRunId();
+      const finished = await ds.transaction(async (m) => {
+        const started = await one(m, `INSERT INTO cronjob_runs (uuid, cronjob_uuid, started_at) VALUES ($1, $2, now()) ON CONFLICT (uuid) DO NOTHING RETURNING uuid`,
+          [runId, cronjobUuid]);
+        if (!started) return one<{ exit_code: number | null }>(m, `SELECT exit_code FROM cronjob_runs WHERE uuid = $1 AND finished_at IS NOT NULL`, [runId]);
+        await insertAuditEvent(m, {
+          workspaceUuid: row.workspace_uuid, actorType: 'system', actorUuid: null, source: 'scheduler', action: 'cronjob.run',
+          resourceType: 'cronjob', resourceUuid: cronjobUuid, diff: diffRecords(null, { run: runId }),
+        });
+        return undefined;
+      });
+      if (finished) return finished.exit_code;
       const result = await driver().runJob({ appUuid: row.app_uuid!, command: String(row.settings.command) });
       await ds.query(`UPDATE cronjob_runs SET finished_at = now(), exit_code = $2, log = $3 WHERE uuid = $1`, [runId, result.exitCode, result.log]);
       return result.exitCode;

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import * as yup from 'yup';
 import { DEPLOYABLE_STATES, isGitMethod, PERIOD_DAYS } from '../../domain/apps';
 import { one, rows } from '../../entities/sql';
+import { recordAudit, snapshot } from '../audit';
 import { offsetOf, setPageHeaders, type Page } from '../pagination';
 import { conflict, notFound, unprocessable } from '../problem';
 import { route } from '../route';
@@ -30,7 +31,7 @@ export const appDeploymentRoutes = [
     },
   }),
   route<{ uuid: string }, {}, yup.InferType<typeof deployBody>>({
-    method: 'post', path: '/apps/{uuid}/deployments', operation: 'apps.deploy_commit', tag: TAG, status: 202,
+    method: 'post', path: '/apps/{uuid}/deployments', operation: 'apps.deploy_commit', tag: TAG, status: 202, audit: 'deployment.create',
     summary: 'Deploy: for git methods the branch head (resolved with git ls-remote) or the commit_sha given; otherwise the configured source',
     body: deployBody, response: deploymentSchema,
     async handler(ctx) {
@@ -52,6 +53,7 @@ export const appDeploymentRoutes = [
            VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING RETURNING ${DEPLOYMENT_COLUMNS}`,
           [uuid, app.uuid, ctx.caller.workspaceUuid, app.deployment_method, git ? ctx.body.commit_sha ?? null : null, branch]);
         if (inserted.length === 0) throw conflict('a deployment of this app is in progress');
+        await recordAudit(m, ctx, { resourceUuid: uuid, after: await snapshot(m, 'app_deployments', uuid) });
         const op = await ctx.deps.outbox.enqueue(m, {
           operation: 'app-deploy', workflowType: 'appDeploy', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: app.uuid, subId: uuid,
           args: [{ deploymentUuid: uuid }],
@@ -75,20 +77,24 @@ export const appDeploymentRoutes = [
     },
   }),
   route<{ uuid: string; deployment_uuid: string }>({
-    method: 'post', path: '/apps/{uuid}/deployments/{deployment_uuid}/cancel', operation: 'apps.deploy_commit', tag: TAG, status: 202,
+    method: 'post', path: '/apps/{uuid}/deployments/{deployment_uuid}/cancel', operation: 'apps.deploy_commit', tag: TAG, status: 202, audit: 'deployment.cancel',
     summary: 'Cancel a pending or running deployment: it reads cancelling, then cancelled (a rollout already under way completes)',
     response: deploymentSchema,
     async handler(ctx) {
-      const app = await findApp(ctx, ctx.params.uuid);
-      const d = await one<DeploymentRow>(ctx.deps.dataSource,
-        `UPDATE app_deployments SET state = 'cancelling', updated_at = now() WHERE uuid = $1 AND app_uuid = $2 AND state IN ('pending', 'running', 'cancelling')
-         RETURNING ${DEPLOYMENT_COLUMNS}`, [ctx.params.deployment_uuid, app.uuid]);
-      if (!d) {
-        const exists = await one<{ state: string }>(ctx.deps.dataSource, `SELECT state FROM app_deployments WHERE uuid = $1 AND app_uuid = $2`,
+      const { app, d } = await ctx.deps.dataSource.transaction(async (m) => {
+        const app = await findApp(ctx, ctx.params.uuid, m);
+        const exists = await one<{ state: string }>(m, `SELECT state FROM app_deployments WHERE uuid = $1 AND app_uuid = $2 FOR UPDATE`,
           [ctx.params.deployment_uuid, app.uuid]);
         if (!exists) throw notFound('deployment');
-        throw unprocessable(`a ${exists.state} deployment cannot be cancelled`, [{ path: 'path.deployment_uuid', message: `deployment is ${exists.state}` }]);
-      }
+        if (!['pending', 'running', 'cancelling'].includes(exists.state)) {
+          throw unprocessable(`a ${exists.state} deployment cannot be cancelled`, [{ path: 'path.deployment_uuid', message: `deployment is ${exists.state}` }]);
+        }
+        const before = await snapshot(m, 'app_deployments', ctx.params.deployment_uuid);
+        const d = (await one<DeploymentRow>(m, `UPDATE app_deployments SET state = 'cancelling', updated_at = now() WHERE uuid = $1 RETURNING ${DEPLOYMENT_COLUMNS}`,
+          [ctx.params.deployment_uuid]))!;
+        await recordAudit(m, ctx, { resourceUuid: d.uuid, before, after: await snapshot(m, 'app_deployments', d.uuid) });
+        return { app, d };
+      });
       // The database's `cancelling` is the durable request (the workflow reads it at every poll); the signal only makes it prompt.
       await ctx.deps.temporal.workflow.getHandle(`app-deploy/${app.uuid}/${d.uuid}`).signal('cancelDeployment')
         .catch((err: Error) => ctx.deps.logger.warn({ err: err.message, deployment: d.uuid }, 'cancel signal not delivered; the workflow reads the state'));

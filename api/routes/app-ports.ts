@@ -3,6 +3,7 @@ import type { EntityManager } from 'typeorm';
 import * as yup from 'yup';
 import { EXTERNAL_PORT_POOL } from '../../domain/apps';
 import { one, rows } from '../../entities/sql';
+import { recordAudit } from '../audit';
 import { conflict, notFound, unprocessable } from '../problem';
 import { route } from '../route';
 import { bool, int, obj, oneOf, str, timestamp, uuid } from '../schemas/common';
@@ -116,6 +117,15 @@ async function allocateExternalPort(m: Pick<EntityManager, 'query'>, portId: num
   throw conflict('the external port pool is busy; try again');
 }
 
+/**
+ * A port for an audit diff, under `port` (ports have numeric ids, so their entries name the
+ * app as the resource and the port here); null once it is gone.
+ */
+async function portRecord(m: Pick<EntityManager, 'query'>, appUuid: string, id: number): Promise<Record<string, unknown> | null> {
+  const p = await one(m, `SELECT id, internal_port, protocol, public, external_port FROM app_ports WHERE app_uuid = $1 AND id = $2`, [appUuid, id]);
+  return p ? { port: p } : null;
+}
+
 async function syncPorts(ctx: Ctx, m: EntityManager, appUuid: string) {
   const op = await enqueueCommand(ctx, m, appUuid, 'sync_ports', 'sync-ports');
   return op.uuid;
@@ -131,7 +141,7 @@ export const appPortRoutes = [
     },
   }),
   route<{ uuid: string }, {}, yup.InferType<typeof portBody>>({
-    method: 'post', path: '/apps/{uuid}/ports', operation: 'apps.ports', tag: TAG, status: 201,
+    method: 'post', path: '/apps/{uuid}/ports', operation: 'apps.ports', tag: TAG, status: 201, audit: 'port.create',
     summary: 'Add a port; with public: true it gets an external port from the pool and the endpoint fields',
     body: portBody, response: portSchema,
     async handler(ctx) {
@@ -147,6 +157,7 @@ export const appPortRoutes = [
           await ensureEndpoint(m, app.resource_uuid);
           await allocateExternalPort(m, created.id, app.resource_uuid, ctx.body.port);
         }
+        await recordAudit(m, ctx, { resourceType: 'app', resourceUuid: app.uuid, after: await portRecord(m, app.uuid, created.id) });
         const op = await syncPorts(ctx, m, app.uuid);
         return { view: await loadPort(m, app.uuid, created.id), op };
       });
@@ -155,14 +166,16 @@ export const appPortRoutes = [
     },
   }),
   route<{ uuid: string; port_id: number }>({
-    method: 'delete', path: '/apps/{uuid}/ports/{port_id}', operation: 'apps.ports', tag: TAG, status: 204, params: portParams,
+    method: 'delete', path: '/apps/{uuid}/ports/{port_id}', operation: 'apps.ports', tag: TAG, status: 204, params: portParams, audit: 'port.delete',
     summary: 'Remove a port (its external port returns to the pool)',
     async handler(ctx) {
       const op = await ctx.deps.dataSource.transaction(async (m) => {
         const app = await findApp(ctx, ctx.params.uuid, m);
         assertChangeable(app);
-        const deleted = await rows(m, `DELETE FROM app_ports WHERE app_uuid = $1 AND id = $2 RETURNING id`, [app.uuid, ctx.params.port_id]);
+        const deleted = await rows(m, `DELETE FROM app_ports WHERE app_uuid = $1 AND id = $2 RETURNING id, internal_port, protocol, public, external_port`,
+          [app.uuid, ctx.params.port_id]);
         if (deleted.length === 0) throw notFound('port');
+        await recordAudit(m, ctx, { resourceType: 'app', resourceUuid: app.uuid, before: { port: deleted[0] } });
         return syncPorts(ctx, m, app.uuid);
       });
       await ctx.deps.outbox.dispatch(op);
@@ -170,7 +183,7 @@ export const appPortRoutes = [
     },
   }),
   route<{ uuid: string; port_id: number }>({
-    method: 'patch', path: '/apps/{uuid}/ports/{port_id}/expose_publicly', operation: 'apps.ports', tag: TAG, params: portParams,
+    method: 'patch', path: '/apps/{uuid}/ports/{port_id}/expose_publicly', operation: 'apps.ports', tag: TAG, params: portParams, audit: 'port.expose',
     summary: 'Make a port public: it gets an external port from the pool and the endpoint fields', response: portSchema,
     async handler(ctx) {
       const { view, op } = await ctx.deps.dataSource.transaction(async (m) => {
@@ -179,10 +192,12 @@ export const appPortRoutes = [
         const port = await one<{ id: number; internal_port: number; public: boolean }>(m,
           `SELECT id, internal_port, public FROM app_ports WHERE app_uuid = $1 AND id = $2 FOR UPDATE`, [app.uuid, ctx.params.port_id]);
         if (!port) throw notFound('port');
+        const before = await portRecord(m, app.uuid, port.id);
         if (!port.public) {
           await ensureEndpoint(m, app.resource_uuid);
           await allocateExternalPort(m, port.id, app.resource_uuid, port.internal_port);
         }
+        await recordAudit(m, ctx, { resourceType: 'app', resourceUuid: app.uuid, before, after: await portRecord(m, app.uuid, port.id) });
         return { view: await loadPort(m, app.uuid, port.id), op: port.public ? null : await syncPorts(ctx, m, app.uuid) };
       });
       if (op) await ctx.deps.outbox.dispatch(op);
@@ -190,15 +205,17 @@ export const appPortRoutes = [
     },
   }),
   route<{ uuid: string; port_id: number }>({
-    method: 'patch', path: '/apps/{uuid}/ports/{port_id}/make_private', operation: 'apps.ports', tag: TAG, params: portParams,
+    method: 'patch', path: '/apps/{uuid}/ports/{port_id}/make_private', operation: 'apps.ports', tag: TAG, params: portParams, audit: 'port.make_private',
     summary: 'Make a port private: its external port returns to the pool', response: portSchema,
     async handler(ctx) {
       const { view, op } = await ctx.deps.dataSource.transaction(async (m) => {
         const app = await findApp(ctx, ctx.params.uuid, m);
         assertChangeable(app);
+        const before = await portRecord(m, app.uuid, ctx.params.port_id);
         const changed = await rows(m, `UPDATE app_ports SET public = false, external_port = NULL, updated_at = now() WHERE app_uuid = $1 AND id = $2 AND public RETURNING id`,
           [app.uuid, ctx.params.port_id]);
         const view = await loadPort(m, app.uuid, ctx.params.port_id);
+        await recordAudit(m, ctx, { resourceType: 'app', resourceUuid: app.uuid, before, after: await portRecord(m, app.uuid, ctx.params.port_id) });
         return { view, op: changed.length > 0 ? await syncPorts(ctx, m, app.uuid) : null };
       });
       if (op) await ctx.deps.outbox.dispatch(op);

@@ -1,6 +1,7 @@
 import { createPrivateKey, randomUUID, X509Certificate } from 'node:crypto';
 import * as yup from 'yup';
 import { one, rows } from '../../entities/sql';
+import { recordAudit, snapshot } from '../audit';
 import { conflict, notFound, unprocessable } from '../problem';
 import { route } from '../route';
 import { arr, obj, str, timestamp, uuid } from '../schemas/common';
@@ -34,7 +35,7 @@ export const appTlsRoutes = [
     },
   }),
   route<{ uuid: string }, {}, yup.InferType<typeof certificateBody>>({
-    method: 'post', path: '/apps/{uuid}/tls_certificates', operation: 'apps.tls', tag: TAG, status: 201,
+    method: 'post', path: '/apps/{uuid}/tls_certificates', operation: 'apps.tls', tag: TAG, status: 201, audit: 'tls_certificate.create',
     summary: 'Add a TLS certificate (PEM chain and the matching private key); an expired certificate or a key that does not match is refused',
     body: certificateBody, response: certificateSchema,
     async handler(ctx) {
@@ -62,17 +63,23 @@ export const appTlsRoutes = [
           [randomUUID(), app.uuid, cert.subject.replace(/\n/g, ', '), cert.issuer.replace(/\n/g, ', '), names, cert.fingerprint256,
             new Date(cert.validFrom), new Date(cert.validTo), ctx.body.certificate, ctx.deps.secretBox.seal(ctx.body.private_key)]);
         if (!row) throw conflict('this certificate is already installed on the app');
+        // the snapshot holds the sealed key; the audit diff shows it only as redacted
+        await recordAudit(m, ctx, { resourceUuid: row.uuid, after: await snapshot(m, 'app_tls_certificates', row.uuid) });
         return view(row);
       });
     },
   }),
   route<{ uuid: string; certificate_uuid: string }>({
-    method: 'delete', path: '/apps/{uuid}/tls_certificates/{certificate_uuid}', operation: 'apps.tls', tag: TAG, status: 204,
+    method: 'delete', path: '/apps/{uuid}/tls_certificates/{certificate_uuid}', operation: 'apps.tls', tag: TAG, status: 204, audit: 'tls_certificate.delete',
     summary: 'Remove a TLS certificate',
     async handler(ctx) {
-      const app = await findApp(ctx, ctx.params.uuid);
-      const deleted = await rows(ctx.deps.dataSource, `DELETE FROM app_tls_certificates WHERE app_uuid = $1 AND uuid = $2 RETURNING uuid`, [app.uuid, ctx.params.certificate_uuid]);
-      if (deleted.length === 0) throw notFound('TLS certificate');
+      await ctx.deps.dataSource.transaction(async (m) => {
+        const app = await findApp(ctx, ctx.params.uuid, m);
+        const deleted = await one<{ s: Record<string, unknown> }>(m,
+          `DELETE FROM app_tls_certificates t WHERE app_uuid = $1 AND uuid = $2 RETURNING to_jsonb(t) AS s`, [app.uuid, ctx.params.certificate_uuid]);
+        if (!deleted) throw notFound('TLS certificate');
+        await recordAudit(m, ctx, { resourceUuid: ctx.params.certificate_uuid, before: deleted.s });
+      });
       return undefined;
     },
   }),

@@ -32,7 +32,8 @@ export async function enqueueCommand(ctx: Ctx, m: Parameters<Ctx['deps']['outbox
   });
 }
 
-async function updateSettings(ctx: Ctx, action: string, set: Record<string, unknown>, check?: (app: FoundApp, m: any) => Promise<Record<string, unknown> | void>) {
+/** Updates columns of the app and records the route's declared audit action with the row's diff, in one transaction. */
+async function updateSettings(ctx: Ctx, set: Record<string, unknown>, check?: (app: FoundApp, m: any) => Promise<Record<string, unknown> | void>) {
   return ctx.deps.dataSource.transaction(async (m) => {
     const app = await findApp(ctx, ctx.params.uuid, m, true);
     assertChangeable(app);
@@ -43,14 +44,14 @@ async function updateSettings(ctx: Ctx, action: string, set: Record<string, unkn
       await m.query(`UPDATE apps SET ${values.map(([k], i) => `${k} = $${i + 2}`).join(', ')}, updated_at = now() WHERE uuid = $1`,
         [app.uuid, ...values.map(([, v]) => (v !== null && typeof v === 'object' && !Array.isArray(v) ? JSON.stringify(v) : Array.isArray(v) ? JSON.stringify(v) : v))]);
     }
-    await recordAudit(m, ctx, { action, resourceType: 'app', resourceUuid: app.uuid, before, after: await snapshot(m, 'apps', app.uuid) });
+    await recordAudit(m, ctx, { resourceUuid: app.uuid, before, after: await snapshot(m, 'apps', app.uuid) });
     return appResponse(ctx, app.uuid, m);
   });
 }
 
 const updateHandler = async (ctx: Ctx) => {
   const b = ctx.body as yup.InferType<typeof updateAppBody>;
-  return updateSettings(ctx, 'app.update', { label: b.label, maintenance: b.maintenance, manage_dns_records: b.manage_dns_records, internal_port: b.internal_port }, async (app, m) => {
+  return updateSettings(ctx, { label: b.label, maintenance: b.maintenance, manage_dns_records: b.manage_dns_records, internal_port: b.internal_port }, async (app, m) => {
     const extra: Record<string, unknown> = {};
     if (b.project_id !== undefined && b.project_id !== app.project_id) {
       await checkPlacement(ctx, m, app.resource_uuid, b.project_id);
@@ -67,7 +68,7 @@ const updateHandler = async (ctx: Ctx) => {
 
 export const appRoutes = [
   route<{}, {}, yup.InferType<typeof createAppBody>>({
-    method: 'post', path: '/apps', operation: 'apps.create', tag: TAG, status: 201,
+    method: 'post', path: '/apps', operation: 'apps.create', tag: TAG, status: 201, audit: 'app.create',
     summary: 'Create an app: it is provisioned and started by its workflow (poll GET for the state)',
     body: createAppBody, response: appSchema,
     async handler(ctx) {
@@ -96,6 +97,7 @@ export const appRoutes = [
           const [{ name }] = await m.query(`SELECT name FROM apps WHERE uuid = $1`, [uuid]);
           await recordVpcJoin(m, join, { uuid, name });
         }
+        await recordAudit(m, ctx, { resourceUuid: uuid, after: await snapshot(m, 'apps', uuid) });
         const op = await ctx.deps.outbox.enqueue(m, {
           operation: 'app', workflowType: 'appLifecycle', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: uuid, args: [{ appUuid: uuid }],
         });
@@ -131,21 +133,21 @@ export const appRoutes = [
     },
   }),
   route<{ uuid: string }, {}, yup.InferType<typeof updateAppBody>>({
-    method: 'put', path: '/apps/{uuid}', operation: 'apps.update', tag: TAG,
+    method: 'put', path: '/apps/{uuid}', operation: 'apps.update', tag: TAG, audit: 'app.update',
     summary: 'Update an app (label, project, maintenance, DNS management, internal port, quota); fields left out keep their value',
     body: updateAppBody, response: appSchema, handler: updateHandler,
   }),
   route<{ uuid: string }, {}, yup.InferType<typeof updateAppBody>>({
-    method: 'patch', path: '/apps/{uuid}', operation: 'apps.update', tag: TAG,
+    method: 'patch', path: '/apps/{uuid}', operation: 'apps.update', tag: TAG, audit: 'app.update',
     summary: 'Update some fields of an app', body: updateAppBody, response: appSchema, handler: updateHandler,
   }),
   route<{ uuid: string }, {}, yup.InferType<typeof securityBody>>({
-    method: 'put', path: '/apps/{uuid}/security', operation: 'apps.update', tag: TAG,
+    method: 'put', path: '/apps/{uuid}/security', operation: 'apps.update', tag: TAG, audit: 'app.update_security',
     summary: 'Update an app\'s security: HTTP Basic Auth on the ingress (credentials never returned), private access, internal connections',
     body: securityBody, response: appSchema,
     async handler(ctx) {
       const b = ctx.body;
-      return updateSettings(ctx, 'app.update_security', { private_access: b.private_access, allow_connections: b.allow_connections }, async (app) => {
+      return updateSettings(ctx, { private_access: b.private_access, allow_connections: b.allow_connections }, async (app) => {
         const extra: Record<string, unknown> = {};
         if ((b.basic_auth_username === undefined) !== (b.basic_auth_password === undefined)) {
           throw unprocessable('basic_auth_username and basic_auth_password are set together', [{ path: 'body.basic_auth_password', message: 'send both or neither' }]);
@@ -163,12 +165,12 @@ export const appRoutes = [
     },
   }),
   route<{ uuid: string }, {}, yup.InferType<typeof deploymentSettingsBody>>({
-    method: 'put', path: '/apps/{uuid}/deployment', operation: 'apps.update', tag: TAG,
+    method: 'put', path: '/apps/{uuid}/deployment', operation: 'apps.update', tag: TAG, audit: 'app.update_deployment',
     summary: 'Update an app\'s deployment settings (method, deployment_config, builder); the next deployment uses them',
     body: deploymentSettingsBody, response: appSchema,
     async handler(ctx) {
       const b = ctx.body;
-      return updateSettings(ctx, 'app.update_deployment', { builder: b.builder }, async (app, m) => {
+      return updateSettings(ctx, { builder: b.builder }, async (app, m) => {
         if (b.deployment_method === undefined && b.deployment_config === undefined) return {};
         const method = b.deployment_method ?? app.deployment_method;
         const d = await checkDeployment(ctx, m, method, b.deployment_config ?? (b.deployment_method ? {} : app.deployment_config));
@@ -186,7 +188,7 @@ export const appRoutes = [
     },
   }),
   route<{ uuid: string }, {}, yup.InferType<typeof healthChecksBody>>({
-    method: 'put', path: '/apps/{uuid}/health_checks', operation: 'apps.update', tag: TAG,
+    method: 'put', path: '/apps/{uuid}/health_checks', operation: 'apps.update', tag: TAG, audit: 'app.update_health_checks',
     summary: 'Replace an app\'s health checks (at most one of each kind: liveness, readiness, startup)',
     body: healthChecksBody, response: yup.array(json()),
     async handler(ctx) {
@@ -206,7 +208,9 @@ export const appRoutes = [
           initial_delay_seconds: h.initial_delay_seconds ?? 0, period_seconds: h.period_seconds ?? 10,
           timeout_seconds: h.timeout_seconds ?? 5, failure_threshold: h.failure_threshold ?? 3,
         }));
+        const before = await snapshot(m, 'apps', app.uuid);
         await m.query(`UPDATE apps SET health_checks = $2, updated_at = now() WHERE uuid = $1`, [app.uuid, JSON.stringify(checks)]);
+        await recordAudit(m, ctx, { resourceUuid: app.uuid, before, after: await snapshot(m, 'apps', app.uuid) });
         return checks;
       });
     },
@@ -221,7 +225,7 @@ export const appRoutes = [
     },
   }),
   route<{ uuid: string }, {}, yup.InferType<typeof scalingProfileBody>>({
-    method: 'put', path: '/apps/{uuid}/scaling_profile', operation: 'apps.update', tag: TAG,
+    method: 'put', path: '/apps/{uuid}/scaling_profile', operation: 'apps.update', tag: TAG, audit: 'app.update_scaling',
     summary: 'Set an app\'s scaling profile (replica range and CPU target); the free plan runs one replica',
     body: scalingProfileBody, response: scalingSchema,
     async handler(ctx) {
@@ -236,13 +240,15 @@ export const appRoutes = [
         const plan = await one<{ plan_type: string }>(m, `SELECT plan->>'plan_type' AS plan_type FROM compute_resources WHERE uuid = $1`, [app.resource_uuid]);
         if (plan?.plan_type === 'free' && b.max_replicas > 1) throw unprocessable('the free plan runs one replica', [{ path: 'body.max_replicas', message: 'at most 1 on the free plan' }]);
         const profile: ScalingProfile = { min_replicas: b.min_replicas, max_replicas: b.max_replicas, target_cpu_percent: b.target_cpu_percent ?? null };
+        const before = await snapshot(m, 'apps', app.uuid);
         await m.query(`UPDATE apps SET scaling_profile = $2, updated_at = now() WHERE uuid = $1`, [app.uuid, JSON.stringify(profile)]);
+        await recordAudit(m, ctx, { resourceUuid: app.uuid, before, after: await snapshot(m, 'apps', app.uuid) });
         return profile;
       });
     },
   }),
   route<{ uuid: string }, {}, yup.InferType<typeof stateBody>>({
-    method: 'patch', path: '/apps/{uuid}/state', operation: 'apps.change_state', tag: TAG, status: 202,
+    method: 'patch', path: '/apps/{uuid}/state', operation: 'apps.change_state', tag: TAG, status: 202, audit: 'app.state_change',
     summary: 'Start, stop or restart an app (action: start, stop, restart, schedule_start, schedule_stop); a sleeping app takes only the schedule_ actions',
     body: stateBody, response: appSchema,
     async handler(ctx) {
@@ -252,7 +258,9 @@ export const appRoutes = [
         if (!to) {
           throw unprocessable(`an app in state ${app.state} cannot ${ctx.body.action.replace('_', ' ')}`, [{ path: 'body.action', message: `not allowed from ${app.state}` }]);
         }
+        const before = await snapshot(m, 'apps', app.uuid);
         await m.query(`UPDATE apps SET state = $2, updated_at = now() WHERE uuid = $1`, [app.uuid, to]);
+        await recordAudit(m, ctx, { resourceUuid: app.uuid, before, after: await snapshot(m, 'apps', app.uuid) });
         const op = await enqueueCommand(ctx, m, app.uuid, ctx.body.action);
         return { view: await appResponse(ctx, app.uuid, m), op };
       });
@@ -261,14 +269,16 @@ export const appRoutes = [
     },
   }),
   route<{ uuid: string }>({
-    method: 'delete', path: '/apps/{uuid}', operation: 'apps.delete', tag: TAG, status: 202,
+    method: 'delete', path: '/apps/{uuid}', operation: 'apps.delete', tag: TAG, status: 202, audit: 'app.delete',
     summary: 'Delete an app: its workload, ports, variables, deployments and capacity are released (poll GET until 404)',
     response: appSchema,
     async handler(ctx) {
       const { view, op } = await ctx.deps.dataSource.transaction(async (m) => {
         const app = await findApp(ctx, ctx.params.uuid, m, true);
         if (app.state === 'cloning') throw conflict('the app is being cloned; delete it once the clone has finished');
+        const before = await snapshot(m, 'apps', app.uuid);
         await m.query(`UPDATE apps SET state = 'deleting', updated_at = now() WHERE uuid = $1`, [app.uuid]);
+        await recordAudit(m, ctx, { resourceUuid: app.uuid, before, after: await snapshot(m, 'apps', app.uuid) });
         const op = await ctx.deps.outbox.enqueue(m, {
           operation: 'app-delete', workflowType: 'appDelete', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: app.uuid, args: [{ appUuid: app.uuid }],
         });
@@ -279,7 +289,7 @@ export const appRoutes = [
     },
   }),
   route<{ uuid: string }, {}, yup.InferType<typeof cloneBody>>({
-    method: 'post', path: '/apps/{uuid}/clone', operation: 'apps.clone', tag: TAG, status: 201,
+    method: 'post', path: '/apps/{uuid}/clone', operation: 'apps.clone', tag: TAG, status: 201, audit: 'app.clone',
     summary: 'Clone an app: the copy reads cloning while a saga copies it, then runs; a failed clone leaves nothing behind',
     body: cloneBody, response: appSchema,
     async handler(ctx) {
@@ -325,6 +335,8 @@ export const appRoutes = [
           created_by_member_uuid: ctx.caller.memberUuid,
         });
         await reserveCapacity(m, uuid, resourceUuid, full!.quota);
+        // the new app is the resource; the entry names its source
+        await recordAudit(m, ctx, { resourceUuid: uuid, after: { ...(await snapshot(m, 'apps', uuid)), cloned_from: source.uuid } });
         const op = await ctx.deps.outbox.enqueue(m, {
           operation: 'app-clone', workflowType: 'appClone', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: uuid,
           args: [{

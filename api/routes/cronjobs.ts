@@ -3,6 +3,7 @@ import type { EntityManager } from 'typeorm';
 import * as yup from 'yup';
 import { cronProblem, DEFAULT_INTERVAL_MINUTES, MAX_INTERVAL_MINUTES } from '../../domain/data';
 import { one } from '../../entities/sql';
+import { recordAudit, snapshot } from '../audit';
 import { findAddon, findApp, viewOf } from '../data-services';
 import { conflict, unprocessable } from '../problem';
 import { route, type RouteContext } from '../route';
@@ -67,7 +68,7 @@ export const cronjobRoutes = [
     },
   }),
   route<AppParams, {}, CreateBody>({
-    method: 'post', path: '/apps/{uuid}/cronjobs', operation: 'cronjobs.write', tag: TAG, status: 201, body: createBody,
+    method: 'post', path: '/apps/{uuid}/cronjobs', operation: 'cronjobs.write', tag: TAG, status: 201, body: createBody, audit: 'cronjob.create',
     summary: 'Create a cron job: label and command required; schedule_type interval (every `interval` minutes, default 60) or cron (5-field `cron`); a sent name is discarded',
     response: addonSchema,
     async handler(ctx) {
@@ -80,6 +81,7 @@ export const cronjobRoutes = [
            VALUES ($1, $2, 'addon', $3, $4, $5, 'cronjob', $6, $7, 'pending', $8)`,
           [id, ctx.caller.workspaceUuid, app.uuid, app.project_id, app.resource_uuid, `cronjob-${randomBytes(4).toString('hex')}`, ctx.body.label,
             JSON.stringify(settings)]);
+        await recordAudit(m, ctx, { resourceUuid: id, after: await snapshot(m, 'addons', id) });
         return { uuid: id, op: await enqueueSync(ctx, m, id, 0) };
       });
       await ctx.deps.outbox.dispatch(op.uuid);
@@ -96,17 +98,19 @@ export const cronjobRoutes = [
     },
   }),
   route<JobParams, {}, UpdateBody>({
-    method: 'put', path: '/apps/{uuid}/cronjobs/{id}', operation: 'cronjobs.write', tag: TAG, body: updateBody,
+    method: 'put', path: '/apps/{uuid}/cronjobs/{id}', operation: 'cronjobs.write', tag: TAG, body: updateBody, audit: 'cronjob.update',
     summary: 'Update a cron job\'s label, command or schedule (its Temporal Schedule follows)', response: addonSchema,
     async handler(ctx) {
       const op = await ctx.deps.dataSource.transaction(async (m) => {
         await findApp(ctx, ctx.params.uuid, m);
         const row: AddonRow = await findAddon(ctx, { appUuid: ctx.params.uuid, cronjob: true }, ctx.params.id, m);
         const settings = schedule(row.settings, ctx.body);
+        const before = await snapshot(m, 'addons', row.uuid);
         const updated = await one<{ g: number }>(m,
           `UPDATE addons SET label = COALESCE($2, label), settings = $3, settings_generation = settings_generation + 1, updated_at = now()
             WHERE uuid = $1 AND state <> 'deleting' RETURNING settings_generation AS g`, [row.uuid, ctx.body.label ?? null, JSON.stringify(settings)]);
         if (!updated) throw conflict('the cron job is being deleted');
+        await recordAudit(m, ctx, { resourceUuid: row.uuid, before, after: await snapshot(m, 'addons', row.uuid) });
         return enqueueSync(ctx, m, row.uuid, updated.g);
       });
       await ctx.deps.outbox.dispatch(op.uuid);
@@ -114,15 +118,17 @@ export const cronjobRoutes = [
     },
   }),
   route<JobParams>({
-    method: 'delete', path: '/apps/{uuid}/cronjobs/{id}', operation: 'cronjobs.write', tag: TAG, status: 202,
+    method: 'delete', path: '/apps/{uuid}/cronjobs/{id}', operation: 'cronjobs.write', tag: TAG, status: 202, audit: 'cronjob.delete',
     summary: 'Delete a cron job and its Temporal Schedule', response: messageSchema,
     async handler(ctx) {
       const { op, name } = await ctx.deps.dataSource.transaction(async (m) => {
         await findApp(ctx, ctx.params.uuid, m);
         const row = await findAddon(ctx, { appUuid: ctx.params.uuid, cronjob: true }, ctx.params.id, m);
+        const before = await snapshot(m, 'addons', row.uuid);
         const updated = await one<{ g: number }>(m,
           `UPDATE addons SET state = 'deleting', settings_generation = settings_generation + 1, updated_at = now() WHERE uuid = $1
             RETURNING settings_generation AS g`, [row.uuid]);
+        await recordAudit(m, ctx, { resourceUuid: row.uuid, before, after: await snapshot(m, 'addons', row.uuid) });
         return { op: await enqueueSync(ctx, m, row.uuid, updated!.g), name: row.label };
       });
       await ctx.deps.outbox.dispatch(op.uuid);

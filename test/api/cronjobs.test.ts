@@ -1,4 +1,7 @@
+import { randomUUID } from 'node:crypto';
 import { ScheduleNotFoundError } from '@temporalio/client';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { createActivities } from '../../activities';
 import { insertApp } from '../support/data';
 import { seedWorkspace, tokenWith, type Workspace } from '../support/fixtures';
 import { eventually, startStack, type TestStack } from '../support/stack';
@@ -92,5 +95,43 @@ describe('cron jobs', () => {
       try { await handle.describe(); return false; } catch (err) { return err instanceof ScheduleNotFoundError; }
     }, { what: 'schedule deleted' });
     await eventually(async () => (await stack.ds.query(`SELECT 1 FROM addons WHERE uuid = $1`, [res.body.uuid])).length === 0, { what: 'row deleted' });
+  });
+
+  it('a scheduled run records one cronjob.run entry from the scheduler, with its run, in the transaction of the run', async () => {
+    const res = await stack.http.post(jobs()).set(owner()).send({ label: 'audited run', command: 'echo audited' });
+    expect(res.status).toBe(201);
+    await schedule(res.body.uuid);
+    await stack.temporal.schedule.getHandle(`cronjob/${res.body.uuid}`).trigger();
+    const runs = await eventually(async () => {
+      const r = await stack.http.get(`${jobs()}/${res.body.uuid}/logs`).set(owner());
+      return r.body.length > 0 && r.body[0].finished_at ? r.body : null;
+    }, { what: 'a run logged' });
+    const audit = await stack.http.get(`/api/v1/audit_events?resource_uuid=${res.body.uuid}&action=cronjob.run`).set(owner());
+    expect(audit.status).toBe(200);
+    expect(audit.body).toHaveLength(1);
+    expect(audit.body[0]).toMatchObject({
+      source: 'scheduler', actor: { type: 'system', uuid: null }, action: 'cronjob.run', resource_type: 'cronjob', resource_uuid: res.body.uuid,
+      diff: { run: { to: runs[0].uuid } }, request_id: null,
+    });
+    const [{ workspace_uuid }] = await stack.ds.query(`SELECT workspace_uuid FROM audit_events WHERE action = 'cronjob.run' AND resource_uuid = $1`, [res.body.uuid]);
+    expect(workspace_uuid).toBe(ws.uuid);
+    await stack.http.delete(`${jobs()}/${res.body.uuid}`).set(owner()).expect(202);
+  });
+
+  it('a retried run activity finds its run: no second run, no second entry', async () => {
+    const res = await stack.http.post(jobs()).set(owner()).send({ label: 'retried', command: 'echo once' });
+    expect(res.status).toBe(201);
+    const { runCronJob } = createActivities(stack.activityDeps);
+    const execution = { workflowId: `cronjob-run/${res.body.uuid}-test`, runId: randomUUID() };
+    const attempt = (n: number) => new MockActivityEnvironment({ attempt: n, workflowExecution: execution }).run(runCronJob, res.body.uuid);
+    expect(await attempt(1)).toBe(0);
+    expect(await attempt(2)).toBe(0);
+    const count = async (sql: string) => (await stack.ds.query(sql, [res.body.uuid]))[0].n;
+    expect(await count(`SELECT count(*)::int AS n FROM cronjob_runs WHERE cronjob_uuid = $1`)).toBe(1);
+    expect(await count(`SELECT count(*)::int AS n FROM audit_events WHERE resource_uuid = $1 AND action = 'cronjob.run'`)).toBe(1);
+    // another scheduled run is another run
+    await new MockActivityEnvironment({ workflowExecution: { ...execution, runId: randomUUID() } }).run(runCronJob, res.body.uuid);
+    expect(await count(`SELECT count(*)::int AS n FROM cronjob_runs WHERE cronjob_uuid = $1`)).toBe(2);
+    expect(await count(`SELECT count(*)::int AS n FROM audit_events WHERE resource_uuid = $1 AND action = 'cronjob.run'`)).toBe(2);
   });
 });
