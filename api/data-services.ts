@@ -3,7 +3,7 @@ import { WorkflowExecutionAlreadyStartedError, WorkflowIdConflictPolicy } from '
 import type { EntityManager } from 'typeorm';
 import { subPathProblem } from '../domain/data';
 import { BerthOperation, BerthResource, BerthWorkspace } from '../domain/search-attributes';
-import { one } from '../entities/sql';
+import { one, rows } from '../entities/sql';
 import type { RestoreChoice } from '../activities/data';
 import { assertProjectVisible } from './access';
 import { recordAudit, snapshot } from './audit';
@@ -222,7 +222,8 @@ export async function destroy(ctx: Ctx, row: AddonRow, mode: 'reset' | 'delete',
   const op = await ctx.deps.dataSource.transaction(async (m) => {
     const from = mode === 'reset' ? LIVE_STATES : [...LIVE_STATES, 'pending', 'processing', 'creating', 'stopped', 'restoring'];
     const before = await snapshot(m, 'addons', row.uuid);
-    const moved = await m.query(`UPDATE addons SET state = $2, updated_at = now() WHERE uuid = $1 AND state = ANY($3::text[]) RETURNING uuid`,
+    // rows(): TypeORM answers an UPDATE with [rows, count], whose length is never 0.
+    const moved = await rows(m, `UPDATE addons SET state = $2, updated_at = now() WHERE uuid = $1 AND state = ANY($3::text[]) RETURNING uuid`,
       [row.uuid, mode === 'reset' ? 'resetting' : 'deleting', from]);
     if (moved.length === 0) throw conflict(`the ${what} is ${row.state}; try again once it is running`);
     if (mode === 'delete') await m.query(`UPDATE addons SET state = 'deleting', updated_at = now() WHERE replica_of = $1`, [row.uuid]);
