@@ -1,3 +1,4 @@
+import { createActivities } from '../../activities';
 import { REDACTED } from '../../domain/audit';
 import { insertApp } from '../support/data';
 import { memberWith, seedWorkspace, type Workspace } from '../support/fixtures';
@@ -93,6 +94,30 @@ describe('audit entries of add-ons and services', () => {
     const deletes = await auditOf(uuid, 'service.delete');
     expect(deletes).toHaveLength(1);
     expect(deletes[0]!.diff).toMatchObject({ state: { from: 'stopped', to: 'deleting' } });
+  });
+
+  it('a restore records one entry naming the backup it restores; a refused restore records none', async () => {
+    const created = await stack.http.post('/api/v1/services').set(owner()).send({ type: 'postgres', label: 'restored', resource_id: ws.resourceUuid, backup_enabled: true });
+    expect(created.status).toBe(201);
+    const uuid: string = created.body.uuid;
+    await eventually(async () => {
+      const r = await stack.http.get(`/api/v1/services/${uuid}`).set(owner());
+      const b = await stack.http.get(`/api/v1/services/${uuid}/backups`).set(owner());
+      return r.body.state === 'healthy' && b.body.backup_active === true;
+    }, { what: 'service live with backups' });
+    const backup = await createActivities(stack.activityDeps).takeAddonBackup(uuid);
+    expect((await stack.http.post(`/api/v1/services/${uuid}/restore_backup`).set(owner()).send({ backup_name: 'nope' })).status).toBe(422);
+    expect(await auditOf(uuid, 'service.restore')).toHaveLength(0);
+
+    const res = await stack.http.post(`/api/v1/services/${uuid}/restore_backup`).set(owner()).send({ backup_name: backup });
+    expect(res.status).toBe(202);
+    await stack.temporal.workflow.getHandle(`service-restore/${uuid}`).result();
+    const entries = await auditOf(uuid, 'service.restore');
+    expect(entries).toHaveLength(1);
+    expect(entries[0]).toMatchObject({
+      actor: { type: 'member', uuid: ownerMember }, resource_type: 'service', resource_uuid: uuid,
+      diff: { restore_from: { to: { backup_name: backup } }, to_new_cluster: { to: false } },
+    });
   });
 });
 
