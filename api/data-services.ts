@@ -3,9 +3,10 @@ import { WorkflowExecutionAlreadyStartedError, WorkflowIdConflictPolicy } from '
 import type { EntityManager } from 'typeorm';
 import { subPathProblem } from '../domain/data';
 import { BerthOperation, BerthResource, BerthWorkspace } from '../domain/search-attributes';
-import { one } from '../entities/sql';
+import { one, rows } from '../entities/sql';
 import type { RestoreChoice } from '../activities/data';
 import { assertProjectVisible } from './access';
+import { recordAudit, snapshot } from './audit';
 import { conflict, notFound, unprocessable } from './problem';
 import type { RouteContext } from './route';
 import type { AddonCreateBody, AddonUpdateBody, RestoreBody } from './schemas/addons';
@@ -100,6 +101,7 @@ export async function insertData(ctx: Ctx, m: EntityManager, input: {
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'pending', $10, $11, $12, $13, $14, $15, $16, $17)`,
     [uuid, ctx.caller.workspaceUuid, input.kind, input.appUuid, input.projectId, input.resourceUuid, b.type, name, b.label ?? name,
       JSON.stringify(quota), JSON.stringify(settings), b.public_access ?? false, b.backup_enabled ?? false, dbName, username, passwordSealed, `c-${uuid}`]);
+  await recordAudit(m, ctx, { resourceUuid: uuid, before: null, after: await snapshot(m, 'addons', uuid) });
   const op = await ctx.deps.outbox.enqueue(m, {
     operation: input.kind === 'service' ? 'service-provision' : 'addon-provision', workflowType: 'addonProvision',
     workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: uuid, args: [{ addonUuid: uuid, storage: b.type === 'storage' }],
@@ -107,7 +109,10 @@ export async function insertData(ctx: Ctx, m: EntityManager, input: {
   return { uuid, op };
 }
 
-/** Applies an accepted update: backup_enabled changes now (BKP-01); a workflow brings backup_active in line (BKP-02). */
+/**
+ * Applies an accepted update: backup_enabled changes now (BKP-01); a workflow brings
+ * backup_active in line (BKP-02). Records the route's audit entry (also for a no-op).
+ */
 export async function updateData(ctx: Ctx, m: EntityManager, row: AddonRow, b: AddonUpdateBody): Promise<{ uuid: string } | null> {
   if (row.replica_of && (b.backup_enabled !== undefined || b.public_access !== undefined)) {
     throw unprocessable('a read replica follows its primary\'s backups and public access', [{ path: 'body', message: 'change the primary instead' }]);
@@ -117,6 +122,7 @@ export async function updateData(ctx: Ctx, m: EntityManager, row: AddonRow, b: A
     || (b.public_access !== undefined && b.public_access !== row.public_access);
   const settings = b.s3_enabled !== undefined ? { ...row.settings, s3_enabled: b.s3_enabled } : row.settings;
   const quota = b.quota ? { ...row.quota, ...b.quota } : row.quota;
+  const before = await snapshot(m, 'addons', row.uuid);
   const updated = await one<{ settings_generation: number }>(m,
     `UPDATE addons SET label = COALESCE($2, label), quota = $3, settings = $4, public_access = COALESCE($5, public_access),
             backup_enabled = COALESCE($6, backup_enabled), settings_generation = settings_generation + $7::int,
@@ -124,6 +130,7 @@ export async function updateData(ctx: Ctx, m: EntityManager, row: AddonRow, b: A
       WHERE uuid = $1 RETURNING settings_generation`,
     [row.uuid, b.label ?? null, JSON.stringify(quota), JSON.stringify(settings), b.public_access ?? null, b.backup_enabled ?? null,
       settingsChange ? 1 : 0, b.project_id !== undefined, b.project_id ?? null]);
+  await recordAudit(m, ctx, { resourceUuid: row.uuid, before, after: await snapshot(m, 'addons', row.uuid) });
   if (!settingsChange || !LIVE_STATES.includes(row.state)) return null; // provisioning applies the settings itself
   return ctx.deps.outbox.enqueue(m, {
     operation: row.kind === 'service' ? 'service-sync' : 'addon-sync', workflowType: 'addonSync', workspaceUuid: ctx.caller.workspaceUuid,
@@ -197,6 +204,11 @@ export async function startRestore(ctx: Ctx, row: AddonRow, b: RestoreBody, pref
     if (err instanceof WorkflowExecutionAlreadyStartedError) throw conflict('a restore of this database is already running');
     throw err;
   }
+  // The restore changes no row here (the workflow does): the entry records what was asked, once it started.
+  await recordAudit(ctx.deps.dataSource.manager, ctx, {
+    resourceUuid: row.uuid, before: null,
+    after: { restore_from: 'backupName' in from ? { backup_name: from.backupName } : 'targetTime' in from ? { target_time: from.targetTime } : 'latest', to_new_cluster: toNew },
+  });
   const what = 'backupName' in from ? `backup ${from.backupName}` : 'targetTime' in from ? `the state at ${from.targetTime}` : 'the latest backup';
   return {
     message: toNew
@@ -209,10 +221,13 @@ export async function startRestore(ctx: Ctx, row: AddonRow, b: RestoreBody, pref
 export async function destroy(ctx: Ctx, row: AddonRow, mode: 'reset' | 'delete', what: 'add-on' | 'service'): Promise<{ message: string }> {
   const op = await ctx.deps.dataSource.transaction(async (m) => {
     const from = mode === 'reset' ? LIVE_STATES : [...LIVE_STATES, 'pending', 'processing', 'creating', 'stopped', 'restoring'];
-    const moved = await m.query(`UPDATE addons SET state = $2, updated_at = now() WHERE uuid = $1 AND state = ANY($3::text[]) RETURNING uuid`,
+    const before = await snapshot(m, 'addons', row.uuid);
+    // rows(): TypeORM answers an UPDATE with [rows, count], whose length is never 0.
+    const moved = await rows(m, `UPDATE addons SET state = $2, updated_at = now() WHERE uuid = $1 AND state = ANY($3::text[]) RETURNING uuid`,
       [row.uuid, mode === 'reset' ? 'resetting' : 'deleting', from]);
     if (moved.length === 0) throw conflict(`the ${what} is ${row.state}; try again once it is running`);
     if (mode === 'delete') await m.query(`UPDATE addons SET state = 'deleting', updated_at = now() WHERE replica_of = $1`, [row.uuid]);
+    await recordAudit(m, ctx, { resourceUuid: row.uuid, before, after: await snapshot(m, 'addons', row.uuid) });
     return ctx.deps.outbox.enqueue(m, {
       operation: `${what === 'service' ? 'service' : 'addon'}-${mode}`, workflowType: 'addonDestroy', workspaceUuid: ctx.caller.workspaceUuid,
       resourceUuid: row.uuid, args: [{ addonUuid: row.uuid, mode }],
@@ -238,6 +253,7 @@ export async function createReplica(ctx: Ctx, primary: AddonRow, b: { cpu_size: 
        SELECT $2, workspace_uuid, kind, app_uuid, project_id, resource_uuid, 'postgres', $3, label || ' (replica)', 'pending', $4, '{}', uuid, $5
          FROM addons WHERE uuid = $1`,
       [primary.uuid, id, name, JSON.stringify({ ...primary.quota, cpu_size: b.cpu_size, ram_size: b.ram_size }), `c-${id}`]);
+    await recordAudit(m, ctx, { resourceUuid: id, before: null, after: await snapshot(m, 'addons', id) });
     const enq = await ctx.deps.outbox.enqueue(m, {
       operation: 'addon-replica', workflowType: 'addonProvision', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: id, args: [{ addonUuid: id }],
     });
@@ -250,11 +266,13 @@ export async function createReplica(ctx: Ctx, primary: AddonRow, b: { cpu_size: 
 /** Stops (data kept, state `stopped`) or starts (state `creating`, then the live status) an add-on or service. */
 export async function changeState(ctx: Ctx, row: AddonRow, action: 'start' | 'stop'): Promise<AddonView> {
   const op = await ctx.deps.dataSource.transaction(async (m) => {
+    const before = await snapshot(m, 'addons', row.uuid);
     const moved = await one<{ g: number }>(m,
       `UPDATE addons SET state = $2, settings_generation = settings_generation + 1, updated_at = now()
         WHERE uuid = $1 AND state = ANY($3::text[]) RETURNING settings_generation AS g`,
       [row.uuid, action === 'stop' ? 'stopped' : 'creating', action === 'stop' ? LIVE_STATES : ['stopped']]);
     if (!moved) throw conflict(action === 'stop' ? `cannot stop: the ${row.kind === 'service' ? 'service' : 'add-on'} is ${row.state}` : `cannot start: it is ${row.state}, not stopped`);
+    await recordAudit(m, ctx, { resourceUuid: row.uuid, before, after: await snapshot(m, 'addons', row.uuid) });
     return ctx.deps.outbox.enqueue(m, {
       operation: row.kind === 'service' ? 'service-sync' : 'addon-sync', workflowType: 'addonSync', workspaceUuid: ctx.caller.workspaceUuid,
       resourceUuid: row.uuid, subId: String(moved.g), args: [{ addonUuid: row.uuid }],

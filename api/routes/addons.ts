@@ -23,7 +23,7 @@ export const addonRoutes = [
     },
   }),
   route<AppParams, {}, AddonCreateBody>({
-    method: 'post', path: '/apps/{uuid}/addons', operation: 'addons.write', tag: TAG, status: 201, body: addonCreateBody,
+    method: 'post', path: '/apps/{uuid}/addons', operation: 'addons.write', tag: TAG, status: 201, body: addonCreateBody, audit: 'addon.create',
     summary: 'Attach a postgres, mysql, valkey or storage add-on; provisioning runs pending -> processing -> creating -> live status',
     response: addonSchema,
     async handler(ctx) {
@@ -45,7 +45,7 @@ export const addonRoutes = [
     },
   }),
   route<AddonParams, {}, AddonUpdateBody>({
-    method: 'put', path: '/apps/{uuid}/addons/{id}', operation: 'addons.write', tag: TAG, body: addonUpdateBody,
+    method: 'put', path: '/apps/{uuid}/addons/{id}', operation: 'addons.write', tag: TAG, body: addonUpdateBody, audit: 'addon.update',
     summary: 'Update an add-on (label, quota, backup_enabled, public_access, s3_enabled); settings are applied by a workflow',
     response: addonSchema,
     async handler(ctx) {
@@ -59,6 +59,7 @@ export const addonRoutes = [
   }),
   route<AddonParams, {}, { public_access: boolean }>({
     method: 'post', path: '/apps/{uuid}/addons/{id}/public_access', operation: 'addons.public_access', tag: TAG, body: publicAccessBody,
+    audit: 'addon.public_access',
     summary: 'Turn public access on or off (changes connection_details.external)', response: addonSchema,
     async handler(ctx) {
       await findApp(ctx, ctx.params.uuid);
@@ -66,7 +67,7 @@ export const addonRoutes = [
     },
   }),
   route<AddonParams, {}, { action: 'start' | 'stop' }>({
-    method: 'patch', path: '/apps/{uuid}/addons/{id}/state', operation: 'addons.write', tag: TAG, body: stateBody,
+    method: 'patch', path: '/apps/{uuid}/addons/{id}/state', operation: 'addons.write', tag: TAG, body: stateBody, audit: 'addon.change_state',
     summary: 'Stop (state stopped, data kept) or start (creating, then the live status) an add-on', response: addonSchema,
     async handler(ctx) {
       await findApp(ctx, ctx.params.uuid);
@@ -74,7 +75,7 @@ export const addonRoutes = [
     },
   }),
   route<AddonParams>({
-    method: 'delete', path: '/apps/{uuid}/addons/{id}', operation: 'addons.delete', tag: TAG, status: 202,
+    method: 'delete', path: '/apps/{uuid}/addons/{id}', operation: 'addons.delete', tag: TAG, status: 202, audit: 'addon.delete',
     summary: 'Delete an add-on and its data (destructive: the data does not come back)', response: messageSchema,
     async handler(ctx) {
       await findApp(ctx, ctx.params.uuid);
@@ -83,6 +84,7 @@ export const addonRoutes = [
   }),
   route<AddonParams>({
     method: 'post', path: '/apps/{uuid}/addons/{id}/reset_database', operation: 'addons.reset_database', tag: TAG, status: 202,
+    audit: 'addon.reset_database',
     summary: 'Drop every piece of an add-on database\'s data (destructive: the data does not come back)', response: messageSchema,
     async handler(ctx) {
       await findApp(ctx, ctx.params.uuid);
@@ -100,6 +102,7 @@ export const addonRoutes = [
   }),
   route<AddonParams, {}, RestoreBody>({
     method: 'post', path: '/apps/{uuid}/addons/{id}/restore_backup', operation: 'addons.restore', tag: TAG, status: 202, body: restoreBody,
+    audit: 'addon.restore',
     summary: 'Restore a postgres backup: backup_name, or target_time (point in time), or neither for the latest; to_new_cluster keeps the old database',
     response: messageSchema,
     async handler(ctx) {
@@ -109,6 +112,7 @@ export const addonRoutes = [
   }),
   route<AddonParams, {}, { cpu_size: number; ram_size: number }>({
     method: 'post', path: '/apps/{uuid}/addons/{id}/create_replica', operation: 'addons.write', tag: TAG, status: 201, body: replicaBody,
+    audit: 'addon.create_replica',
     summary: 'Create a read replica of a postgres add-on (shares the primary\'s credentials and public access)', response: addonSchema,
     async handler(ctx) {
       await findApp(ctx, ctx.params.uuid);

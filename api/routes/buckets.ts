@@ -5,6 +5,7 @@ import type { StorageDriver } from '../../activities/provider/storage';
 import { bucketName, defaultAcl, defaultPolicy, GIB, objectKeyProblem, policyProblem, quotaBytes, VISIBILITIES, type Visibility } from '../../domain/buckets';
 import { one, rows } from '../../entities/sql';
 import { assertProjectVisible, visibleProjectsClause } from '../access';
+import { recordAudit, snapshot } from '../audit';
 import { offsetOf, setPageHeaders, type Page } from '../pagination';
 import { checkPlacement, checkProject } from '../placement';
 import { conflict, notFound, Problem, unavailable, unprocessable } from '../problem';
@@ -113,7 +114,7 @@ export const bucketRoutes = [
     },
   }),
   route<{}, {}, yup.InferType<typeof createBody>>({
-    method: 'post', path: '/buckets', operation: 'buckets.create', tag: TAG, status: 201,
+    method: 'post', path: '/buckets', operation: 'buckets.create', tag: TAG, status: 201, audit: 'bucket.create',
     summary: 'Create a bucket; answers it in state pending with its access key pair (provisioned by a workflow)',
     description: '`platform_id` is deprecated in favour of `resource_id`; a request using it is answered with a `Deprecation` header.',
     body: createBody, response: bucketSchema,
@@ -144,6 +145,7 @@ export const bucketRoutes = [
             accessKey, ctx.deps.secretBox.seal(secret), defaultPolicy(visibility, name), defaultAcl(visibility, accessKey)]);
         await m.query(`INSERT INTO resource_allocations (owner_uuid, owner_type, resource_uuid, disk_size) VALUES ($1, 'bucket', $2, $3)`,
           [uuid, resourceId, quotaBytes(disk)]);
+        await recordAudit(m, ctx, { resourceUuid: uuid, before: null, after: await snapshot(m, 'buckets', uuid) });
         const op = await ctx.deps.outbox.enqueue(m, {
           operation: 'bucket-provision', workflowType: 'bucketProvision', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: uuid,
           args: [{ bucketUuid: uuid }],
@@ -168,13 +170,14 @@ export const bucketRoutes = [
     },
   }),
   route<{ uuid: string }, {}, yup.InferType<typeof updateBody>>({
-    method: 'put', path: '/buckets/{uuid}', operation: 'buckets.update', tag: TAG,
+    method: 'put', path: '/buckets/{uuid}', operation: 'buckets.update', tag: TAG, audit: 'bucket.update',
     summary: 'Update a bucket\'s settings: label, visibility, disk allocation (GiB), project, policy',
     body: updateBody, response: bucketSchema,
     async handler(ctx) {
       const b = ctx.body;
       return ctx.deps.dataSource.transaction(async (m) => {
         const current = await findBucket(ctx, ctx.params.uuid, m, true);
+        const before = await snapshot(m, 'buckets', current.uuid);
         if (b.project_id) {
           await checkProject(ctx, m, b.project_id);
           await checkPlacement(ctx, m, { resourceId: current.resource_uuid, projectId: b.project_id });
@@ -199,18 +202,21 @@ export const bucketRoutes = [
         await m.query(
           `UPDATE buckets SET label = $2, visibility = $3, disk_size_gib = $4, project_id = $5, policy = $6, acl = $7, updated_at = now() WHERE uuid = $1`,
           [current.uuid, b.label ?? current.label, visibility, disk, b.project_id === undefined ? current.project_id : b.project_id, policyValue, acl]);
+        await recordAudit(m, ctx, { resourceUuid: current.uuid, before, after: await snapshot(m, 'buckets', current.uuid) });
         return view(ctx, m, await findBucket(ctx, current.uuid, m), true);
       });
     },
   }),
   route<{ uuid: string }>({
-    method: 'delete', path: '/buckets/{uuid}', operation: 'buckets.delete', tag: TAG, status: 204,
+    method: 'delete', path: '/buckets/{uuid}', operation: 'buckets.delete', tag: TAG, status: 204, audit: 'bucket.delete',
     summary: 'Delete a bucket: its access key is revoked and its objects removed (data does not come back)',
     async handler(ctx) {
       const operation = await ctx.deps.dataSource.transaction(async (m) => {
         const b = await findBucket(ctx, ctx.params.uuid, m, true);
+        const before = await snapshot(m, 'buckets', b.uuid);
         await m.query(`DELETE FROM resource_allocations WHERE owner_uuid = $1`, [b.uuid]);
         await m.query(`DELETE FROM buckets WHERE uuid = $1`, [b.uuid]);
+        await recordAudit(m, ctx, { resourceUuid: b.uuid, before, after: null });
         return ctx.deps.outbox.enqueue(m, {
           operation: 'bucket-delete', workflowType: 'storageCleanup', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: b.uuid,
           args: [{ bucketName: b.name, accessKey: b.s3_access_key, siteHost: null }],
@@ -230,7 +236,7 @@ export const bucketRoutes = [
     },
   }),
   route<{ uuid: string }, {}, yup.InferType<typeof uploadBody>>({
-    method: 'post', path: '/buckets/{uuid}/objects', operation: 'buckets.objects', tag: TAG, status: 201,
+    method: 'post', path: '/buckets/{uuid}/objects', operation: 'buckets.objects', tag: TAG, status: 201, audit: 'bucket.object_upload',
     summary: 'Upload an object (content base64-encoded, up to 700 KiB; larger objects go straight to s3_endpoint with the bucket\'s keys)',
     body: uploadBody, response: objectSchema,
     async handler(ctx) {
@@ -244,11 +250,17 @@ export const bucketRoutes = [
       if (usageBytes - (existing?.size ?? 0) + body.length > quotaBytes(b.disk_size_gib)) {
         throw unprocessable('the object does not fit the bucket\'s disk allocation; raise disk_size first', [{ path: 'body.content_base64', message: 'exceeds quota_bytes' }]);
       }
-      return storeCall(() => storage.putObject(b.name, ctx.body.key, body, ctx.body.content_type ?? 'application/octet-stream'));
+      const contentType = ctx.body.content_type ?? 'application/octet-stream';
+      const stored = await storeCall(() => storage.putObject(b.name, ctx.body.key, body, contentType));
+      // The object store is outside the transaction: the entry is written once the upload succeeded.
+      await recordAudit(ctx.deps.dataSource.manager, ctx, {
+        resourceUuid: b.uuid, before: null, after: { key: ctx.body.key, size: body.length, content_type: contentType, replaced: existing !== null },
+      });
+      return stored;
     },
   }),
   route<{ uuid: string }, {}, yup.InferType<typeof renameBody>>({
-    method: 'post', path: '/buckets/{uuid}/objects/rename', operation: 'buckets.objects', tag: TAG,
+    method: 'post', path: '/buckets/{uuid}/objects/rename', operation: 'buckets.objects', tag: TAG, audit: 'bucket.object_rename',
     summary: 'Rename an object (409 when new_key is taken)', body: renameBody, response: objectSchema,
     async handler(ctx) {
       const b = await findBucket(ctx, ctx.params.uuid);
@@ -258,11 +270,12 @@ export const bucketRoutes = [
       if (ctx.body.new_key === ctx.body.key) throw unprocessable('new_key equals key', [{ path: 'body.new_key', message: 'same as key' }]);
       if (await storeCall(() => storage.headObject(b.name, ctx.body.new_key))) throw conflict(`an object named "${ctx.body.new_key}" already exists`);
       await storeCall(() => storage.renameObject(b.name, ctx.body.key, ctx.body.new_key));
+      await recordAudit(ctx.deps.dataSource.manager, ctx, { resourceUuid: b.uuid, before: { key: ctx.body.key }, after: { key: ctx.body.new_key } });
       return (await storeCall(() => storage.headObject(b.name, ctx.body.new_key)))!;
     },
   }),
   route<{ uuid: string }, { key: string }, unknown>({
-    method: 'delete', path: '/buckets/{uuid}/objects', operation: 'buckets.objects', tag: TAG, status: 204,
+    method: 'delete', path: '/buckets/{uuid}/objects', operation: 'buckets.objects', tag: TAG, status: 204, audit: 'bucket.object_delete',
     summary: 'Delete an object (query: key)', query: deleteObjectQuery,
     async handler(ctx) {
       const problem = objectKeyProblem(ctx.query.key);
@@ -270,13 +283,15 @@ export const bucketRoutes = [
       const b = await findBucket(ctx, ctx.params.uuid);
       assertActive(b);
       const storage = storageOf(ctx);
-      if (!(await storeCall(() => storage.headObject(b.name, ctx.query.key)))) throw notFound('object');
+      const existing = await storeCall(() => storage.headObject(b.name, ctx.query.key));
+      if (!existing) throw notFound('object');
       await storeCall(() => storage.deleteObject(b.name, ctx.query.key));
+      await recordAudit(ctx.deps.dataSource.manager, ctx, { resourceUuid: b.uuid, before: { key: ctx.query.key, size: existing.size }, after: null });
       return undefined;
     },
   }),
   route<{ uuid: string }, {}, yup.InferType<typeof downloadBody>>({
-    method: 'post', path: '/buckets/{uuid}/objects/download_url', operation: 'buckets.download_url', tag: TAG,
+    method: 'post', path: '/buckets/{uuid}/objects/download_url', operation: 'buckets.download_url', tag: TAG, audit: false,
     summary: 'A presigned download link for an object (expires_in seconds, default 3600, at most 7 days)',
     body: downloadBody, response: downloadUrlSchema,
     async handler(ctx) {

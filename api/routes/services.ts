@@ -3,6 +3,7 @@ import type { EntityManager } from 'typeorm';
 import * as yup from 'yup';
 import { one } from '../../entities/sql';
 import { assertProjectVisible, hiddenProjects, visibleProjectsClause } from '../access';
+import { recordAudit, snapshot } from '../audit';
 import {
   backupsOf, changeState, checkSubPath, destroy, findAddon, findApp, insertData, setPublicAccess, startRestore, updateData, viewOf,
 } from '../data-services';
@@ -55,7 +56,7 @@ export const serviceRoutes = [
     },
   }),
   route<{}, {}, ServiceCreateBody>({
-    method: 'post', path: '/services', operation: 'services.write', tag: TAG, status: 201, body: serviceCreateBody,
+    method: 'post', path: '/services', operation: 'services.write', tag: TAG, status: 201, body: serviceCreateBody, audit: 'service.create',
     summary: 'Create a standalone service on a compute resource', response: addonSchema,
     async handler(ctx) {
       const { uuid, op } = await ctx.deps.dataSource.transaction(async (m) => {
@@ -75,7 +76,7 @@ export const serviceRoutes = [
     },
   }),
   route<Params, {}, AddonUpdateBody>({
-    method: 'put', path: '/services/{id}', operation: 'services.write', tag: TAG, body: serviceUpdateBody,
+    method: 'put', path: '/services/{id}', operation: 'services.write', tag: TAG, body: serviceUpdateBody, audit: 'service.update',
     summary: 'Update a service (label, quota, project, backup_enabled, public_access, s3_enabled)', response: addonSchema,
     async handler(ctx) {
       const op = await ctx.deps.dataSource.transaction(async (m) => {
@@ -88,7 +89,7 @@ export const serviceRoutes = [
     },
   }),
   route<Params>({
-    method: 'delete', path: '/services/{id}', operation: 'services.write', tag: TAG, status: 202,
+    method: 'delete', path: '/services/{id}', operation: 'services.write', tag: TAG, status: 202, audit: 'service.delete',
     summary: 'Delete a service and its data (destructive: the data does not come back)', response: messageSchema,
     async handler(ctx) {
       return destroy(ctx, await findAddon(ctx, { service: true }, ctx.params.id), 'delete', 'service');
@@ -96,13 +97,14 @@ export const serviceRoutes = [
   }),
   route<Params, {}, { public_access: boolean }>({
     method: 'post', path: '/services/{id}/public_access', operation: 'services.public_access', tag: TAG, body: publicAccessBody,
+    audit: 'service.public_access',
     summary: 'Turn a service\'s public access on or off', response: addonSchema,
     async handler(ctx) {
       return setPublicAccess(ctx, await findAddon(ctx, { service: true }, ctx.params.id), ctx.body.public_access);
     },
   }),
   route<Params, {}, { action: 'start' | 'stop' }>({
-    method: 'patch', path: '/services/{id}/state', operation: 'services.operate', tag: TAG, body: stateBody,
+    method: 'patch', path: '/services/{id}/state', operation: 'services.operate', tag: TAG, body: stateBody, audit: 'service.change_state',
     summary: 'Stop (state stopped, data kept) or start a service', response: addonSchema,
     async handler(ctx) {
       return changeState(ctx, await findAddon(ctx, { service: true }, ctx.params.id), ctx.body.action);
@@ -110,6 +112,7 @@ export const serviceRoutes = [
   }),
   route<Params>({
     method: 'post', path: '/services/{id}/reset_database', operation: 'services.reset_database', tag: TAG, status: 202,
+    audit: 'service.reset_database',
     summary: 'Drop every piece of a service database\'s data (destructive: the data does not come back)', response: messageSchema,
     async handler(ctx) {
       return destroy(ctx, await findAddon(ctx, { service: true }, ctx.params.id), 'reset', 'service');
@@ -124,6 +127,7 @@ export const serviceRoutes = [
   }),
   route<Params, {}, RestoreBody>({
     method: 'post', path: '/services/{id}/restore_backup', operation: 'services.operate', tag: TAG, status: 202, body: restoreBody,
+    audit: 'service.restore',
     summary: 'Restore a postgres service backup: backup_name, target_time, or neither for the latest; to_new_cluster keeps the old database',
     response: messageSchema,
     async handler(ctx) {
@@ -132,6 +136,7 @@ export const serviceRoutes = [
   }),
   route<Params, {}, { app_uuid: string; mount_path: string; sub_path?: string; access_mode?: 'shared' | 'exclusive' }>({
     method: 'post', path: '/services/{id}/mount_app', operation: 'services.operate', tag: TAG, status: 201, body: mountBody,
+    audit: 'service.mount_app',
     summary: 'Mount a storage service into an app, optionally a sub_path of it (created if missing; shared access only)',
     response: mountSchema,
     async handler(ctx) {
@@ -154,6 +159,7 @@ export const serviceRoutes = [
           operation: 'service-mount', workflowType: 'addonSync', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: service.uuid,
           subId: String(gen!.g), args: [{ addonUuid: service.uuid, subPaths: true }],
         });
+        await recordAudit(m, ctx, { resourceUuid: service.uuid, before: null, after: await snapshot(m, 'service_mounts', inserted.uuid) });
         return { row: inserted, op: enq };
       });
       await ctx.deps.outbox.dispatch(op.uuid);
