@@ -24,6 +24,9 @@ const RESOURCE_TYPES: Record<StatefulTable, string> = Object.fromEntries(
   Object.keys(STATEFUL_TABLES).map((t) => [t, t.replace(/ies$/, 'y').replace(/s$/, '')]),
 ) as Record<StatefulTable, string>;
 
+/** A row of the addons table is an add-on, a standalone service or a cron job. */
+const ADDON_TYPE = `CASE WHEN r->>'type' = 'cronjob' THEN 'cronjob' ELSE r->>'kind' END`;
+
 export interface Transition {
   table: StatefulTable;
   uuid: string;
@@ -43,19 +46,22 @@ export function createStateActivities({ dataSource }: Pick<ActivityDeps, 'dataSo
       const column = STATEFUL_TABLES[t.table];
       if (!column) throw new Error(`unknown stateful table ${t.table}`);
       // The move and its audit entry (source: workflow) in one statement. Rows of child
-      // tables (no workspace_uuid of their own) take their VPC's or app's workspace.
+      // tables (no workspace_uuid of their own) take their VPC's or app's workspace. Rows of
+      // the addons table are recorded as the add-on, service or cron job they are.
       const moved = await rows(dataSource,
         `WITH old AS (SELECT uuid, ${column} AS state FROM ${t.table} WHERE uuid = $1 AND ${column} = ANY($2::text[]) FOR UPDATE),
               moved AS (UPDATE ${t.table} x SET ${column} = $3, updated_at = now() FROM old WHERE x.uuid = old.uuid
                         RETURNING x.uuid, to_jsonb(x) AS r, old.state AS from_state),
-              owned AS (SELECT uuid, from_state, COALESCE((r->>'workspace_uuid')::uuid,
+              owned AS (SELECT uuid, from_state, COALESCE(${t.table === 'addons' ? ADDON_TYPE : 'NULL'}, $4::text) AS resource_type,
+                          COALESCE((r->>'workspace_uuid')::uuid,
                           (SELECT v.workspace_uuid FROM vpcs v WHERE v.uuid = (r->>'vpc_uuid')::uuid),
                           (SELECT a.workspace_uuid FROM apps a WHERE a.uuid = (r->>'app_uuid')::uuid)) AS workspace_uuid FROM moved),
               audited AS (INSERT INTO audit_events (workspace_uuid, actor_type, source, action, resource_type, resource_uuid, diff)
-                          SELECT workspace_uuid, 'system', 'workflow', $4, $5, uuid, jsonb_build_object($6::text, jsonb_build_object('from', from_state, 'to', $3::text))
+                          SELECT workspace_uuid, 'system', 'workflow', resource_type || '.' || $5::text, resource_type, uuid,
+                                 jsonb_build_object($5::text, jsonb_build_object('from', from_state, 'to', $3::text))
                             FROM owned WHERE workspace_uuid IS NOT NULL)
          SELECT uuid FROM moved`,
-        [t.uuid, t.from, t.to, `${RESOURCE_TYPES[t.table]}.${column}`, RESOURCE_TYPES[t.table], column]);
+        [t.uuid, t.from, t.to, RESOURCE_TYPES[t.table], column]);
       return moved.length > 0;
     },
   };

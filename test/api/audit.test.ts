@@ -103,6 +103,12 @@ describe('audit log', () => {
     expect(await transition({ table: 'projects', uuid: created.body.uuid, from: ['active'], to: 'deleting' })).toBe(false);
     const [entry] = await auditOf(created.body.uuid);
     expect(entry).toMatchObject({ source: 'workflow', action: 'project.state', actor: { type: 'system', uuid: null }, diff: { state: { from: 'active', to: 'deleting' } } });
+    // Rows of the addons table are recorded as what they are: here a standalone service.
+    const [service] = await stack.ds.query(
+      `INSERT INTO addons (uuid, workspace_uuid, kind, resource_uuid, type, name, label, state) VALUES (gen_random_uuid(), $1, 'service', $2, 'postgres', 'pg-moved', 'moved', 'pending') RETURNING uuid`,
+      [ws.uuid, ws.resourceUuid]);
+    expect(await transition({ table: 'addons', uuid: service.uuid, from: ['pending'], to: 'processing' })).toBe(true);
+    expect(await auditOf(service.uuid)).toMatchObject([{ source: 'workflow', action: 'service.state', resource_type: 'service', diff: { state: { from: 'pending', to: 'processing' } } }]);
   });
 
   it('is for workspace admins: owner and admin read it, any custom role or token gets 403; filters apply', async () => {
