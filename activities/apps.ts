@@ -212,8 +212,9 @@ export function createAppActivities({ dataSource: ds, provider, secretBox, logge
     async copyAppSettings(sourceUuid: string, targetUuid: string, flags: CloneFlags): Promise<void> {
       await ds.transaction(async (m) => {
         if (flags.clone_variables) {
-          await m.query(`INSERT INTO app_variables (app_uuid, key, value_sealed) SELECT $2, key, value_sealed FROM app_variables WHERE app_uuid = $1
-                          ON CONFLICT (app_uuid, key) DO UPDATE SET value_sealed = EXCLUDED.value_sealed`, [sourceUuid, targetUuid]);
+          // the secret flag goes with the value: a secret variable stays secret in the copy
+          await m.query(`INSERT INTO app_variables AS t (app_uuid, key, value_sealed, secret) SELECT $2, key, value_sealed, secret FROM app_variables WHERE app_uuid = $1
+                          ON CONFLICT (app_uuid, key) DO UPDATE SET value_sealed = EXCLUDED.value_sealed, secret = t.secret OR EXCLUDED.secret`, [sourceUuid, targetUuid]);
         }
         if (flags.clone_secret_files) {
           await m.query(`INSERT INTO app_secret_files (uuid, app_uuid, name, content_sealed, size_bytes, sha256)

@@ -90,12 +90,13 @@ export class AppDeployment {
   @UpdateDateColumn({ type: 'timestamptz' }) updated_at: Date;
 }
 
-/** An environment variable of an app; the value is sealed. */
+/** An environment variable of an app; the value is sealed, and never returned when secret. */
 @Entity('app_variables')
 export class AppVariable {
   @PrimaryColumn('uuid') app_uuid: string;
   @PrimaryColumn('text') key: string;
   @Column('text') value_sealed: string;
+  @Column('boolean', { default: false }) secret: boolean;
   @CreateDateColumn({ type: 'timestamptz' }) created_at: Date;
   @UpdateDateColumn({ type: 'timestamptz' }) updated_at: Date;
 }

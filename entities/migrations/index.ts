@@ -9,6 +9,7 @@ import { Domains1732800000000 } from './1732800000000-domains';
 import { Previews1732800000001 } from './1732800000001-previews';
 import { Audit1732900000000 } from './1732900000000-audit';
 import { ProjectVariables1732950000000 } from './1732950000000-project-variables';
+import { VariableSecretFlag1732957000000 } from './1732957000000-variable-secret-flag';
 
 /** Every migration, in timestamp order (one entry per line). */
 export const migrations = [
@@ -23,4 +24,5 @@ export const migrations = [
   Previews1732800000001,
   Audit1732900000000,
   ProjectVariables1732950000000,
+  VariableSecretFlag1732957000000,
 ];
