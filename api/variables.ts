@@ -32,8 +32,7 @@ export const variableSchema = obj({
 export const secretFileSchema = obj({ uuid: uuid().required(), name: str().required(), size_bytes: int().required(), sha256: str().required(), created_at: timestamp().required(), updated_at: timestamp().required() });
 
 export const setVariablesBody = obj({
-  // not arr(): a strict array would skip its items' casts, and `secret` takes '1'/'0' too (ERR-06)
-  variables: yup.array(obj({
+  variables: arr(obj({
     key: str().max(255).matches(ENV_KEY, '${path} must be an environment variable name: letters, digits and _, not starting with a digit').required(),
     value: str().max(32 * 1024).defined(),
     secret: bool(),

@@ -10,7 +10,8 @@ export const num = () => yup.number().strict();
 export const int = () => yup.number().strict().integer();
 export const uuid = () => yup.string().strict().uuid('${path} must be a UUID');
 export const timestamp = () => yup.string().strict();
-export const arr = <T extends yup.Schema>(of: T) => yup.array(of).strict();
+/** Not strict itself, so its items' own casts (a boolean's '1'/'0', ERR-06) apply; the items stay strict. */
+export const arr = <T extends yup.Schema>(of: T) => yup.array(of);
 /** Free-form JSON object (keys not shown by the contract). */
 export const json = () => yup.object().strict().meta({ jsonSchema: { type: 'object', additionalProperties: true } } as never);
 
