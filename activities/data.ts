@@ -288,7 +288,7 @@ export function createDataActivities(deps: Pick<ActivityDeps, 'dataSource' | 'lo
         if (!started) return one<{ exit_code: number | null }>(m, `SELECT exit_code FROM cronjob_runs WHERE uuid = $1 AND finished_at IS NOT NULL`, [runId]);
         await insertAuditEvent(m, {
           workspaceUuid: row.workspace_uuid, actorType: 'system', actorUuid: null, source: 'scheduler', action: 'cronjob.run',
-          resourceType: 'cronjob', resourceUuid: cronjobUuid, diff: diffRecords(null, { run: runId }),
+          resourceType: 'cronjob', resourceUuid: cronjobUuid, appUuid: row.app_uuid, diff: diffRecords(null, { run: runId }),
         });
         return undefined;
       });

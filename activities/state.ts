@@ -52,12 +52,12 @@ export function createStateActivities({ dataSource }: Pick<ActivityDeps, 'dataSo
         `WITH old AS (SELECT uuid, ${column} AS state FROM ${t.table} WHERE uuid = $1 AND ${column} = ANY($2::text[]) FOR UPDATE),
               moved AS (UPDATE ${t.table} x SET ${column} = $3, updated_at = now() FROM old WHERE x.uuid = old.uuid
                         RETURNING x.uuid, to_jsonb(x) AS r, old.state AS from_state),
-              owned AS (SELECT uuid, from_state, COALESCE(${t.table === 'addons' ? ADDON_TYPE : 'NULL'}, $4::text) AS resource_type,
+              owned AS (SELECT uuid, from_state, ${t.table === 'apps' ? 'uuid' : `(r->>'app_uuid')::uuid`} AS app_uuid, COALESCE(${t.table === 'addons' ? ADDON_TYPE : 'NULL'}, $4::text) AS resource_type,
                           COALESCE((r->>'workspace_uuid')::uuid,
                           (SELECT v.workspace_uuid FROM vpcs v WHERE v.uuid = (r->>'vpc_uuid')::uuid),
                           (SELECT a.workspace_uuid FROM apps a WHERE a.uuid = (r->>'app_uuid')::uuid)) AS workspace_uuid FROM moved),
-              audited AS (INSERT INTO audit_events (workspace_uuid, actor_type, source, action, resource_type, resource_uuid, diff)
-                          SELECT workspace_uuid, 'system', 'workflow', resource_type || '.' || $5::text, resource_type, uuid,
+              audited AS (INSERT INTO audit_events (workspace_uuid, actor_type, source, action, resource_type, resource_uuid, app_uuid, diff)
+                          SELECT workspace_uuid, 'system', 'workflow', resource_type || '.' || $5::text, resource_type, uuid, app_uuid,
                                  jsonb_build_object($5::text, jsonb_build_object('from', from_state, 'to', $3::text))
                             FROM owned WHERE workspace_uuid IS NOT NULL)
          SELECT uuid FROM moved`,

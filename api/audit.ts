@@ -11,6 +11,8 @@ export interface AuditEntry {
   /** By default the action's first part (`bucket` of `bucket.create`). */
   resourceType?: string;
   resourceUuid: string | null;
+  /** The app the change concerns; by default the resource itself when it is an app, else the app owning the snapshot's row. */
+  appUuid?: string | null;
   /** Snapshots of the record before and after (null for a create / a delete); secret fields are redacted. */
   before?: Record<string, unknown> | null;
   after?: Record<string, unknown> | null;
@@ -23,6 +25,14 @@ export async function snapshot(db: Db, table: string, uuid: string): Promise<Rec
   return row?.s ?? null;
 }
 
+/** The app a change concerns: the app itself, else the app owning the row (a preview's parent app). */
+function owningApp(entry: AuditEntry, resourceType: string): string | null {
+  if (resourceType === 'app') return entry.resourceUuid;
+  const row = entry.after ?? entry.before;
+  const owner = row?.parent_app_uuid ?? row?.app_uuid;
+  return typeof owner === 'string' ? owner : null;
+}
+
 /**
  * Records one audit entry for an accepted mutating request, in the transaction of its
  * change (so a rolled-back change leaves none): the actor (member, or workspace token by
@@ -33,14 +43,16 @@ export async function recordAudit(db: Db, ctx: RouteContext<unknown, unknown, un
   const action = entry.action ?? (ctx.route.audit || undefined);
   if (!action) throw new Error(`${ctx.route.method.toUpperCase()} ${ctx.route.path} records an audit entry but declares no audit action`);
   const caller = ctx.caller;
+  const resourceType = entry.resourceType ?? action.split('.')[0]!;
   await insertAuditEvent(db, {
     workspaceUuid: caller.workspaceUuid,
     actorType: caller.memberUuid ? 'member' : 'workspace_token',
     actorUuid: caller.memberUuid ?? caller.tokenUuid,
     source: 'api',
     action,
-    resourceType: entry.resourceType ?? action.split('.')[0]!,
+    resourceType,
     resourceUuid: entry.resourceUuid,
+    appUuid: entry.appUuid ?? owningApp(entry, resourceType),
     diff: diffRecords(entry.before ?? null, entry.after ?? null),
     requestId: ctx.requestId,
     clientIp: ctx.koa.ip || null,

@@ -135,7 +135,7 @@ async function auditDelivery(m: Db, parent: ParentRow, origin: Origin, action: s
   if (Object.keys(diff).length === 0) return;
   await insertAuditEvent(m, {
     workspaceUuid: parent.workspace_uuid, actorType: 'system', actorUuid: null, source: 'code-host', action,
-    resourceType: 'preview', resourceUuid: (after ?? before)!.app_uuid as string, diff, ...origin,
+    resourceType: 'preview', resourceUuid: (after ?? before)!.app_uuid as string, appUuid: parent.uuid, diff, ...origin,
   });
 }
 

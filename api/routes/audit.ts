@@ -38,7 +38,7 @@ export const auditRoutes = [
   }),
   route<{ uuid: string }, Page, unknown>({
     method: 'get', path: '/apps/{uuid}/activity', operation: 'apps.activity', tag: 'apps', paginated: true,
-    summary: 'An app\'s activity: its changes from the audit log and its platform events (deployments, state changes, health), newest first',
+    summary: 'An app\'s activity: changes from the audit log to the app and to what it owns (deployments, add-ons, cron jobs, domains, certificates, variables, previews) and its platform events (deployments, state changes, health), newest first',
     response: activityListSchema,
     async handler(ctx) {
       const app = await one<{ uuid: string; project_id: string | null }>(ctx.deps.dataSource,
@@ -46,10 +46,10 @@ export const auditRoutes = [
       if (!app) throw notFound('app');
       await assertProjectVisible(ctx, app.project_id, 'app');
       const feed = `
-        SELECT 'change' AS kind, uuid, action AS type, created_at, source, actor_type, actor_uuid, diff, NULL::jsonb AS data
-          FROM audit_events WHERE workspace_uuid = $1 AND resource_uuid = $2
+        SELECT 'change' AS kind, uuid, action AS type, created_at, source, actor_type, actor_uuid, resource_type, resource_uuid, diff, NULL::jsonb AS data
+          FROM audit_events WHERE workspace_uuid = $1 AND (app_uuid = $2 OR resource_uuid = $2)
         UNION ALL
-        SELECT 'event', uuid, type, created_at, NULL, NULL, NULL, NULL, payload->'data'
+        SELECT 'event', uuid, type, created_at, NULL, NULL, NULL, NULL, NULL, NULL, payload->'data'
           FROM events WHERE workspace_uuid = $1 AND app_uuid = $2`;
       const params = [ctx.caller.workspaceUuid, app.uuid];
       const total = await one<{ n: number }>(ctx.deps.dataSource, `SELECT count(*)::int AS n FROM (${feed}) f`, params);
@@ -63,6 +63,8 @@ export const auditRoutes = [
         created_at: iso(r.created_at)!,
         source: r.source,
         actor: r.kind === 'change' ? { type: r.actor_type, uuid: r.actor_uuid } : null,
+        resource_type: r.resource_type,
+        resource_uuid: r.resource_uuid,
         diff: r.diff,
         data: r.data,
       }));

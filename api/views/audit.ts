@@ -55,6 +55,9 @@ export const activitySchema = obj({
   created_at: timestamp().required(),
   source: str().nullable().defined(),
   actor: obj({ type: str().required(), uuid: uuid().nullable().defined() }).nullable().defined(),
+  /** For a change: what changed (the app, or one of its deployments, add-ons, cron jobs, ...); null for an event. */
+  resource_type: str().nullable().defined(),
+  resource_uuid: uuid().nullable().defined(),
   diff: json().nullable().defined(),
   data: json().nullable().defined(),
 });

@@ -10,6 +10,7 @@ import { Previews1732800000001 } from './1732800000001-previews';
 import { Audit1732900000000 } from './1732900000000-audit';
 import { ProjectVariables1732950000000 } from './1732950000000-project-variables';
 import { VariableSecretFlag1732957000000 } from './1732957000000-variable-secret-flag';
+import { AuditApp1732960000000 } from './1732960000000-audit-app';
 
 /** Every migration, in timestamp order (one entry per line). */
 export const migrations = [
@@ -25,4 +26,5 @@ export const migrations = [
   Audit1732900000000,
   ProjectVariables1732950000000,
   VariableSecretFlag1732957000000,
+  AuditApp1732960000000,
 ];

@@ -176,4 +176,21 @@ describe('audit entries of deployments, ports, TLS certificates and cron jobs', 
     expect((await stack.http.delete(`/api/v1/apps/${app.uuid}/cronjobs/${job.uuid}`).set(owner())).status).toBe(404);
     expect(await auditOf(job.uuid, 'cronjob.delete')).toHaveLength(1);
   });
+
+  it('the app\'s activity shows the changes of what it owns (cron jobs, variables), deleted ones included, and nothing of another app', async () => {
+    const app = await insertApp(stack.ds, ws, { state: 'running' });
+    const other = await insertApp(stack.ds, ws, { state: 'running' });
+    const job = (await stack.http.post(`/api/v1/apps/${app.uuid}/cronjobs`).set(owner()).send({ label: 'feed', command: 'bin/feed' }).expect(201)).body;
+    await stack.http.put(`/api/v1/apps/${app.uuid}/variables`).set(owner()).send({ variables: [{ key: 'FEED', value: 'one' }] }).expect(200);
+    await stack.http.delete(`/api/v1/apps/${app.uuid}/cronjobs/${job.uuid}`).set(owner()).expect(202);
+    await stack.ds.query(`DELETE FROM addons WHERE uuid = $1`, [job.uuid]);
+    await stack.http.put(`/api/v1/apps/${other.uuid}/variables`).set(owner()).send({ variables: [{ key: 'OTHER', value: 'two' }] }).expect(200);
+    const res = await stack.http.get(`/api/v1/apps/${app.uuid}/activity`).set(auth(await tokenWith(stack.ds, ws.uuid, ['apps:view']))).expect(200);
+    const changes = (res.body as Array<Record<string, any>>).filter((e) => e.kind === 'change');
+    expect(changes.map((e) => `${e.type} ${e.resource_type} ${e.resource_uuid}`)).toEqual([
+      `cronjob.delete cronjob ${job.uuid}`,
+      `app.variables_set app ${app.uuid}`,
+      `cronjob.create cronjob ${job.uuid}`,
+    ]);
+  });
 });
