@@ -3,6 +3,7 @@ import { auth, BIG_PLAN, createApp, selfSigned } from '../support/apps';
 import { insertApp } from '../support/app-rows';
 import { memberWith, seedWorkspace, tokenWith, type Workspace } from '../support/fixtures';
 import { expectNoSecretLeaks, startStack, type TestStack } from '../support/stack';
+import { auditEntries } from '../support/audit';
 
 /** The audit log of the apps area: apps, deployments, ports, TLS certificates and cron jobs. */
 let stack: TestStack;
@@ -16,12 +17,7 @@ afterAll(() => stack.close());
 
 const owner = () => auth(ws.ownerToken);
 
-async function auditOf(resourceUuid: string, action?: string): Promise<Array<Record<string, any>>> {
-  const res = await stack.http.get(`/api/v1/audit_events?resource_uuid=${resourceUuid}`).set(owner());
-  expect(res.status).toBe(200);
-  const entries = res.body as Array<Record<string, any>>;
-  return action ? entries.filter((e) => e.action === action) : entries;
-}
+const auditOf = (resourceUuid: string, action?: string) => auditEntries(stack, ws.ownerToken, resourceUuid, action);
 
 /** The one entry of the action on the resource. */
 async function onlyEntry(resourceUuid: string, action: string): Promise<Record<string, any>> {

@@ -3,6 +3,7 @@ import { auth, BIG_PLAN, createApp } from '../support/apps';
 import { memberWith, seedWorkspace, type Workspace } from '../support/fixtures';
 import { expectNoSecretLeaks, startStack, type TestStack } from '../support/stack';
 import { RECEIVER_ALLOW, startDnsServer, startReceiver, type DnsServer, type Receiver } from '../support/webhooks';
+import { auditEntries } from '../support/audit';
 
 /** The audit log over other areas: app, VPC and webhook updates each record one entry in their transaction. */
 let stack: TestStack;
@@ -22,12 +23,7 @@ afterAll(async () => {
   await dns?.close();
 });
 
-async function auditOf(resourceUuid: string, action?: string) {
-  const res = await stack.http.get(`/api/v1/audit_events?resource_uuid=${resourceUuid}`).set(auth(ws.ownerToken));
-  expect(res.status).toBe(200);
-  const entries = res.body as Array<Record<string, any>>;
-  return action ? entries.filter((e) => e.action === action) : entries;
-}
+const auditOf = (resourceUuid: string, action?: string) => auditEntries(stack, ws.ownerToken, resourceUuid, action);
 
 describe('audit entries of app, VPC and webhook updates', () => {
   it('an app update records one app.update entry with the actor and the field diff', async () => {

@@ -4,6 +4,7 @@ import { insertApp } from '../support/data';
 import { memberWith, seedWorkspace, type Workspace } from '../support/fixtures';
 import { startObjectStore } from '../support/object-store';
 import { eventually, expectNoSecretLeaks, startStack, type TestStack } from '../support/stack';
+import { auditEntries } from '../support/audit';
 
 /** The audit log over add-ons, services and buckets: one entry per accepted change, secrets redacted. */
 let stack: TestStack;
@@ -27,12 +28,7 @@ afterAll(async () => {
   await store?.dispose();
 });
 
-async function auditOf(resourceUuid: string, action?: string) {
-  const res = await stack.http.get(`/api/v1/audit_events?resource_uuid=${resourceUuid}`).set(owner());
-  expect(res.status).toBe(200);
-  const entries = res.body as Array<Record<string, any>>;
-  return action ? entries.filter((e) => e.action === action) : entries;
-}
+const auditOf = (resourceUuid: string, action?: string) => auditEntries(stack, ws.ownerToken, resourceUuid, action);
 
 /** Every stored diff of the resource as text, to prove a secret is in none of them. */
 async function storedDiffs(resourceUuid: string): Promise<string> {

@@ -5,6 +5,7 @@ import { seedWorkspace, type Workspace } from '../support/fixtures';
 import { fixture, localRepo, type LocalRepo } from '../support/git';
 import { startObjectStore } from '../support/object-store';
 import { eventually, expectNoSecretLeaks, startStack, type TestStack } from '../support/stack';
+import { auditEntries } from '../support/audit';
 
 /** The audit log over stacks, static sites, domains and preview environments (API and code-host deliveries). */
 let stack: TestStack;
@@ -27,12 +28,7 @@ afterAll(async () => {
   for (const r of repos) r.dispose();
 });
 
-async function auditOf(resourceUuid: string, action?: string) {
-  const res = await stack.http.get(`/api/v1/audit_events?resource_uuid=${resourceUuid}`).set(auth(ws.ownerToken));
-  expect(res.status).toBe(200);
-  const entries = res.body as Array<Record<string, any>>;
-  return action ? entries.filter((e) => e.action === action) : entries;
-}
+const auditOf = (resourceUuid: string, action?: string) => auditEntries(stack, ws.ownerToken, resourceUuid, action);
 
 /** The one entry of this action on the resource, recorded by the owner through the API. */
 async function ownerEntry(resourceUuid: string, action: string, resourceType: string) {

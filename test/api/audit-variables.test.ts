@@ -4,6 +4,7 @@ import { hashToken } from '../../domain/tokens';
 import { auth, BIG_PLAN, createApp } from '../support/apps';
 import { createResource, memberWith, seedWorkspace, tokenWith, type Workspace } from '../support/fixtures';
 import { expectNoSecretLeaks, startStack, type TestStack } from '../support/stack';
+import { auditEntries } from '../support/audit';
 
 /** Audit entries of the variables and secret files routes (apps and projects): keys and file names, never a value or a content. */
 let stack: TestStack;
@@ -15,12 +16,7 @@ beforeAll(async () => {
 });
 afterAll(() => stack?.close());
 
-async function auditOf(resourceUuid: string, action?: string) {
-  const res = await stack.http.get(`/api/v1/audit_events?resource_uuid=${resourceUuid}`).set(auth(ws.ownerToken));
-  expect(res.status).toBe(200);
-  const entries = res.body as Array<Record<string, any>>;
-  return action ? entries.filter((e) => e.action === action) : entries;
-}
+const auditOf = (resourceUuid: string, action?: string) => auditEntries(stack, ws.ownerToken, resourceUuid, action);
 
 const digest = (s: string) => createHash('sha256').update(s).digest('hex');
 const sealedOf = async (sql: string, params: unknown[]) => (await stack.ds.query(sql, params) as Array<{ s: string }>).map((r) => r.s);
