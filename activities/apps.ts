@@ -5,6 +5,7 @@ import { effectiveEnvironment } from './app-environment';
 import type { ActivityDeps } from './deps';
 import { branchHead, commitSubject, GitError } from './git';
 import type { AppRuntimeStatus, AppSpec, BuildStatus } from './provider/apps';
+import { plugInAppNetworks } from './vpc';
 
 /** What app workflows need to know about an app (no secrets). */
 export interface AppInfo {
@@ -67,8 +68,15 @@ export function createAppActivities({ dataSource: ds, provider, secretBox, logge
       return { moved: false, state: row?.state ?? null };
     },
 
+    /**
+     * Provisions the workload, then plugs it into the VPCs it is recorded attached to (an
+     * app that joined one at creation starts inside it, with no restart). Both driver calls
+     * are idempotent, so a retry provisions and plugs nothing twice; a failed attach fails
+     * the provisioning like any other driver fault.
+     */
     async provisionApp(appUuid: string): Promise<void> {
       await driver.provision(await spec(appUuid));
+      await plugInAppNetworks(ds, provider.network, appUuid);
     },
     async startApp(appUuid: string): Promise<void> {
       await driver.start(appUuid);

@@ -1,8 +1,8 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { cidr4, subnetV6Of, type VpcAddressing } from '../domain/vpc';
-import { one, rows } from '../entities/sql';
+import { one, rows, type Db } from '../entities/sql';
 import type { ActivityDeps } from './deps';
-import type { RouteResult, VpcSpec } from './provider/network';
+import type { NetworkDriver, RouteResult, VpcSpec } from './provider/network';
 
 interface VpcRow {
   uuid: string;
@@ -22,6 +22,36 @@ interface AttachmentRow {
   public: boolean;
 }
 
+const ATTACHMENT_SELECT = `SELECT a.uuid, a.vpc_uuid, a.attachable_type, a.attachable_uuid, a.status, a.fqdn,
+         s.cidr_v4::text AS subnet_v4, s.cidr_v6::text AS subnet_v6, s.public
+    FROM vpc_attachments a JOIN vpc_subnets s ON s.uuid = a.subnet_uuid`;
+
+/**
+ * Plugs the attachment's workload into its subnet through the driver and records the pod
+ * address. Idempotent: the driver keys the attachment by its uuid, so a second call (a
+ * retried activity) answers the address it already gave and plugs nothing more.
+ */
+async function plugIn(db: Db, network: NetworkDriver, a: AttachmentRow): Promise<void> {
+  const { addressV4 } = await network.attach({
+    attachmentUuid: a.uuid, vpcUuid: a.vpc_uuid, workloadType: a.attachable_type, workloadUuid: a.attachable_uuid,
+    subnetCidrV4: a.subnet_v4, subnetCidrV6: a.subnet_v6, defaultRoute: a.public ? 'platform' : 'vpc', fqdn: a.fqdn,
+  });
+  await db.query(`UPDATE vpc_attachments SET address_v4 = $2, updated_at = now() WHERE uuid = $1`, [a.uuid, addressV4]);
+}
+
+/**
+ * For an app's provisioning: plugs the app into every VPC it is recorded `attached` to
+ * (an app that joined a VPC at creation, POST /apps vpc_uuid / vpc_subnet_uuid, starts
+ * inside it, so no restart). Attachments still `attaching` belong to their vpcAttach
+ * workflow; one that is detaching is left alone. Idempotent, like plugIn.
+ */
+export async function plugInAppNetworks(db: Db, network: NetworkDriver, appUuid: string): Promise<number> {
+  const found = await rows<AttachmentRow>(db,
+    `${ATTACHMENT_SELECT} WHERE a.attachable_type = 'App' AND a.attachable_uuid = $1 AND a.status = 'attached' ORDER BY a.created_at`, [appUuid]);
+  for (const a of found) await plugIn(db, network, a);
+  return found.length;
+}
+
 /**
  * Activities of the VPC workflows: provisioning and removal through the network driver,
  * attachments (each attach and detach restarts the workload once), peer-route applies.
@@ -37,10 +67,7 @@ export function createVpcActivities({ dataSource, provider, logger }: Pick<Activ
   }
 
   async function attachment(attachmentUuid: string): Promise<AttachmentRow> {
-    const row = await one<AttachmentRow>(dataSource,
-      `SELECT a.uuid, a.vpc_uuid, a.attachable_type, a.attachable_uuid, a.status, a.fqdn,
-              s.cidr_v4::text AS subnet_v4, s.cidr_v6::text AS subnet_v6, s.public
-         FROM vpc_attachments a JOIN vpc_subnets s ON s.uuid = a.subnet_uuid WHERE a.uuid = $1`, [attachmentUuid]);
+    const row = await one<AttachmentRow>(dataSource, `${ATTACHMENT_SELECT} WHERE a.uuid = $1`, [attachmentUuid]);
     if (!row) throw ApplicationFailure.nonRetryable(`attachment ${attachmentUuid} does not exist`, 'NotFound');
     return row;
   }
@@ -97,11 +124,7 @@ export function createVpcActivities({ dataSource, provider, logger }: Pick<Activ
     async attachWorkloadNetwork(attachmentUuid: string): Promise<void> {
       const a = await attachment(attachmentUuid);
       if (a.status !== 'attaching' && a.status !== 'attached') return;
-      const { addressV4 } = await network.attach({
-        attachmentUuid, vpcUuid: a.vpc_uuid, workloadType: a.attachable_type, workloadUuid: a.attachable_uuid,
-        subnetCidrV4: a.subnet_v4, subnetCidrV6: a.subnet_v6, defaultRoute: a.public ? 'platform' : 'vpc', fqdn: a.fqdn,
-      });
-      await dataSource.query(`UPDATE vpc_attachments SET address_v4 = $2, updated_at = now() WHERE uuid = $1`, [attachmentUuid, addressV4]);
+      await plugIn(dataSource, network, a);
     },
 
     async detachWorkloadNetwork(attachmentUuid: string): Promise<void> {

@@ -94,8 +94,10 @@ export async function resolveVpcJoin(db: Db, req: VpcJoinRequest): Promise<VpcJo
 
 /**
  * Records the new app's attachment in the caller's transaction, already `attached`: the
- * app starts inside the VPC, so no restart happens (no workflow is started). The app's
- * provisioning passes the attachment to the driver (activity attachWorkloadNetwork).
+ * app starts inside the VPC, so no restart happens (no vpcAttach workflow is started). The
+ * app's provisioning passes the attachment to the driver before the app starts (activity
+ * provisionApp, through plugInAppNetworks in activities/vpc.ts), which records the pod
+ * address; if the driver cannot attach it, the app's provisioning fails.
  */
 export async function recordVpcJoin(db: Db, join: VpcJoin, app: { uuid: string; name: string }): Promise<AttachmentRow> {
   return insertAttachment(db, join.vpc, join.subnetUuid, 'App', { uuid: app.uuid, name: app.name, cronJob: false }, 'attached');

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { SimulatedCore } from '../../activities/provider/simulated/core';
 import { Problem } from '../../api/problem';
 import { recordVpcJoin, resolveVpcJoin } from '../../api/vpc-join';
 import { createResource, seedWorkspace, type Workspace } from '../support/fixtures';
@@ -84,6 +85,21 @@ describe('joining a VPC at app creation (vpc-join)', () => {
   });
 });
 
+const appState = async (uuid: string) => (await stack.http.get(`/api/v1/apps/${uuid}`).set(auth(ws.ownerToken))).body.state;
+const inState = (uuid: string, state: string) => eventually(async () => (await appState(uuid)) === state, { what: `app ${uuid} ${state}`, timeoutMs: 30_000 });
+const setState = (uuid: string, action: string) => stack.http.patch(`/api/v1/apps/${uuid}/state`).set(auth(ws.ownerToken)).send({ action }).expect(202);
+
+/** What the (simulated) data plane has plugged into a VPC for a workload. */
+const pluggedIn = (workloadUuid: string) => stack.ds.query(
+  `SELECT attachment_uuid, vpc_uuid, workload_type, subnet_cidr::text, host(address) AS address, fqdn FROM sim_network_attachments WHERE workload_uuid = $1`,
+  [workloadUuid]);
+
+/** The app's attachment as GET /vpcs/{uuid}/attachments shows it. */
+async function attachmentOf(appUuid: string): Promise<any> {
+  const list = (await stack.http.get(`/api/v1/vpcs/${vpc.uuid}/attachments`).set(auth(ws.ownerToken))).body;
+  return list.find((a: { attachable_uuid: string }) => a.attachable_uuid === appUuid);
+}
+
 describe('POST /apps joining a VPC', () => {
   it('APP-11 vpc_subnet_uuid joins the app at creation, attached, without a restart; the subnet implies its VPC', async () => {
     const res = await stack.http.post('/api/v1/apps').set(auth(ws.ownerToken))
@@ -91,11 +107,53 @@ describe('POST /apps joining a VPC', () => {
     expect(res.status).toBe(201);
     const [attachment] = await stack.ds.query(`SELECT vpc_uuid, subnet_uuid, status, attachable_type FROM vpc_attachments WHERE attachable_uuid = $1`, [res.body.uuid]);
     expect(attachment).toEqual({ vpc_uuid: vpc.uuid, subnet_uuid: subnet('backend'), status: 'attached', attachable_type: 'App' });
+    // Its provisioning plugs it into the subnet in the data plane before it starts: it runs inside the VPC.
+    await inState(res.body.uuid, 'running');
+    const shown = await attachmentOf(res.body.uuid);
+    expect(await pluggedIn(res.body.uuid)).toEqual([{
+      attachment_uuid: shown.uuid, vpc_uuid: vpc.uuid, workload_type: 'App', subnet_cidr: '10.224.2.0/24', address: shown.address_v4, fqdn: shown.fqdn,
+    }]);
+    expect(shown.address_v4).toMatch(/^10\.224\.2\.\d+$/);
     expect(await restartsOf(stack.ds, res.body.uuid)).toEqual([]);
     const withVpcOnly = await stack.http.post('/api/v1/apps').set(auth(ws.ownerToken)).send({ name: 'joined-default', resource_id: ws.resourceUuid, vpc_uuid: vpc.uuid });
     expect(withVpcOnly.status).toBe(201);
     const [other] = await stack.ds.query(`SELECT subnet_uuid FROM vpc_attachments WHERE attachable_uuid = $1`, [withVpcOnly.body.uuid]);
     expect(other.subnet_uuid).toBe(subnet('default'));
+    await inState(withVpcOnly.body.uuid, 'running');
+    expect(await pluggedIn(withVpcOnly.body.uuid)).toMatchObject([{ vpc_uuid: vpc.uuid, subnet_cidr: '10.224.1.0/24' }]);
+    expect(await restartsOf(stack.ds, withVpcOnly.body.uuid)).toEqual([]);
+  });
+
+  it('APP-11 provisioning again (stop, then start) plugs the app in once: the same attachment and address, still no restart', async () => {
+    const res = await stack.http.post('/api/v1/apps').set(auth(ws.ownerToken))
+      .send({ name: 'joined-again', resource_id: ws.resourceUuid, vpc_subnet_uuid: subnet('backend') });
+    expect(res.status).toBe(201);
+    await inState(res.body.uuid, 'running');
+    const first = await pluggedIn(res.body.uuid);
+    expect(first).toHaveLength(1);
+    await setState(res.body.uuid, 'stop');
+    await inState(res.body.uuid, 'stopped');
+    await setState(res.body.uuid, 'start');
+    await inState(res.body.uuid, 'running');
+    expect(await pluggedIn(res.body.uuid)).toEqual(first);
+    expect(await restartsOf(stack.ds, res.body.uuid)).toEqual([]);
+  });
+
+  it('APP-11 when the driver cannot plug the new app into its VPC, its provisioning fails (failed); a transient fault is retried', async () => {
+    await SimulatedCore.injectFault(stack.ds, 'network.attach', 1, { retryable: false, message: 'no port left on the VPC switch' });
+    const res = await stack.http.post('/api/v1/apps').set(auth(ws.ownerToken)).send({ name: 'unplugged', resource_id: ws.resourceUuid, vpc_uuid: vpc.uuid });
+    expect(res.status).toBe(201);
+    await inState(res.body.uuid, 'failed');
+    expect(await pluggedIn(res.body.uuid)).toEqual([]);
+    expect((await stack.ds.query(`SELECT status FROM sim_apps WHERE app_uuid = $1`, [res.body.uuid]))[0]?.status).not.toBe('running');
+    // A transient fault is retried by the activity: the app comes up plugged in once.
+    await SimulatedCore.injectFault(stack.ds, 'network.attach', 2, { retryable: true });
+    const retried = await stack.http.post('/api/v1/apps').set(auth(ws.ownerToken)).send({ name: 'retried', resource_id: ws.resourceUuid, vpc_uuid: vpc.uuid });
+    expect(retried.status).toBe(201);
+    await inState(retried.body.uuid, 'running');
+    expect(await stack.ds.query(`SELECT remaining FROM sim_faults WHERE operation = 'network.attach'`)).toEqual([{ remaining: 0 }]);
+    expect(await pluggedIn(retried.body.uuid)).toHaveLength(1);
+    expect(await restartsOf(stack.ds, retried.body.uuid)).toEqual([]);
   });
 
   it('APP-12 a VPC in another region than resource_id gets 422 and nothing is written', async () => {
