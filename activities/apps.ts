@@ -5,6 +5,7 @@ import { effectiveEnvironment } from './app-environment';
 import type { ActivityDeps } from './deps';
 import { branchHead, commitSubject, GitError } from './git';
 import type { AppRuntimeStatus, AppSpec, BuildStatus } from './provider/apps';
+import { moveAppTo, moveState } from './state';
 import { plugInAppNetworks } from './vpc';
 
 /** What app workflows need to know about an app (no secrets). */
@@ -61,9 +62,7 @@ export function createAppActivities({ dataSource: ds, provider, secretBox, logge
 
     /** Guarded move of an app's state; answers the state it reads afterwards (null if gone). */
     async moveApp(appUuid: string, from: readonly string[], to: AppState): Promise<{ moved: boolean; state: string | null }> {
-      const moved = await rows<{ state: string }>(ds,
-        `UPDATE apps SET state = $3, updated_at = now() WHERE uuid = $1 AND state = ANY($2::text[]) RETURNING state`, [appUuid, from, to]);
-      if (moved.length > 0) return { moved: true, state: to };
+      if (await moveState(ds, { table: 'apps', uuid: appUuid, from, to })) return { moved: true, state: to };
       const row = await one<{ state: string }>(ds, `SELECT state FROM apps WHERE uuid = $1`, [appUuid]);
       return { moved: false, state: row?.state ?? null };
     },
@@ -114,7 +113,7 @@ export function createAppActivities({ dataSource: ds, provider, secretBox, logge
         if (!d) return null;
         const app = await one<{ state: string }>(m, `SELECT state FROM apps WHERE uuid = $1 FOR UPDATE`, [d.app_uuid]);
         const previous = app?.state ?? 'running';
-        await m.query(`UPDATE apps SET state = 'deploying', updated_at = now() WHERE uuid = $1`, [d.app_uuid]);
+        await moveAppTo(m, d.app_uuid, 'deploying');
         return {
           appUuid: d.app_uuid, workspaceUuid: d.workspace_uuid, method: d.deployment_method, previousState: previous === 'deploying' ? 'running' : previous,
           commitSha: d.commit_sha, commitMessage: d.commit_message, branch: d.branch,

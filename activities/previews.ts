@@ -1,6 +1,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { one, rows } from '../entities/sql';
 import type { ActivityDeps } from './deps';
+import { moveAppTo } from './state';
 
 /** What the environment's workflow is asked to do, read from its row (the source of truth). */
 export interface PreviewIntent {
@@ -76,7 +77,7 @@ export function createPreviewActivities({ dataSource, logger, provider }: Pick<A
     async deployPreviewCommit(input: { environmentId: number; commitSha: string }): Promise<{ image: string }> {
       const e = await env(input.environmentId);
       if (!e) throw ApplicationFailure.nonRetryable('the preview environment is gone', 'PreviewGone');
-      await dataSource.query(`UPDATE apps SET state = 'deploying', updated_at = now() WHERE uuid = $1 AND state <> 'deploying'`, [e.app_uuid]);
+      await moveAppTo(dataSource, e.app_uuid, 'deploying');
       const result = await provider.previews.deploy({ appUuid: e.app_uuid, commitSha: input.commitSha });
       logger.info({ environmentId: e.id, appUuid: e.app_uuid, commitSha: input.commitSha }, 'preview commit deployed');
       return result;
@@ -93,7 +94,7 @@ export function createPreviewActivities({ dataSource, logger, provider }: Pick<A
           WHERE id = $1 AND status IN ('creating', 'updating') RETURNING app_uuid, status`,
         [input.environmentId, input.generation, input.commitSha]);
       if (moved[0]?.status === 'active') {
-        await dataSource.query(`UPDATE apps SET state = 'running', updated_at = now() WHERE uuid = $1`, [moved[0].app_uuid]);
+        await moveAppTo(dataSource, moved[0].app_uuid, 'running');
       }
       return moved.length > 0;
     },
@@ -106,7 +107,7 @@ export function createPreviewActivities({ dataSource, logger, provider }: Pick<A
           WHERE id = $1 AND status IN ('creating', 'updating') RETURNING app_uuid, status`,
         [input.environmentId, input.generation, input.error.slice(0, 1000)]);
       if (moved[0]?.status === 'failed') {
-        await dataSource.query(`UPDATE apps SET state = 'failed', updated_at = now() WHERE uuid = $1`, [moved[0].app_uuid]);
+        await moveAppTo(dataSource, moved[0].app_uuid, 'failed');
       }
       return moved.length > 0;
     },

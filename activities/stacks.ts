@@ -2,9 +2,11 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { readFile, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
+import type { AppState } from '../domain/apps';
 import { analyzeCompose, COMPOSE_FILE_NAMES, ComposeError, type ComposeWarning, type Manifest } from '../domain/compose';
 import { one, rows } from '../entities/sql';
 import type { ActivityDeps } from './deps';
+import { moveAppTo } from './state';
 import { cloneBranch, type GitCredential } from './git';
 
 export interface AnalyzeInput {
@@ -206,14 +208,14 @@ export function createStackActivities({ dataSource, secretBox, provider, config,
         name: item.name, kind: item.kind, image, ports: item.ports, cpuSize: item.cpuSize, ramSize: item.ramSize, diskSize: item.diskSize,
       });
       await dataSource.query(`UPDATE stack_items SET status = $2, updated_at = now() WHERE uuid = $1`, [item.uuid, status]);
-      if (item.kind === 'app') await dataSource.query(`UPDATE apps SET state = $2, updated_at = now() WHERE uuid = $1`, [item.uuid, status]);
+      if (item.kind === 'app') await moveAppTo(dataSource, item.uuid, status as AppState);
       return status;
     },
 
     async failStackService(itemUuid: string, reason: string): Promise<void> {
       logger.warn({ itemUuid, reason }, 'stack service failed to deploy');
       await dataSource.query(`UPDATE stack_items SET status = 'failed', updated_at = now() WHERE uuid = $1`, [itemUuid]);
-      await dataSource.query(`UPDATE apps SET state = 'failed', updated_at = now() WHERE uuid = $1`, [itemUuid]);
+      await moveAppTo(dataSource, itemUuid, 'failed');
     },
 
     /** After a stack is deleted: its services leave the data plane (idempotent). */

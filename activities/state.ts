@@ -1,4 +1,5 @@
-import { rows } from '../entities/sql';
+import { APP_STATES, type AppState } from '../domain/apps';
+import { rows, type Db } from '../entities/sql';
 import type { ActivityDeps } from './deps';
 
 /** Tables whose rows move through states, and the column holding the state. */
@@ -35,34 +36,45 @@ export interface Transition {
   to: string;
 }
 
+/**
+ * A guarded state move: `UPDATE .. WHERE state = ANY(from)`, recorded in the audit log
+ * with source `workflow` in the same statement. Idempotent: a retry after the move
+ * succeeded changes nothing and answers false. Every table here has uuid and updated_at
+ * columns. Takes the caller's connection (a transaction manager, or the data source).
+ */
+export async function moveState(db: Db, t: Transition): Promise<boolean> {
+  const column = STATEFUL_TABLES[t.table];
+  if (!column) throw new Error(`unknown stateful table ${t.table}`);
+  // The move and its audit entry (source: workflow) in one statement. Rows of child
+  // tables (no workspace_uuid of their own) take their VPC's or app's workspace. Rows of
+  // the addons table are recorded as the add-on, service or cron job they are.
+  const moved = await rows(db,
+    `WITH old AS (SELECT uuid, ${column} AS state FROM ${t.table} WHERE uuid = $1 AND ${column} = ANY($2::text[]) FOR UPDATE),
+          moved AS (UPDATE ${t.table} x SET ${column} = $3, updated_at = now() FROM old WHERE x.uuid = old.uuid
+                    RETURNING x.uuid, to_jsonb(x) AS r, old.state AS from_state),
+          owned AS (SELECT uuid, from_state, ${t.table === 'apps' ? 'uuid' : `(r->>'app_uuid')::uuid`} AS app_uuid, COALESCE(${t.table === 'addons' ? ADDON_TYPE : 'NULL'}, $4::text) AS resource_type,
+                      COALESCE((r->>'workspace_uuid')::uuid,
+                      (SELECT v.workspace_uuid FROM vpcs v WHERE v.uuid = (r->>'vpc_uuid')::uuid),
+                      (SELECT a.workspace_uuid FROM apps a WHERE a.uuid = (r->>'app_uuid')::uuid)) AS workspace_uuid FROM moved),
+          audited AS (INSERT INTO audit_events (workspace_uuid, actor_type, source, action, resource_type, resource_uuid, app_uuid, diff)
+                      SELECT workspace_uuid, 'system', 'workflow', resource_type || '.' || $5::text, resource_type, uuid, app_uuid,
+                             jsonb_build_object($5::text, jsonb_build_object('from', from_state, 'to', $3::text))
+                        FROM owned WHERE workspace_uuid IS NOT NULL)
+     SELECT uuid FROM moved`,
+    [t.uuid, t.from, t.to, RESOURCE_TYPES[t.table], column]);
+  return moved.length > 0;
+}
+
+/** Moves an app to `to` from whatever it reads, except `to` itself and `deleting` (a deleting app is never revived). */
+export function moveAppTo(db: Db, uuid: string, to: AppState): Promise<boolean> {
+  return moveState(db, { table: 'apps', uuid, from: APP_STATES.filter((s) => s !== to && s !== 'deleting'), to });
+}
+
 export function createStateActivities({ dataSource }: Pick<ActivityDeps, 'dataSource'>) {
   return {
-    /**
-     * A guarded state move: `UPDATE .. WHERE state = ANY(from)`, recorded in the audit log
-     * with source `workflow`. Idempotent: a retry after the move succeeded changes nothing
-     * and answers false. Every table here has uuid, workspace_uuid and updated_at columns.
-     */
+    /** A guarded state move recorded in the audit log (source workflow): see moveState. */
     async transition(t: Transition): Promise<boolean> {
-      const column = STATEFUL_TABLES[t.table];
-      if (!column) throw new Error(`unknown stateful table ${t.table}`);
-      // The move and its audit entry (source: workflow) in one statement. Rows of child
-      // tables (no workspace_uuid of their own) take their VPC's or app's workspace. Rows of
-      // the addons table are recorded as the add-on, service or cron job they are.
-      const moved = await rows(dataSource,
-        `WITH old AS (SELECT uuid, ${column} AS state FROM ${t.table} WHERE uuid = $1 AND ${column} = ANY($2::text[]) FOR UPDATE),
-              moved AS (UPDATE ${t.table} x SET ${column} = $3, updated_at = now() FROM old WHERE x.uuid = old.uuid
-                        RETURNING x.uuid, to_jsonb(x) AS r, old.state AS from_state),
-              owned AS (SELECT uuid, from_state, ${t.table === 'apps' ? 'uuid' : `(r->>'app_uuid')::uuid`} AS app_uuid, COALESCE(${t.table === 'addons' ? ADDON_TYPE : 'NULL'}, $4::text) AS resource_type,
-                          COALESCE((r->>'workspace_uuid')::uuid,
-                          (SELECT v.workspace_uuid FROM vpcs v WHERE v.uuid = (r->>'vpc_uuid')::uuid),
-                          (SELECT a.workspace_uuid FROM apps a WHERE a.uuid = (r->>'app_uuid')::uuid)) AS workspace_uuid FROM moved),
-              audited AS (INSERT INTO audit_events (workspace_uuid, actor_type, source, action, resource_type, resource_uuid, app_uuid, diff)
-                          SELECT workspace_uuid, 'system', 'workflow', resource_type || '.' || $5::text, resource_type, uuid, app_uuid,
-                                 jsonb_build_object($5::text, jsonb_build_object('from', from_state, 'to', $3::text))
-                            FROM owned WHERE workspace_uuid IS NOT NULL)
-         SELECT uuid FROM moved`,
-        [t.uuid, t.from, t.to, RESOURCE_TYPES[t.table], column]);
-      return moved.length > 0;
+      return moveState(dataSource, t);
     },
   };
 }

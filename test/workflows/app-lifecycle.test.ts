@@ -43,6 +43,19 @@ describe('app workflow', () => {
     });
   });
 
+  it('the workflow\'s state moves of an app are in the audit log (source workflow, actor system) and its activity feed', async () => {
+    await h.ts.withWorker(async () => {
+      const app = await create(ws, 'audited-moves');
+      await running(app.uuid);
+      const res = await h.api.get(`/api/v1/apps/${app.uuid}/activity`).set(auth(ws.ownerToken)).expect(200);
+      const moves = (res.body as Array<Record<string, any>>).filter((e) => e.kind === 'change' && e.source === 'workflow').reverse();
+      expect(moves.map((e) => `${e.type} ${e.diff.state.from}->${e.diff.state.to} ${e.actor.type}`)).toEqual([
+        'app.state pending->assigned system', 'app.state assigned->start_scheduled system',
+        'app.state start_scheduled->started system', 'app.state started->running system',
+      ]);
+    });
+  });
+
   it('APP-14 the live status the driver reports (running, failed, problem) becomes the app state', async () => {
     await h.ts.withWorker(async () => {
       const bad = await create(ws, 'crashy');
