@@ -1,6 +1,7 @@
 import { ApplicationFailure } from '@temporalio/common';
-import { one, rows } from '../entities/sql';
+import { one } from '../entities/sql';
 import type { ActivityDeps } from './deps';
+import { moveState } from './state';
 
 export interface StorageCleanupInput {
   bucketName: string;
@@ -28,10 +29,7 @@ export function createBucketActivities({ dataSource, secretBox, provider, logger
     },
     /** pending -> failed with the reason (guarded: a bucket that moved on is left alone). */
     async failBucket(bucketUuid: string, reason: string): Promise<boolean> {
-      const moved = await rows(dataSource,
-        `UPDATE buckets SET state = 'failed', failure_reason = $2, updated_at = now() WHERE uuid = $1 AND state = 'pending' RETURNING uuid`,
-        [bucketUuid, reason.slice(0, 500)]);
-      return moved.length > 0;
+      return moveState(dataSource, { table: 'buckets', uuid: bucketUuid, from: ['pending'], to: 'failed' }, { set: 'failure_reason = $6', params: [reason.slice(0, 500)] });
     },
     /** Removes a deleted bucket's (or site's) data from the object store and its key or route (idempotent). */
     async cleanupStorage(input: StorageCleanupInput): Promise<void> {

@@ -2,6 +2,7 @@ import { Resolver } from 'node:dns/promises';
 import { txtRecordName } from '../domain/domains';
 import { one } from '../entities/sql';
 import type { ActivityDeps } from './deps';
+import { moveState } from './state';
 
 export type DomainCheck = 'found' | 'absent' | 'stopped';
 
@@ -45,19 +46,14 @@ export function createDomainActivities({ dataSource, logger, config }: Pick<Acti
     },
     /** in_progress -> verified: dns_target becomes the app's public host, the token is cleared. */
     async completeDomainVerification(domainUuid: string): Promise<boolean> {
-      const done = await one(dataSource,
-        `UPDATE domains d SET verification_status = 'verified', verification_token = NULL, last_check_error = NULL,
-                dns_target = a.name || '.' || r.domain, updated_at = now()
-           FROM apps a JOIN compute_resources c ON c.uuid = a.resource_uuid JOIN regions r ON r.id = c.region_id
-          WHERE d.uuid = $1 AND d.verification_status = 'in_progress' AND a.uuid = d.app_uuid RETURNING d.uuid`, [domainUuid]);
-      return Boolean(done);
+      return moveState(dataSource, { table: 'domains', uuid: domainUuid, from: ['in_progress'], to: 'verified' }, {
+        set: `verification_token = NULL, last_check_error = NULL, dns_target = (SELECT a.name || '.' || r.domain
+                FROM apps a JOIN compute_resources c ON c.uuid = a.resource_uuid JOIN regions r ON r.id = c.region_id WHERE a.uuid = x.app_uuid)`,
+      });
     },
     /** in_progress -> failed once the attempts are exhausted; the token stays for another try. */
     async failDomainVerification(domainUuid: string): Promise<boolean> {
-      const done = await one(dataSource,
-        `UPDATE domains SET verification_status = 'failed', updated_at = now()
-          WHERE uuid = $1 AND verification_status = 'in_progress' RETURNING uuid`, [domainUuid]);
-      return Boolean(done);
+      return moveState(dataSource, { table: 'domains', uuid: domainUuid, from: ['in_progress'], to: 'failed' });
     },
   };
 }

@@ -6,7 +6,7 @@ import type { AppState } from '../domain/apps';
 import { analyzeCompose, COMPOSE_FILE_NAMES, ComposeError, type ComposeWarning, type Manifest } from '../domain/compose';
 import { one, rows } from '../entities/sql';
 import type { ActivityDeps } from './deps';
-import { moveAppTo } from './state';
+import { moveAppTo, moveState } from './state';
 import { cloneBranch, type GitCredential } from './git';
 
 export interface AnalyzeInput {
@@ -98,10 +98,7 @@ export function createStackActivities({ dataSource, secretBox, provider, config,
 
     /** Moves a deployment into a phase (guarded by the phases it may come from). */
     async setStackDeploymentPhase(deploymentUuid: string, from: string[], to: string, subevent: string): Promise<boolean> {
-      const moved = await rows(dataSource,
-        `UPDATE stack_deployments SET state = $3, subevent = $4, updated_at = now() WHERE uuid = $1 AND state = ANY($2::text[]) RETURNING uuid`,
-        [deploymentUuid, from, to, subevent]);
-      return moved.length > 0;
+      return moveState(dataSource, { table: 'stack_deployments', uuid: deploymentUuid, from, to }, { set: 'subevent = $6', params: [subevent] });
     },
 
     /**

@@ -36,13 +36,19 @@ export interface Transition {
   to: string;
 }
 
+/** Columns set with a move, in the same statement (`failure_reason = $6`; parameters from $6 on; `x` is the row). */
+export interface MoveAlso {
+  set: string;
+  params?: unknown[];
+}
+
 /**
  * A guarded state move: `UPDATE .. WHERE state = ANY(from)`, recorded in the audit log
  * with source `workflow` in the same statement. Idempotent: a retry after the move
  * succeeded changes nothing and answers false. Every table here has uuid and updated_at
  * columns. Takes the caller's connection (a transaction manager, or the data source).
  */
-export async function moveState(db: Db, t: Transition): Promise<boolean> {
+export async function moveState(db: Db, t: Transition, also?: MoveAlso): Promise<boolean> {
   const column = STATEFUL_TABLES[t.table];
   if (!column) throw new Error(`unknown stateful table ${t.table}`);
   // The move and its audit entry (source: workflow) in one statement. Rows of child
@@ -50,7 +56,7 @@ export async function moveState(db: Db, t: Transition): Promise<boolean> {
   // the addons table are recorded as the add-on, service or cron job they are.
   const moved = await rows(db,
     `WITH old AS (SELECT uuid, ${column} AS state FROM ${t.table} WHERE uuid = $1 AND ${column} = ANY($2::text[]) FOR UPDATE),
-          moved AS (UPDATE ${t.table} x SET ${column} = $3, updated_at = now() FROM old WHERE x.uuid = old.uuid
+          moved AS (UPDATE ${t.table} x SET ${column} = $3, updated_at = now()${also ? `, ${also.set}` : ''} FROM old WHERE x.uuid = old.uuid
                     RETURNING x.uuid, to_jsonb(x) AS r, old.state AS from_state),
           owned AS (SELECT uuid, from_state, ${t.table === 'apps' ? 'uuid' : `(r->>'app_uuid')::uuid`} AS app_uuid, COALESCE(${t.table === 'addons' ? ADDON_TYPE : 'NULL'}, $4::text) AS resource_type,
                       COALESCE((r->>'workspace_uuid')::uuid,
@@ -61,7 +67,7 @@ export async function moveState(db: Db, t: Transition): Promise<boolean> {
                              jsonb_build_object($5::text, jsonb_build_object('from', from_state, 'to', $3::text))
                         FROM owned WHERE workspace_uuid IS NOT NULL)
      SELECT uuid FROM moved`,
-    [t.uuid, t.from, t.to, RESOURCE_TYPES[t.table], column]);
+    [t.uuid, t.from, t.to, RESOURCE_TYPES[t.table], column, ...(also?.params ?? [])]);
   return moved.length > 0;
 }
 

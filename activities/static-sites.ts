@@ -2,10 +2,11 @@ import { readdir, readFile, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
 import { contentType, SITE_PREFIX, siteHost } from '../domain/static-sites';
-import { one, rows } from '../entities/sql';
+import { one } from '../entities/sql';
 import type { SiteFile } from './provider/storage';
 import type { ActivityDeps } from './deps';
 import { cloneBranch } from './git';
+import { moveState } from './state';
 
 const MAX_FILES = 5000;
 const MAX_BYTES = 100 * 2 ** 20;
@@ -49,10 +50,7 @@ export function createStaticSiteActivities({ dataSource, secretBox, provider, co
         if (!d) return false;
         if (d.state === 'running') return true;
         if (d.state !== 'pending') return false;
-        const moved = await rows(m,
-          `UPDATE static_sites SET state = 'deploying', failure_reason = NULL, updated_at = now() WHERE uuid = $1 AND state IN ('assigned', 'running', 'failed') RETURNING uuid`,
-          [siteUuid]);
-        if (moved.length === 0) return false;
+        if (!(await moveState(m, { table: 'static_sites', uuid: siteUuid, from: ['assigned', 'running', 'failed'], to: 'deploying' }, { set: 'failure_reason = NULL' }))) return false;
         await m.query(`UPDATE static_site_deployments SET state = 'running' WHERE uuid = $1`, [deploymentUuid]);
         return true;
       });
@@ -103,15 +101,13 @@ export function createStaticSiteActivities({ dataSource, secretBox, provider, co
       await dataSource.query(
         `UPDATE static_site_deployments SET state = $2, message = $3, completed_at = now() WHERE uuid = $1 AND state IN ('pending', 'running')`,
         [deploymentUuid, outcome, message]);
-      await dataSource.query(
-        `UPDATE static_sites SET state = $2, failure_reason = $3, updated_at = now() WHERE uuid = $1 AND state IN ('pending', 'deploying')`,
-        [siteUuid, outcome === 'completed' ? 'running' : 'failed', message?.slice(0, 500) ?? null]);
+      await moveState(dataSource, { table: 'static_sites', uuid: siteUuid, from: ['pending', 'deploying'], to: outcome === 'completed' ? 'running' : 'failed' },
+        { set: 'failure_reason = $6', params: [message?.slice(0, 500) ?? null] });
     },
 
     /** pending -> failed when provisioning cannot be done. */
     async failSite(siteUuid: string, reason: string): Promise<void> {
-      await dataSource.query(`UPDATE static_sites SET state = 'failed', failure_reason = $2, updated_at = now() WHERE uuid = $1 AND state = 'pending'`,
-        [siteUuid, reason.slice(0, 500)]);
+      await moveState(dataSource, { table: 'static_sites', uuid: siteUuid, from: ['pending'], to: 'failed' }, { set: 'failure_reason = $6', params: [reason.slice(0, 500)] });
     },
   };
 }

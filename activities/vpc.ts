@@ -2,6 +2,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { cidr4, subnetV6Of, type VpcAddressing } from '../domain/vpc';
 import { one, rows, type Db } from '../entities/sql';
 import type { ActivityDeps } from './deps';
+import { moveState } from './state';
 import type { NetworkDriver, RouteResult, VpcSpec } from './provider/network';
 
 interface VpcRow {
@@ -85,11 +86,10 @@ export function createVpcActivities({ dataSource, provider, logger }: Pick<Activ
     /** pending -> active with the derived addresses; dual-stack subnets get their /64. */
     async activateVpc(vpcUuid: string, addressing: VpcAddressing): Promise<boolean> {
       return dataSource.transaction(async (m) => {
-        const moved = await one<VpcRow>(m,
-          `UPDATE vpcs SET status = 'active', cidr_v6 = $2, resolver_v4 = $3, vpn_pool_v4 = $4, updated_at = now()
-            WHERE uuid = $1 AND status = 'pending' RETURNING uuid, cidr_v4::text, status`,
-          [vpcUuid, addressing.cidrV6, addressing.resolverV4, addressing.vpnPoolV4]);
-        if (!moved) return false;
+        const activated = await moveState(m, { table: 'vpcs', uuid: vpcUuid, from: ['pending'], to: 'active' },
+          { set: 'cidr_v6 = $6, resolver_v4 = $7, vpn_pool_v4 = $8', params: [addressing.cidrV6, addressing.resolverV4, addressing.vpnPoolV4] });
+        if (!activated) return false;
+        const moved = (await one<VpcRow>(m, `SELECT uuid, cidr_v4::text, status FROM vpcs WHERE uuid = $1`, [vpcUuid]))!;
         const subnets = await rows<{ uuid: string; cidr_v4: string }>(m,
           `SELECT uuid, cidr_v4::text FROM vpc_subnets WHERE vpc_uuid = $1 AND family = 'dual' AND cidr_v6 IS NULL`, [vpcUuid]);
         for (const s of subnets) {
@@ -101,10 +101,7 @@ export function createVpcActivities({ dataSource, provider, logger }: Pick<Activ
     },
 
     async failVpc(vpcUuid: string, reason: string): Promise<boolean> {
-      const moved = await rows(dataSource,
-        `UPDATE vpcs SET status = 'failed', failure_reason = $2, updated_at = now() WHERE uuid = $1 AND status = 'pending' RETURNING uuid`,
-        [vpcUuid, reason.slice(0, 500)]);
-      return moved.length > 0;
+      return moveState(dataSource, { table: 'vpcs', uuid: vpcUuid, from: ['pending'], to: 'failed' }, { set: 'failure_reason = $6', params: [reason.slice(0, 500)] });
     },
 
     /** Removes resolver, router and VPC from the data plane (compensation and deletion). */
@@ -138,10 +135,8 @@ export function createVpcActivities({ dataSource, provider, logger }: Pick<Activ
     },
 
     async failAttachment(attachmentUuid: string, reason: string): Promise<boolean> {
-      const moved = await rows(dataSource,
-        `UPDATE vpc_attachments SET status = 'failed', failure_reason = $2, updated_at = now()
-          WHERE uuid = $1 AND status = 'attaching' RETURNING uuid`, [attachmentUuid, reason.slice(0, 500)]);
-      return moved.length > 0;
+      return moveState(dataSource, { table: 'vpc_attachments', uuid: attachmentUuid, from: ['attaching'], to: 'failed' },
+        { set: 'failure_reason = $6', params: [reason.slice(0, 500)] });
     },
 
     /**

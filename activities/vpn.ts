@@ -1,6 +1,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { one, rows } from '../entities/sql';
 import type { ActivityDeps } from './deps';
+import { moveState } from './state';
 
 /**
  * Activities of VPN gateways, WireGuard devices and site-to-site connections. Sealed
@@ -31,10 +32,7 @@ export function createVpnActivities({ dataSource, provider, secretBox }: Pick<Ac
 
     async failVpcComponent(table: 'vpc_vpn_gateways' | 'vpc_vpn_users' | 'vpc_site_connections', uuid: string, reason: string): Promise<boolean> {
       if (!['vpc_vpn_gateways', 'vpc_vpn_users', 'vpc_site_connections'].includes(table)) throw new Error(`not a VPC component table: ${table}`);
-      const moved = await rows(dataSource,
-        `UPDATE ${table} SET status = 'failed', failure_reason = $2, updated_at = now() WHERE uuid = $1 AND status = 'pending' RETURNING uuid`,
-        [uuid, reason.slice(0, 500)]);
-      return moved.length > 0;
+      return moveState(dataSource, { table, uuid, from: ['pending'], to: 'failed' }, { set: 'failure_reason = $6', params: [reason.slice(0, 500)] });
     },
 
     /** Adds the device as a peer of the VPC's WireGuard gateway. */

@@ -47,6 +47,13 @@ function timerMinutes(history: temporal.api.history.v1.IHistory): number[] {
     .map((e) => Number(e.timerStartedEventAttributes!.startToFireTimeout!.seconds) / 60);
 }
 
+/** The workflow's audited moves of a row: `<action> <from>-><to>`, oldest first. */
+async function workflowMoves(uuid: string): Promise<string[]> {
+  const found = await stack.ds.query(`SELECT action, diff, app_uuid FROM audit_events WHERE resource_uuid = $1 AND source = 'workflow' AND actor_type = 'system' ORDER BY created_at`, [uuid]);
+  return found.map((e: { action: string; diff: Record<string, { from: string; to: string }>; app_uuid: string }) =>
+    `${e.action} ${e.diff.verification_status!.from}->${e.diff.verification_status!.to} ${e.app_uuid === app.uuid ? 'on the app' : 'elsewhere'}`);
+}
+
 async function domain(uuid: string) {
   const [row] = await stack.ds.query(`SELECT * FROM domains WHERE uuid = $1`, [uuid]);
   return row;
@@ -73,6 +80,7 @@ describe('domainVerify workflow', () => {
     const row = await domain(uuid);
     expect(row).toMatchObject({ verification_status: 'verified', verification_token: null, check_attempts: 12, last_check_error: null });
     expect(row.dns_target).toMatch(new RegExp(`^${app.name}\\.`));
+    expect(await workflowMoves(uuid)).toEqual(['domain.verification_status in_progress->verified on the app']);
   });
 
   it('DOM-06 a wrong token ends failed after every attempt, never waiting more than 60 minutes', async () => {
@@ -92,6 +100,7 @@ describe('domainVerify workflow', () => {
     // DOM-03 DOM-04: still needs verification, so the token stays and no dns_target is given.
     expect(row).toMatchObject({ verification_status: 'failed', verification_token: token, dns_target: null, check_attempts: VERIFY_MAX_ATTEMPTS });
     expect(row.last_check_error).toMatch(/does not hold the verification token/);
+    expect(await workflowMoves(uuid)).toEqual(['domain.verification_status in_progress->failed on the app']);
   });
 
   it('stops at its next check when the domain is deleted meanwhile', async () => {
