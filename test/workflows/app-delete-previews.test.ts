@@ -65,6 +65,9 @@ describe('deleting an app with preview environments', () => {
       const handle = stack.temporal.workflow.getHandle(`preview/${app.uuid}/${key}`);
       expect((await handle.describe()).status.name).toBe('COMPLETED');
       expect(await handle.result()).toBe('gone');
+      // Woken, the environment's own workflow destroyed it (the path a preview deletion takes).
+      const events = (await handle.fetchHistory()).events ?? [];
+      expect(events.filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'destroyPreviewApp')).toHaveLength(1);
     }
     // Each environment's move to destroying is in the audit log, by the workflow, under the environment's app.
     const audited = await stack.ds.query(
