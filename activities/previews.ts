@@ -6,9 +6,6 @@ import { insertAuditEvent } from '../entities/audit-events';
 import { one, rows } from '../entities/sql';
 import type { ActivityDeps } from './deps';
 
-/** How long one attempt of destroyAppPreviews waits for environment workflows before it retries. */
-const PREVIEWS_WAIT_MS = 20_000;
-
 /** What the environment's workflow is asked to do, read from its row (the source of truth). */
 export interface PreviewIntent {
   environmentId: number;
@@ -36,6 +33,9 @@ interface EnvRow {
   head_sha: string;
   expires_at: Date | null;
 }
+
+/** How long one attempt of destroyAppPreviews waits for environment workflows before it retries. */
+const PREVIEWS_WAIT_MS = 20_000;
 
 /**
  * Activities of preview environments. The preview's app row and its deployments are
