@@ -1,4 +1,8 @@
+import { WorkflowNotFoundError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
+import { PREVIEW_WAKE_SIGNAL } from '../domain/previews';
+import { workflowIdOf } from '../domain/search-attributes';
+import { insertAuditEvent } from '../entities/audit-events';
 import { one, rows } from '../entities/sql';
 import type { ActivityDeps } from './deps';
 import { moveAppTo } from './state';
@@ -31,16 +35,52 @@ interface EnvRow {
   expires_at: Date | null;
 }
 
+/** How long one attempt of destroyAppPreviews waits for environment workflows before it retries. */
+const PREVIEWS_WAIT_MS = 20_000;
+
 /**
  * Activities of preview environments. The preview's app row and its deployments are
  * written here with the PreviewDriver of the data plane; once the apps area provides app
  * cloning and deployments, createPreviewApp should clone through it and deployPreviewCommit
  * deploy through its deployments.
  */
-export function createPreviewActivities({ dataSource, logger, provider }: Pick<ActivityDeps, 'dataSource' | 'logger' | 'provider'>) {
+export function createPreviewActivities({ dataSource, logger, provider, temporal }: Pick<ActivityDeps, 'dataSource' | 'logger' | 'provider' | 'temporal'>) {
   async function env(id: number): Promise<EnvRow | undefined> {
     return one<EnvRow>(dataSource, `SELECT * FROM preview_environments WHERE id = $1`, [id]);
   }
+
+  /** destroying -> gone (the workflow's step, and the deletion saga's for an environment without a running workflow). */
+  async function destroyEnvironment(environmentId: number): Promise<boolean> {
+    const e = await env(environmentId);
+    if (!e || e.status !== 'destroying') return false;
+    await provider.previews.destroy(e.app_uuid);
+    await dataSource.transaction(async (m) => {
+      await m.query(`DELETE FROM apps WHERE uuid = $1 AND preview_parent_uuid IS NOT NULL`, [e.app_uuid]);
+      await m.query(`DELETE FROM preview_environments WHERE id = $1 AND status = 'destroying'`, [environmentId]);
+    });
+    logger.info({ environmentId, appUuid: e.app_uuid }, 'preview environment destroyed');
+    return true;
+  }
+
+  /** The environment workflow `preview/<parent>/<key>`: whether a run of it is open. */
+  async function workflowRunning(parentAppUuid: string, key: string): Promise<boolean> {
+    try {
+      const run = await temporal.workflow.getHandle(workflowIdOf('preview', parentAppUuid, key)).describe();
+      return run.status.name === 'RUNNING';
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) return false;
+      throw err;
+    }
+  }
+
+  async function wake(parentAppUuid: string, key: string): Promise<void> {
+    try {
+      await temporal.workflow.getHandle(workflowIdOf('preview', parentAppUuid, key)).signal(PREVIEW_WAKE_SIGNAL);
+    } catch (err) {
+      if (!(err instanceof WorkflowNotFoundError)) throw err;
+    }
+  }
+
   return {
     /** The environment under this key of the parent app, or null when there is none (gone). */
     async readPreviewIntent(parentAppUuid: string, key: string): Promise<PreviewIntent | null> {
@@ -122,15 +162,68 @@ export function createPreviewActivities({ dataSource, logger, provider }: Pick<A
 
     /** destroying -> gone: removes the workload, the preview's app and the environment. */
     async destroyPreviewApp(environmentId: number): Promise<boolean> {
-      const e = await env(environmentId);
-      if (!e || e.status !== 'destroying') return false;
-      await provider.previews.destroy(e.app_uuid);
-      await dataSource.transaction(async (m) => {
-        await m.query(`DELETE FROM apps WHERE uuid = $1 AND preview_parent_uuid IS NOT NULL`, [e.app_uuid]);
-        await m.query(`DELETE FROM preview_environments WHERE id = $1 AND status = 'destroying'`, [environmentId]);
+      return destroyEnvironment(environmentId);
+    },
+
+    /**
+     * For the app deletion saga, before the app's own rows go: every preview environment of
+     * a parent app being deleted is destroyed through the path a preview deletion takes.
+     * Each moves to destroying (recorded in the audit log, source workflow) and its workflow
+     * is woken: it removes the preview's workload and app and ends `gone`. An environment
+     * without a running workflow (its start still in the outbox, or its run terminated) is
+     * destroyed here with the workflow's own step; a workflow started later finds no row
+     * and ends. The activity answers once no environment and no environment workflow of the
+     * parent is left; until then it fails retryably (the saga retries it). Idempotent: a
+     * retry moves nothing twice and destroys only what is left. Answers how many
+     * environments it moved to destroying; 0 for an app that is not being deleted.
+     */
+    async destroyAppPreviews(parentAppUuid: string): Promise<number> {
+      const moved = await dataSource.transaction(async (m) => {
+        const parent = await one<{ workspace_uuid: string }>(m,
+          `SELECT workspace_uuid FROM apps WHERE uuid = $1 AND state = 'deleting' FOR UPDATE`, [parentAppUuid]);
+        if (!parent) return null;
+        const found = await rows<{ id: number; app_uuid: string; from_status: string }>(m,
+          `WITH old AS (SELECT id, status FROM preview_environments WHERE parent_app_uuid = $1 AND status <> 'destroying' FOR UPDATE)
+           UPDATE preview_environments p SET status = 'destroying', updated_at = now() FROM old WHERE p.id = old.id
+           RETURNING p.id, p.app_uuid, old.status AS from_status`, [parentAppUuid]);
+        for (const e of found) {
+          await insertAuditEvent(m, {
+            workspaceUuid: parent.workspace_uuid, actorType: 'system', actorUuid: null, source: 'workflow', action: 'preview.destroy',
+            resourceType: 'preview', resourceUuid: e.app_uuid, appUuid: parentAppUuid,
+            diff: { status: { from: e.from_status, to: 'destroying' } },
+          });
+        }
+        return found;
       });
-      logger.info({ environmentId, appUuid: e.app_uuid }, 'preview environment destroyed');
-      return true;
+      if (moved === null) return 0;
+      const keys = new Set<string>();
+      const deadline = Date.now() + PREVIEWS_WAIT_MS;
+      for (let first = true; ; first = false) {
+        const left = await rows<{ id: number; key: string }>(dataSource,
+          `SELECT id, key FROM preview_environments WHERE parent_app_uuid = $1 ORDER BY id`, [parentAppUuid]);
+        for (const e of left) {
+          keys.add(e.key);
+          if (first) await wake(parentAppUuid, e.key);
+        }
+        const running: string[] = [];
+        for (const key of keys) if (await workflowRunning(parentAppUuid, key)) running.push(key);
+        for (const e of left) if (!running.includes(e.key)) await destroyEnvironment(e.id);
+        // Preview apps whose environment row is gone some other way (they would outlive the parent).
+        const strays = await rows<{ uuid: string }>(dataSource,
+          `SELECT a.uuid FROM apps a WHERE a.preview_parent_uuid = $1
+              AND NOT EXISTS (SELECT 1 FROM preview_environments p WHERE p.app_uuid = a.uuid)`, [parentAppUuid]);
+        for (const a of strays) {
+          await provider.previews.destroy(a.uuid);
+          await dataSource.query(`DELETE FROM apps WHERE uuid = $1 AND preview_parent_uuid = $2`, [a.uuid, parentAppUuid]);
+        }
+        if (running.length === 0 && left.length === 0) break;
+        if (Date.now() > deadline) {
+          throw ApplicationFailure.retryable(`${running.length} preview environment workflows of app ${parentAppUuid} are still destroying`, 'PreviewsDestroying');
+        }
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+      logger.info({ appUuid: parentAppUuid, moved: moved.length, environments: keys.size }, 'preview environments of a deleted app destroyed');
+      return moved.length;
     },
   };
 }

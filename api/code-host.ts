@@ -189,7 +189,12 @@ async function handle(deps: ApiDeps, parent: ParentRow, origin: Origin, event: s
 /** A new environment (creating, its workflow enqueued) or a new head commit for one (updating). */
 async function upsert(deps: ApiDeps, parent: ParentRow, origin: Origin, s: Source, options: { create: boolean }): Promise<HookOutcome> {
   const result = await deps.dataSource.transaction(async (m) => {
-    await m.query(`SELECT 1 FROM apps WHERE uuid = $1 FOR UPDATE`, [parent.uuid]);
+    // The parent's row lock orders a delivery against DELETE /apps/{uuid}: an app being deleted
+    // takes no new environment and no new commit (409, like the routes' "being deleted"
+    // conflicts), since its deletion saga destroys the environments it finds; a closing pull
+    // request or deleted branch (destroy) is still taken.
+    const locked = await one<{ state: string }>(m, `SELECT state FROM apps WHERE uuid = $1 FOR UPDATE`, [parent.uuid]);
+    if (!locked || locked.state === 'deleting') throw conflict('the app is being deleted');
     const existing = await one<{ id: number; status: string; head_sha: string }>(m,
       `SELECT id, status, head_sha FROM preview_environments WHERE parent_app_uuid = $1 AND key = $2 FOR UPDATE`, [parent.uuid, s.key]);
     if (existing) {

@@ -8,9 +8,9 @@ export interface AppDeleteInput {
 }
 
 /**
- * Deletes an app (`app-delete/<uuid>`): ends its workflow, removes its add-ons, cron jobs
- * and VPC attachments, its workload from the data plane, then its rows, releasing its
- * capacity and external ports.
+ * Deletes an app (`app-delete/<uuid>`): ends its workflow, destroys its preview
+ * environments, removes its add-ons, cron jobs and VPC attachments, its workload from the
+ * data plane, then its rows, releasing its capacity and external ports.
  */
 export async function appDelete(input: AppDeleteInput): Promise<void> {
   let state = 'stopping-workflow';
@@ -21,6 +21,11 @@ export async function appDelete(input: AppDeleteInput): Promise<void> {
     // no app workflow is running
   }
   state = 'tearing-down';
+  if (patched('app-delete-previews')) {
+    // Its preview environments go first, each through its own destroy path (their apps,
+    // workloads and workflows): the row cascade alone would leave the preview apps behind.
+    await acts.destroyAppPreviews(input.appUuid);
+  }
   if (patched('app-delete-addons-and-vpcs')) {
     // Its add-ons and cron jobs (clusters, schedules) and its VPC attachments go first:
     // the row cascade alone would leave them behind in the data plane.

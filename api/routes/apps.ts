@@ -270,7 +270,7 @@ export const appRoutes = [
   }),
   route<{ uuid: string }>({
     method: 'delete', path: '/apps/{uuid}', operation: 'apps.delete', tag: TAG, status: 202, audit: 'app.delete',
-    summary: 'Delete an app: its workload, ports, variables, deployments and capacity are released (poll GET until 404)',
+    summary: 'Delete an app: its preview environments are destroyed first, then its workload, ports, variables, deployments and capacity are released (poll GET until 404)',
     response: appSchema,
     async handler(ctx) {
       const { view, op } = await ctx.deps.dataSource.transaction(async (m) => {

@@ -26,4 +26,21 @@ export const previewScenarios: ReplayScenario[] = [
       return handle.fetchHistory();
     },
   },
+  {
+    // Deleting a parent app with an active preview environment: the environment is destroyed first.
+    name: 'app-delete-with-previews',
+    async record(stack) {
+      const ws = await seedWorkspace(stack.ds);
+      const app = await insertApp(stack.ds, ws);
+      const auth = { Authorization: `Bearer ${ws.ownerToken}` };
+      const config = await stack.http.put(`/api/v1/apps/${app.uuid}/preview_environments/config`).set(auth).send({ enabled: true }).expect(200);
+      const opened = await deliver(stack, app.uuid, config.body.webhook_secret, 'pull_request', pullRequestPayload({ action: 'opened', number: 1, headSha: sha() })).expect(202);
+      const id: number = opened.body.preview_environment_id;
+      await eventually(async () => (await stack.http.get(`/api/v1/apps/${app.uuid}/preview_environments/${id}`).set(auth)).body.status === 'active', { what: 'active' });
+      await stack.http.delete(`/api/v1/apps/${app.uuid}`).set(auth).expect(202);
+      const handle = stack.temporal.workflow.getHandle(`app-delete/${app.uuid}`);
+      await handle.result();
+      return handle.fetchHistory();
+    },
+  },
 ];
