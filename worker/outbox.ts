@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { WorkflowIdConflictPolicy, type Client } from '@temporalio/client';
+import { WorkflowIdConflictPolicy, WorkflowIdReusePolicy, type Client } from '@temporalio/client';
 import type { Logger } from 'pino';
 import type { DataSource, EntityManager } from 'typeorm';
 import { operationSearchAttributes, workflowIdOf } from '../domain/search-attributes';
@@ -16,6 +16,13 @@ export interface OperationRequest {
   /** Workflow arguments: identifiers only, never secrets. */
   args: unknown[];
   taskQueue?: string;
+  /**
+   * Send this signal with a signal-with-start instead of a plain start: a running
+   * workflow gets the signal, a closed or missing one is started (again, as a new run) and
+   * gets it. Arguments: identifiers only. Unlike a start, a signal is not idempotent: an
+   * operation is sent at least once.
+   */
+  signal?: { name: string; args?: unknown[] };
 }
 
 interface OperationRow {
@@ -27,13 +34,16 @@ interface OperationRow {
   resource_uuid: string;
   args: unknown[];
   task_queue: string;
+  signal: string | null;
+  signal_args: unknown[];
 }
 
 /**
  * Durable workflow starts. `enqueue` writes an outbox row in the caller's transaction;
  * `dispatch` starts the workflow after commit; `reconcile` starts rows a crash left
  * behind. A start is idempotent: the workflow id is deterministic and an existing run is
- * used as is (conflict policy USE_EXISTING).
+ * used as is (conflict policy USE_EXISTING). An operation with a `signal` is sent as a
+ * signal-with-start under the same id instead.
  */
 export class Outbox {
   constructor(
@@ -46,10 +56,10 @@ export class Outbox {
     const uuid = randomUUID();
     const workflowId = workflowIdOf(req.operation, req.resourceUuid, req.subId);
     await manager.query(
-      `INSERT INTO operations (uuid, workflow_id, workflow_type, operation, workspace_uuid, resource_uuid, args, task_queue)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+      `INSERT INTO operations (uuid, workflow_id, workflow_type, operation, workspace_uuid, resource_uuid, args, task_queue, signal, signal_args)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
       [uuid, workflowId, req.workflowType, req.operation, req.workspaceUuid, req.resourceUuid, JSON.stringify(req.args),
-        req.taskQueue ?? this.options.taskQueue],
+        req.taskQueue ?? this.options.taskQueue, req.signal?.name ?? null, JSON.stringify(req.signal?.args ?? [])],
     );
     return { uuid, workflowId };
   }
@@ -85,13 +95,19 @@ export class Outbox {
   private async start(row: OperationRow, manager?: EntityManager): Promise<boolean> {
     const db = manager ?? this.ds;
     try {
-      await this.client.workflow.start(row.workflow_type, {
+      const options = {
         workflowId: row.workflow_id,
         taskQueue: row.task_queue,
         args: row.args,
-        workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
         typedSearchAttributes: operationSearchAttributes(row.workspace_uuid, row.resource_uuid, row.operation),
-      });
+      };
+      if (row.signal) {
+        await this.client.workflow.signalWithStart(row.workflow_type, {
+          ...options, signal: row.signal, signalArgs: row.signal_args, workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
+        });
+      } else {
+        await this.client.workflow.start(row.workflow_type, { ...options, workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING });
+      }
       await db.query(`UPDATE operations SET started_at = now(), start_attempts = start_attempts + 1, last_error = NULL WHERE uuid = $1`, [row.uuid]);
       return true;
     } catch (err) {

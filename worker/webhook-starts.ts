@@ -3,6 +3,7 @@ import { operationSearchAttributes } from '../domain/search-attributes';
 import {
   WEBHOOK_DELIVERY_OPERATION, WEBHOOK_DELIVERY_WORKFLOW, WEBHOOK_REDELIVER_SIGNAL, webhookDeliveryWorkflowId, type WebhookDeliveryArgs,
 } from '../domain/webhooks';
+import type { OperationRequest } from './outbox';
 
 function options(taskQueue: string, workspaceUuid: string, args: WebhookDeliveryArgs) {
   return {
@@ -16,7 +17,7 @@ function options(taskQueue: string, workspaceUuid: string, args: WebhookDelivery
 /**
  * Starts the delivery workflow of one webhook and event (event fan-out, test pings). A
  * run already going is used as is and a finished one is not started again, so a retried
- * fan-out delivers once; manual retries go through `redeliverWebhook`.
+ * fan-out delivers once; manual retries go through `redeliveryOperation`.
  */
 export async function startWebhookDelivery(client: Client, taskQueue: string, workspaceUuid: string, args: WebhookDeliveryArgs): Promise<void> {
   try {
@@ -32,15 +33,15 @@ export async function startWebhookDelivery(client: Client, taskQueue: string, wo
 }
 
 /**
- * A manual retry: signal-with-start under the same workflow id. A running delivery gets
- * the `redeliver` signal (it attempts now, or starts another cycle if it had finished
- * its last one), so it is never duplicated; a finished one is started again as a new run.
+ * A manual retry, as an outbox operation (enqueued in the retry's transaction, so a crash
+ * after the commit cannot lose it): signal-with-start under the same workflow id. A
+ * running delivery gets the `redeliver` signal (it attempts now, or starts another cycle
+ * if it had finished its last one), so it is never duplicated; a finished one is started
+ * again as a new run.
  */
-export async function redeliverWebhook(client: Client, taskQueue: string, workspaceUuid: string, args: WebhookDeliveryArgs): Promise<void> {
-  await client.workflow.signalWithStart(WEBHOOK_DELIVERY_WORKFLOW, {
-    ...options(taskQueue, workspaceUuid, args),
-    workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
-    signal: WEBHOOK_REDELIVER_SIGNAL,
-    signalArgs: [],
-  });
+export function redeliveryOperation(workspaceUuid: string, args: WebhookDeliveryArgs): OperationRequest {
+  return {
+    operation: WEBHOOK_DELIVERY_OPERATION, workflowType: WEBHOOK_DELIVERY_WORKFLOW, workspaceUuid,
+    resourceUuid: args.webhookUuid, subId: args.eventId, args: [args], signal: { name: WEBHOOK_REDELIVER_SIGNAL },
+  };
 }

@@ -8,9 +8,9 @@ import { WEBHOOK_ATTEMPT_TIMEOUT_MS, webhookDeliveryWorkflowId } from '../../dom
 import { one, rows } from '../../entities/sql';
 import { recordAudit, snapshot } from '../audit';
 import { createHostResolver, ResolutionError } from '../../worker/resolver';
-import { redeliverWebhook, startWebhookDelivery } from '../../worker/webhook-starts';
+import { redeliveryOperation, startWebhookDelivery } from '../../worker/webhook-starts';
 import { offsetOf, setPageHeaders, type Page } from '../pagination';
-import { notFound, unavailable, unprocessable } from '../problem';
+import { notFound, unprocessable } from '../problem';
 import { route, type RouteContext } from '../route';
 import { createWebhookBody, updateWebhookBody } from '../schemas/webhooks';
 import {
@@ -33,8 +33,9 @@ async function findWebhook(ctx: Ctx, uuid: string, db: Pick<EntityManager, 'quer
   return row;
 }
 
-async function findDelivery(ctx: Ctx, webhookUuid: string, deliveryUuid: string): Promise<DeliveryRow> {
-  const row = await one<DeliveryRow>(ctx.deps.dataSource, `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE uuid = $1 AND webhook_uuid = $2`,
+async function findDelivery(ctx: Ctx, webhookUuid: string, deliveryUuid: string,
+  db: Pick<EntityManager, 'query'> = ctx.deps.dataSource.manager): Promise<DeliveryRow> {
+  const row = await one<DeliveryRow>(db, `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE uuid = $1 AND webhook_uuid = $2`,
     [deliveryUuid, webhookUuid]);
   if (!row) throw notFound('delivery');
   return row;
@@ -232,26 +233,25 @@ export const webhookRoutes = [
     summary: 'Re-queue the stored payload under the original event id; the delivery returns pending (422 when the webhook is disabled)',
     response: deliverySchema,
     async handler(ctx) {
-      const webhook = await findWebhook(ctx, ctx.params.uuid);
-      const delivery = await findDelivery(ctx, webhook.uuid, ctx.params.delivery_uuid);
-      if (!webhook.enabled) throw unprocessable('the webhook is disabled: re-enable it (PUT enabled: true) before retrying deliveries');
-      const before = await snapshot(ctx.deps.dataSource, 'webhook_deliveries', delivery.uuid);
-      const moved = await one<DeliveryRow>(ctx.deps.dataSource,
-        `UPDATE webhook_deliveries SET status = 'pending' WHERE uuid = $1 AND status IN ('failed', 'delivered') RETURNING ${DELIVERY_COLUMNS}`,
-        [delivery.uuid]);
-      try {
-        await redeliverWebhook(ctx.deps.temporal, ctx.deps.config.taskQueue, ctx.caller.workspaceUuid,
-          { webhookUuid: webhook.uuid, eventId: delivery.event_id, ...(delivery.event_type === 'ping' ? { ping: true } : {}) });
-      } catch (err) {
-        ctx.deps.logger.error({ err, webhookUuid: webhook.uuid, deliveryUuid: delivery.uuid }, 'could not re-queue a delivery');
-        if (moved) {
-          await ctx.deps.dataSource.query(`UPDATE webhook_deliveries SET status = $2 WHERE uuid = $1 AND status = 'pending'`, [delivery.uuid, delivery.status]);
-        }
-        throw unavailable('the delivery could not be re-queued; try again shortly', 5);
-      }
-      // Recorded once the re-queue (outside PostgreSQL) succeeded: a refused retry is undone above and records nothing.
-      await recordAudit(ctx.deps.dataSource, ctx, { resourceUuid: delivery.uuid, before, after: moved ? { ...before, status: 'pending' } : before });
-      return deliveryView(moved ?? { ...delivery, status: 'pending' });
+      // The status, the audit entry and the re-queue (an outbox operation) commit together;
+      // the re-queue is sent after the commit, and by the worker's reconciler if it is not.
+      const { delivery, op } = await ctx.deps.dataSource.transaction(async (m) => {
+        const webhook = await findWebhook(ctx, ctx.params.uuid, m);
+        const found = await findDelivery(ctx, webhook.uuid, ctx.params.delivery_uuid, m);
+        if (!webhook.enabled) throw unprocessable('the webhook is disabled: re-enable it (PUT enabled: true) before retrying deliveries');
+        const before = await snapshot(m, 'webhook_deliveries', found.uuid);
+        // A pending delivery stays pending and is only signalled again.
+        const moved = await one<DeliveryRow>(m,
+          `UPDATE webhook_deliveries SET status = 'pending' WHERE uuid = $1 AND status IN ('failed', 'delivered') RETURNING ${DELIVERY_COLUMNS}`,
+          [found.uuid]);
+        const queued = await ctx.deps.outbox.enqueue(m, redeliveryOperation(ctx.caller.workspaceUuid,
+          { webhookUuid: webhook.uuid, eventId: found.event_id, ...(found.event_type === 'ping' ? { ping: true } : {}) }));
+        await recordAudit(m, ctx, { resourceUuid: found.uuid, before, after: await snapshot(m, 'webhook_deliveries', found.uuid) });
+        return { delivery: moved ?? found, op: queued };
+      });
+      // A Temporal outage here is logged and left to the reconciler: the retry is committed, the answer stays 200.
+      await ctx.deps.outbox.dispatch(op.uuid);
+      return deliveryView(delivery);
     },
   }),
 ];

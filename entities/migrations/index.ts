@@ -11,6 +11,7 @@ import { Audit1732900000000 } from './1732900000000-audit';
 import { ProjectVariables1732950000000 } from './1732950000000-project-variables';
 import { VariableSecretFlag1732957000000 } from './1732957000000-variable-secret-flag';
 import { AuditApp1732960000000 } from './1732960000000-audit-app';
+import { OperationSignal1732965000000 } from './1732965000000-operation-signal';
 
 /** Every migration, in timestamp order (one entry per line). */
 export const migrations = [
@@ -27,4 +28,5 @@ export const migrations = [
   ProjectVariables1732950000000,
   VariableSecretFlag1732957000000,
   AuditApp1732960000000,
+  OperationSignal1732965000000,
 ];

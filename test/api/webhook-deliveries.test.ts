@@ -199,6 +199,27 @@ describe('manual retry', () => {
     expect((await stack.http.get(`/api/v1/webhooks/${uuid}`).set(auth).expect(200)).body.consecutive_failures).toBe(0);
   });
 
+  it('WH-23 a retry committed while Temporal is unreachable answers pending and is re-queued by the reconciler', async () => {
+    receiver.respond = () => ({ status: 500, body: 'down' });
+    const { uuid } = await createWebhook();
+    const failed = await ping(uuid);
+    receiver.respond = () => ({ status: 200, body: 'ok' });
+    const workflows = stack.temporal.workflow;
+    const signalWithStart = workflows.signalWithStart;
+    workflows.signalWithStart = async () => { throw new Error('14 UNAVAILABLE: connection refused'); };
+    try {
+      const res = await stack.http.post(`/api/v1/webhooks/${uuid}/deliveries/${failed.uuid}/retry`).set(auth).expect(200);
+      expect(res.body).toMatchObject({ uuid: failed.uuid, status: 'pending', event_id: failed.event_id });
+      const [op] = await stack.ds.query(`SELECT started_at, last_error FROM operations WHERE workflow_id = $1`, [`webhook-delivery/${uuid}/${failed.event_id}`]);
+      expect(op).toEqual({ started_at: null, last_error: expect.stringMatching(/UNAVAILABLE/) });
+    } finally {
+      workflows.signalWithStart = signalWithStart;
+    }
+    const done = await settled(uuid, failed.uuid);
+    expect(done).toMatchObject({ status: 'delivered', attempts: 2, event_id: failed.event_id });
+    expect(receiver.hitsFor(failed.event_id)).toHaveLength(2);
+  });
+
   it('WH-24 a retry on a disabled webhook is a 422 and changes nothing', async () => {
     const { uuid } = await createWebhook();
     const delivered = await ping(uuid);
