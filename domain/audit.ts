@@ -11,6 +11,13 @@ export function isSecretField(key: string): boolean {
   return SECRET_FIELD.test(key);
 }
 
+/** A JSON value with every secret-named key inside it (at any depth) redacted. */
+function redactNested(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(redactNested);
+  if (value === null || typeof value !== 'object') return value;
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, isSecretField(k) ? REDACTED : redactNested(v)]));
+}
+
 /** Fields that change on every write and say nothing about the change. */
 const NOISE = new Set(['updated_at', 'created_at']);
 
@@ -18,7 +25,8 @@ export type Diff = Record<string, { from?: unknown; to?: unknown }>;
 
 /**
  * Field-level diff of two snapshots of a record (null before a create, after a delete).
- * Secret fields show as changed with both values redacted.
+ * Secret fields show as changed with both values redacted, and so do secret-named keys
+ * inside JSON values (a health check's header, a setting).
  */
 export function diffRecords(before: Record<string, unknown> | null, after: Record<string, unknown> | null): Diff {
   const diff: Diff = {};
@@ -30,8 +38,8 @@ export function diffRecords(before: Record<string, unknown> | null, after: Recor
     if (JSON.stringify(from) === JSON.stringify(to)) continue;
     const secret = isSecretField(key);
     const entry: { from?: unknown; to?: unknown } = {};
-    if (before && key in before) entry.from = secret ? REDACTED : from;
-    if (after && key in after) entry.to = secret ? REDACTED : to;
+    if (before && key in before) entry.from = secret ? REDACTED : redactNested(from);
+    if (after && key in after) entry.to = secret ? REDACTED : redactNested(to);
     diff[key] = entry;
   }
   return diff;

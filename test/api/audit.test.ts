@@ -94,6 +94,10 @@ describe('audit log', () => {
       password: { from: REDACTED, to: REDACTED },
     });
     expect(JSON.stringify(diffRecords(null, { token_hash: 'abc', api_token: 'brt_x' }))).not.toMatch(/abc|brt_x/);
+    // Inside JSON values too, at any depth.
+    expect(diffRecords({ settings: { s3_enabled: false } }, { settings: { s3_enabled: true, nested: [{ password: 'p3', name: 'n' }] } })).toEqual({
+      settings: { from: { s3_enabled: false }, to: { s3_enabled: true, nested: [{ password: REDACTED, name: 'n' }] } },
+    });
   });
 
   it('workflow-driven state moves are recorded with source workflow', async () => {
