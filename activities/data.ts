@@ -8,6 +8,7 @@ import { diffRecords } from '../domain/audit';
 import { insertAuditEvent } from '../entities/audit-events';
 import { one, rows } from '../entities/sql';
 import type { ActivityDeps } from './deps';
+import { moveState } from './state';
 import type { ClusterSpec, DataEngine, RestoreSource } from './provider/data';
 
 /** What workflows pass to restore: identifiers and plain choices, never credentials. */
@@ -112,8 +113,7 @@ export function createDataActivities(deps: Pick<ActivityDeps, 'dataSource' | 'lo
       for (const a of live) {
         const s = await driver().status(a.cluster_id).catch(() => null);
         if (!s?.ready || s.status === a.state || s.status === 'stopped') continue;
-        const moved = await rows(ds, `UPDATE addons SET state = $2, updated_at = now() WHERE uuid = $1 AND state = $3 RETURNING uuid`, [a.uuid, s.status, a.state]);
-        if (moved.length > 0) {
+        if (await moveState(ds, { table: 'addons', uuid: a.uuid, from: [a.state], to: s.status })) {
           changed += 1;
           logger.info({ addon: a.uuid, from: a.state, to: s.status }, 'add-on status changed');
         }
@@ -145,9 +145,8 @@ export function createDataActivities(deps: Pick<ActivityDeps, 'dataSource' | 'lo
       // `stopped` is only ever written by a stop request: a cluster still stopping (or not yet
       // started) while the add-on should run is not ready, and the state is left alone.
       if (s.status === 'stopped') return { ready: row.state === 'stopped', status: s.status };
-      if (s.ready) {
-        await ds.query(`UPDATE addons SET state = $2, updated_at = now() WHERE uuid = $1 AND state NOT IN ('pending', 'processing', 'deleting', 'resetting', 'stopped')
-                          AND state <> $2`, [uuid, s.status]);
+      if (s.ready && row.state !== s.status && !['pending', 'processing', 'deleting', 'resetting', 'stopped'].includes(row.state)) {
+        await moveState(ds, { table: 'addons', uuid, from: [row.state], to: s.status });
       }
       return s;
     },
@@ -233,7 +232,7 @@ export function createDataActivities(deps: Pick<ActivityDeps, 'dataSource' | 'lo
       }
       if (input.mode === 'reset') {
         await ds.query(`DELETE FROM addon_backups WHERE addon_uuid = $1`, [row.uuid]);
-        await ds.query(`UPDATE addons SET state = 'creating', updated_at = now() WHERE uuid = $1 AND state = 'resetting'`, [row.uuid]);
+        await moveState(ds, { table: 'addons', uuid: row.uuid, from: ['resetting'], to: 'creating' });
       } else {
         await ds.query(`DELETE FROM addons WHERE uuid = $1 AND state = 'deleting'`, [row.uuid]);
       }
@@ -269,7 +268,7 @@ export function createDataActivities(deps: Pick<ActivityDeps, 'dataSource' | 'lo
         await handle.update((prev) => ({ ...prev, spec, action }));
         result = 'updated';
       }
-      await ds.query(`UPDATE addons SET state = 'running', updated_at = now() WHERE uuid = $1 AND state IN ('pending', 'processing')`, [uuid]);
+      await moveState(ds, { table: 'addons', uuid, from: ['pending', 'processing'], to: 'running' });
       return result;
     },
 

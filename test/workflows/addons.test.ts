@@ -52,6 +52,10 @@ describe('addonProvision workflow', () => {
     expect(result).toBe('healthy');
     expect(seen).toEqual(['pending', 'processing', 'creating', 'healthy']);
     expect(polls).toBe(3);
+    // Each move is in the audit log, as the service the row is (source workflow).
+    const moves = await stack.ds.query(`SELECT action, diff FROM audit_events WHERE resource_uuid = $1 AND source = 'workflow' ORDER BY created_at`, [uuid]);
+    expect(moves.map((m: { action: string; diff: { state: { from: string; to: string } } }) => `${m.action} ${m.diff.state.from}->${m.diff.state.to}`))
+      .toEqual(['service.state pending->processing', 'service.state processing->creating', 'service.state creating->healthy']);
   });
 });
 
