@@ -14,6 +14,7 @@ import {
   cloneBody, createAppBody, deploymentSettingsBody, healthChecksBody, listAppsQuery, scalingProfileBody, securityBody, stateBody, updateAppBody,
 } from '../schemas/apps';
 import { int, json, obj } from '../schemas/common';
+import { wakePreview } from '../preview-envs';
 import { recordVpcJoin, resolveVpcJoin } from '../vpc-join';
 import { APP_SELECT, appSchema, appView, loadAppWithRestrictions, withAddons } from '../views/apps';
 import { appResponse, assertChangeable, checkDeployment, checkPlacement, findApp, insertApp, reserveCapacity, type Ctx, type FoundApp } from './app-support';
@@ -270,21 +271,26 @@ export const appRoutes = [
   }),
   route<{ uuid: string }>({
     method: 'delete', path: '/apps/{uuid}', operation: 'apps.delete', tag: TAG, status: 202, audit: 'app.delete',
-    summary: 'Delete an app: its preview environments are destroyed first, then its workload, ports, variables, deployments and capacity are released (poll GET until 404)',
+    summary: 'Delete an app: its preview environments are destroyed first, then its workload, ports, variables, deployments and capacity are released (poll GET until 404); deleting a preview environment\'s app deletes the environment',
     response: appSchema,
     async handler(ctx) {
-      const { view, op } = await ctx.deps.dataSource.transaction(async (m) => {
+      const { view, op, preview } = await ctx.deps.dataSource.transaction(async (m) => {
         const app = await findApp(ctx, ctx.params.uuid, m, true);
         if (app.state === 'cloning') throw conflict('the app is being cloned; delete it once the clone has finished');
         const before = await snapshot(m, 'apps', app.uuid);
         await m.query(`UPDATE apps SET state = 'deleting', updated_at = now() WHERE uuid = $1`, [app.uuid]);
         await recordAudit(m, ctx, { resourceUuid: app.uuid, before, after: await snapshot(m, 'apps', app.uuid) });
-        const op = await ctx.deps.outbox.enqueue(m, {
+        // A preview environment's app goes the way of its environment: the environment's own
+        // workflow removes the app and the environment together (as DELETE of the preview does).
+        const preview = await one<{ parent_app_uuid: string; key: string }>(m,
+          `UPDATE preview_environments SET status = 'destroying', updated_at = now() WHERE app_uuid = $1 RETURNING parent_app_uuid, key`, [app.uuid]);
+        const op = preview ? null : await ctx.deps.outbox.enqueue(m, {
           operation: 'app-delete', workflowType: 'appDelete', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: app.uuid, args: [{ appUuid: app.uuid }],
         });
-        return { view: await appResponse(ctx, app.uuid, m), op };
+        return { view: await appResponse(ctx, app.uuid, m), op, preview };
       });
-      await ctx.deps.outbox.dispatch(op.uuid);
+      if (op) await ctx.deps.outbox.dispatch(op.uuid);
+      if (preview) await wakePreview(ctx.deps, preview.parent_app_uuid, preview.key);
       return view;
     },
   }),

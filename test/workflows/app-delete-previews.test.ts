@@ -109,6 +109,26 @@ describe('deleting an app with preview environments', () => {
   });
 });
 
+describe('deleting a preview environment\'s own app', () => {
+  it('deletes the environment through its workflow: app, workload and environment gone, the parent untouched', async () => {
+    const { app, secret } = await enabledApp();
+    const opened = await deliver(stack, app.uuid, secret, 'pull_request', pullRequestPayload({ action: 'opened', number: 31, headSha: sha() })).expect(202);
+    const id: number = opened.body.preview_environment_id;
+    await eventually(async () => (await status(app, id)) === 'active', { what: 'active' });
+    const [{ app_uuid: previewApp }] = await stack.ds.query(`SELECT app_uuid FROM preview_environments WHERE id = $1`, [id]);
+
+    const res = await stack.http.delete(`/api/v1/apps/${previewApp}`).set(auth()).expect(202);
+    expect(res.body).toMatchObject({ uuid: previewApp, state: 'deleting' });
+    const handle = stack.temporal.workflow.getHandle(`preview/${app.uuid}/pr-31`);
+    expect(await handle.result()).toBe('gone');
+    expect(await count(`preview_environments WHERE id = $1`, [id])).toBe(0);
+    expect(await count(`apps WHERE uuid = $1`, [previewApp])).toBe(0);
+    expect(await count(`sim_previews WHERE app_uuid = $1`, [previewApp])).toBe(0);
+    expect(await count(`operations WHERE resource_uuid = $1 AND workflow_type = 'appDelete'`, [previewApp])).toBe(0);
+    expect((await stack.http.get(`/api/v1/apps/${app.uuid}`).set(auth())).body.state).not.toBe('deleting');
+  });
+});
+
 describe('a code-host delivery for an app being deleted', () => {
   it('is refused with 409 and writes nothing: no new environment, no new commit for an existing one', async () => {
     const { app, secret } = await enabledApp();
