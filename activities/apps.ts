@@ -50,6 +50,17 @@ export function createAppActivities({ dataSource: ds, provider, secretBox, logge
     };
   }
 
+  /** Removes an app's row and releases its capacity, only while it reads `state` (idempotent). */
+  function removeAppIn(appUuid: string, state: 'cloning' | 'deleting'): Promise<boolean> {
+    return ds.transaction(async (m) => {
+      const app = await one(m, `SELECT 1 FROM apps WHERE uuid = $1 AND state = $2 FOR UPDATE`, [appUuid, state]);
+      if (!app) return false;
+      await m.query(`DELETE FROM resource_allocations WHERE owner_uuid = $1`, [appUuid]);
+      await m.query(`DELETE FROM apps WHERE uuid = $1`, [appUuid]);
+      return true;
+    });
+  }
+
   return {
     /** The app as its workflows see it; null once it is gone. */
     async appInfo(appUuid: string): Promise<AppInfo | null> {
@@ -265,26 +276,14 @@ export function createAppActivities({ dataSource: ds, provider, secretBox, logge
     },
     /** Last compensation of a failed clone: the half-made app and everything it holds go. */
     async discardClone(targetUuid: string): Promise<boolean> {
-      return ds.transaction(async (m) => {
-        const app = await one(m, `SELECT 1 FROM apps WHERE uuid = $1 AND state = 'cloning' FOR UPDATE`, [targetUuid]);
-        if (!app) return false;
-        await m.query(`DELETE FROM resource_allocations WHERE owner_uuid = $1`, [targetUuid]);
-        await m.query(`DELETE FROM apps WHERE uuid = $1`, [targetUuid]);
-        return true;
-      });
+      return removeAppIn(targetUuid, 'cloning');
     },
 
     // --- deletion ---
 
     /** Removes a deleting app's rows and releases its capacity and external ports. */
     async removeApp(appUuid: string): Promise<boolean> {
-      return ds.transaction(async (m) => {
-        const app = await one(m, `SELECT 1 FROM apps WHERE uuid = $1 AND state = 'deleting' FOR UPDATE`, [appUuid]);
-        if (!app) return false;
-        await m.query(`DELETE FROM resource_allocations WHERE owner_uuid = $1`, [appUuid]);
-        await m.query(`DELETE FROM apps WHERE uuid = $1`, [appUuid]);
-        return true;
-      });
+      return removeAppIn(appUuid, 'deleting');
     },
   };
 }
