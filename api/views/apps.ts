@@ -9,7 +9,7 @@ import { rows } from '../../entities/sql';
 import { APP_STATES, BUILDERS, DEPLOYMENT_METHODS, DEPLOYMENT_STATES, internalUrl, publicUrl } from '../../domain/apps';
 import { arr, bool, json, num, obj, oneOf, str, timestamp, uuid } from '../schemas/common';
 import { iso, isoRequired } from './common';
-import { regionSchema, resourceSchema, type ResourceView } from './resources';
+import { regionSchema, resourceSchema, resourceView, type ResourceView } from './resources';
 
 export const quotaSchema = obj({ cpu_size: num().required(), ram_size: num().required(), disk_size: num().required(), replicas: yup.number().strict().integer().required() });
 
@@ -109,21 +109,9 @@ export const APP_SELECT = `
                          FROM project_resources WHERE resource_uuid = c.uuid) pr ON true`;
 
 function platformOf(r: JoinedRow): ResourceView {
-  const usedCpu = Number(r.used_cpu ?? 0);
-  const usedRam = Number(r.used_ram ?? 0);
-  const usedDisk = Number(r.used_disk ?? 0);
-  return {
-    uuid: r.resource_uuid, name: r.r_name, state: r.r_state, labels: r.r_labels,
-    total_disk_size: Number(r.total_disk_size), total_ram_size: Number(r.total_ram_size), total_cpu_size: Number(r.total_cpu_size),
-    total_used_disk_size: usedDisk, total_used_ram_size: usedRam, total_used_cpu_size: usedCpu,
-    available_cpu_size: Math.max(0, Number(r.total_cpu_size) - usedCpu),
-    available_disk_size: Math.max(0, Number(r.total_disk_size) - usedDisk),
-    available_ram_size: Math.max(0, Number(r.total_ram_size) - usedRam),
-    assigned: r.project_ids.length > 0, project_ids: r.project_ids,
-    region: { id: r.region_id, name: r.region_name, code: r.region_code },
-    created_at: isoRequired(r.r_created_at), updated_at: isoRequired(r.r_updated_at),
-    plan: r.plan, components: r.components,
-  };
+  return resourceView({
+    ...r, uuid: r.resource_uuid, name: r.r_name, state: r.r_state, labels: r.r_labels, created_at: r.r_created_at, updated_at: r.r_updated_at,
+  });
 }
 
 /** The App response: an allow-list of fields (the basic-auth credentials are never read). */

@@ -61,7 +61,7 @@ export const resourceSchema = obj({
   components: arr(obj({ name: str().required(), code_name: str().required(), unit_price: num().required() })).required(),
 });
 
-interface ResourceRow {
+export interface ResourceRow {
   uuid: string;
   name: string;
   state: string;
@@ -76,9 +76,9 @@ interface ResourceRow {
   region_id: number;
   region_name: string;
   region_code: string;
-  used_cpu: number;
-  used_ram: string;
-  used_disk: string;
+  used_cpu: number | null;
+  used_ram: string | null;
+  used_disk: string | null;
   project_ids: string[];
 }
 
@@ -102,31 +102,34 @@ export async function loadResources(db: EntityManager, workspaceUuid: string, uu
       ORDER BY c.created_at, c.uuid`,
     [workspaceUuid, uuids ?? null],
   );
-  return rows.map((r) => {
-    const usedRam = Number(r.used_ram);
-    const usedDisk = Number(r.used_disk);
-    const usedCpu = Number(r.used_cpu);
-    return {
-      uuid: r.uuid,
-      name: r.name,
-      state: r.state,
-      labels: r.labels,
-      total_disk_size: Number(r.total_disk_size),
-      total_ram_size: Number(r.total_ram_size),
-      total_cpu_size: Number(r.total_cpu_size),
-      total_used_disk_size: usedDisk,
-      total_used_ram_size: usedRam,
-      total_used_cpu_size: usedCpu,
-      available_cpu_size: Math.max(0, Number(r.total_cpu_size) - usedCpu),
-      available_disk_size: Math.max(0, Number(r.total_disk_size) - usedDisk),
-      available_ram_size: Math.max(0, Number(r.total_ram_size) - usedRam),
-      assigned: r.project_ids.length > 0,
-      project_ids: r.project_ids,
-      region: { id: r.region_id, name: r.region_name, code: r.region_code },
-      created_at: isoRequired(r.created_at),
-      updated_at: isoRequired(r.updated_at),
-      plan: r.plan,
-      components: r.components,
-    };
-  });
+  return rows.map(resourceView);
+}
+
+/** A compute resource row (with its used capacity and projects) as the contract's `platform` object. */
+export function resourceView(r: ResourceRow): ResourceView {
+  const usedRam = Number(r.used_ram ?? 0);
+  const usedDisk = Number(r.used_disk ?? 0);
+  const usedCpu = Number(r.used_cpu ?? 0);
+  return {
+    uuid: r.uuid,
+    name: r.name,
+    state: r.state,
+    labels: r.labels,
+    total_disk_size: Number(r.total_disk_size),
+    total_ram_size: Number(r.total_ram_size),
+    total_cpu_size: Number(r.total_cpu_size),
+    total_used_disk_size: usedDisk,
+    total_used_ram_size: usedRam,
+    total_used_cpu_size: usedCpu,
+    available_cpu_size: Math.max(0, Number(r.total_cpu_size) - usedCpu),
+    available_disk_size: Math.max(0, Number(r.total_disk_size) - usedDisk),
+    available_ram_size: Math.max(0, Number(r.total_ram_size) - usedRam),
+    assigned: r.project_ids.length > 0,
+    project_ids: r.project_ids,
+    region: { id: r.region_id, name: r.region_name, code: r.region_code },
+    created_at: isoRequired(r.created_at),
+    updated_at: isoRequired(r.updated_at),
+    plan: r.plan,
+    components: r.components,
+  };
 }
