@@ -90,6 +90,9 @@ describe('deleting an app with preview environments', () => {
     const acts = createActivities(stack.activityDeps);
     expect(await acts.createPreviewApp(id)).toBe(true);
     expect(await count(`sim_apps WHERE app_uuid = $1`, [envApp])).toBe(1);
+    // the made clone's move cloning -> deploying is in the audit log (source workflow)
+    const made = await count(`audit_events WHERE resource_uuid = $1`, [envApp]);
+    expect(made).toBe(1);
 
     // Not for an app that is not being deleted.
     expect(await acts.destroyAppPreviews(app.uuid)).toBe(0);
@@ -101,7 +104,7 @@ describe('deleting an app with preview environments', () => {
     expect(await count(`apps WHERE uuid = $1`, [envApp])).toBe(0);
     expect(await count(`sim_apps WHERE app_uuid = $1`, [envApp])).toBe(0);
     const audits = await count(`audit_events WHERE resource_uuid = $1`, [envApp]);
-    expect(audits).toBe(1);
+    expect(audits).toBe(made + 1);
 
     expect(await acts.destroyAppPreviews(app.uuid)).toBe(0);
     expect(await count(`audit_events WHERE resource_uuid = $1`, [envApp])).toBe(audits);
