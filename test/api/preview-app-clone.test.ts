@@ -109,4 +109,25 @@ describe('the preview app as a clone of its parent', () => {
     }
     expect(await stack.ds.query(`SELECT 1 FROM app_variables WHERE app_uuid = $1`, [parent.uuid])).toHaveLength(2);
   });
+
+  it('with use_parent_image the preview deploys the parent\'s current image (a parent_image deployment, no build)', async () => {
+    const parent = await insertApp(stack.ds, ws);
+    const image = `registry.simulated.berth/${parent.uuid}:parent-release`;
+    await stack.ds.query(`INSERT INTO sim_apps (app_uuid, status, replicas, image) VALUES ($1, 'running', 1, $2)`, [parent.uuid, image]);
+    const config = await stack.http.put(`/api/v1/apps/${parent.uuid}/preview_environments/config`).set(auth(ws.ownerToken)).send({ enabled: true, use_parent_image: true });
+    secrets.push(config.body.webhook_secret);
+    const head = sha();
+    const opened = await deliver(stack, parent.uuid, config.body.webhook_secret, 'pull_request', pullRequestPayload({ action: 'opened', number: 42, headSha: head }));
+    const active = await eventually(async () => {
+      const env = await status(parent.uuid, opened.body.preview_environment_id);
+      return env.status === 'active' ? env : null;
+    }, { what: 'preview active' });
+    expect(active.commit_sha).toBe(head);
+    const [row] = await stack.ds.query(`SELECT deployment_method, parent_app_uuid FROM apps WHERE uuid = $1`, [active.app_uuid]);
+    expect(row).toEqual({ deployment_method: 'parent_image', parent_app_uuid: parent.uuid });
+    const deployments = await stack.http.get(`/api/v1/apps/${active.app_uuid}/deployments`).set(auth(ws.ownerToken));
+    expect(deployments.body).toEqual([expect.objectContaining({ state: 'completed', deployment_method: 'parent_image', image, commit_sha: null })]);
+    const [sim] = await stack.ds.query(`SELECT image FROM sim_apps WHERE app_uuid = $1`, [active.app_uuid]);
+    expect(sim.image).toBe(image);
+  });
 });
