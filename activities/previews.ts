@@ -2,10 +2,13 @@ import { WorkflowNotFoundError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { PREVIEW_WAKE_SIGNAL } from '../domain/previews';
 import { workflowIdOf } from '../domain/search-attributes';
+import { randomUUID } from 'node:crypto';
+import { GIT_METHODS } from '../domain/apps';
 import { insertAuditEvent } from '../entities/audit-events';
-import { one, rows } from '../entities/sql';
+import { one, rows, type Db } from '../entities/sql';
+import { createAppActivities, type CloneFlags } from './apps';
 import type { ActivityDeps } from './deps';
-import { moveAppTo } from './state';
+import { moveAppTo, moveState } from './state';
 
 /** What the environment's workflow is asked to do, read from its row (the source of truth). */
 export interface PreviewIntent {
@@ -30,6 +33,7 @@ interface EnvRow {
   project_uuid: string | null;
   use_parent_image: boolean;
   key: string;
+  branch: string;
   generation: number;
   head_sha: string;
   expires_at: Date | null;
@@ -38,13 +42,20 @@ interface EnvRow {
 /** How long one attempt of destroyAppPreviews waits for environment workflows before it retries. */
 const PREVIEWS_WAIT_MS = 20_000;
 
+/** A preview app is a clone of its parent with everything the clone flags name. */
+const PREVIEW_CLONE: CloneFlags = {
+  clone_variables: true, clone_secret_files: true, clone_scaling_settings: true, clone_health_checks: true, clone_security: true,
+};
+
 /**
- * Activities of preview environments. The preview's app row and its deployments are
- * written here with the PreviewDriver of the data plane; once the apps area provides app
- * cloning and deployments, createPreviewApp should clone through it and deployPreviewCommit
- * deploy through its deployments.
+ * Activities of preview environments. The preview's app is a clone of its parent made with
+ * the apps area's clone steps (copyAppSettings, provisionApp); each commit is an
+ * app_deployments row that the apps area's appDeploy runs (a child of the environment's
+ * workflow); destroying removes the workload through the apps driver.
  */
-export function createPreviewActivities({ dataSource, logger, provider, temporal }: Pick<ActivityDeps, 'dataSource' | 'logger' | 'provider' | 'temporal'>) {
+export function createPreviewActivities(deps: Pick<ActivityDeps, 'dataSource' | 'logger' | 'provider' | 'temporal' | 'secretBox'>) {
+  const { dataSource, logger, provider, temporal } = deps;
+  const apps = createAppActivities(deps);
   async function env(id: number): Promise<EnvRow | undefined> {
     return one<EnvRow>(dataSource, `SELECT * FROM preview_environments WHERE id = $1`, [id]);
   }
@@ -53,13 +64,60 @@ export function createPreviewActivities({ dataSource, logger, provider, temporal
   async function destroyEnvironment(environmentId: number): Promise<boolean> {
     const e = await env(environmentId);
     if (!e || e.status !== 'destroying') return false;
-    await provider.previews.destroy(e.app_uuid);
+    await provider.apps.delete(e.app_uuid);
     await dataSource.transaction(async (m) => {
-      await m.query(`DELETE FROM apps WHERE uuid = $1 AND preview_parent_uuid IS NOT NULL`, [e.app_uuid]);
+      await removePreviewApp(m, e.app_uuid);
       await m.query(`DELETE FROM preview_environments WHERE id = $1 AND status = 'destroying'`, [environmentId]);
     });
     logger.info({ environmentId, appUuid: e.app_uuid }, 'preview environment destroyed');
     return true;
+  }
+
+  /** The preview app's row and its capacity (only a preview's app). */
+  async function removePreviewApp(m: Db, appUuid: string): Promise<void> {
+    await m.query(`DELETE FROM resource_allocations WHERE owner_uuid = $1
+                     AND EXISTS (SELECT 1 FROM apps WHERE uuid = $1 AND preview_parent_uuid IS NOT NULL)`, [appUuid]);
+    await m.query(`DELETE FROM apps WHERE uuid = $1 AND preview_parent_uuid IS NOT NULL`, [appUuid]);
+  }
+
+  /** creating/updating -> active for the latest request (an older deployment finishing records its commit but leaves `updating`). */
+  async function recordDeployed(environmentId: number, generation: number, commitSha: string): Promise<boolean> {
+    const moved = await rows(dataSource,
+      `UPDATE preview_environments SET commit_sha = $3, last_deployed_at = now(), deployment_error = '', updated_at = now(),
+              status = CASE WHEN generation = $2 THEN 'active' ELSE status END
+        WHERE id = $1 AND status IN ('creating', 'updating') RETURNING app_uuid, status`,
+      [environmentId, generation, commitSha]);
+    if (moved[0]?.status === 'active') {
+      await moveAppTo(dataSource, moved[0].app_uuid, 'running');
+    }
+    return moved.length > 0;
+  }
+
+  /** creating/updating -> failed with deployment_error, for the latest request. */
+  async function recordFailed(environmentId: number, generation: number, error: string): Promise<boolean> {
+    const moved = await rows(dataSource,
+      `UPDATE preview_environments SET deployment_error = $3, updated_at = now(),
+              status = CASE WHEN generation = $2 THEN 'failed' ELSE status END
+        WHERE id = $1 AND status IN ('creating', 'updating') RETURNING app_uuid, status`,
+      [environmentId, generation, error.slice(0, 1000)]);
+    if (moved[0]?.status === 'failed') {
+      await moveAppTo(dataSource, moved[0].app_uuid, 'failed');
+    }
+    return moved.length > 0;
+  }
+
+  /** The commit's app_deployments row on the preview app (git methods carry the commit and branch). Idempotent by uuid. */
+  async function insertDeployment(e: EnvRow, deploymentUuid: string, commitSha: string): Promise<void> {
+    await dataSource.query(
+      `INSERT INTO app_deployments (uuid, app_uuid, workspace_uuid, deployment_method, commit_sha, branch)
+       SELECT $1, a.uuid, a.workspace_uuid, a.deployment_method,
+              CASE WHEN a.deployment_method = ANY($4::text[]) THEN $3 END, CASE WHEN a.deployment_method = ANY($4::text[]) THEN $5 END
+         FROM apps a WHERE a.uuid = $2
+       ON CONFLICT DO NOTHING`,
+      [deploymentUuid, e.app_uuid, commitSha, [...GIT_METHODS], e.branch]);
+    if (!(await one(dataSource, `SELECT 1 FROM app_deployments WHERE uuid = $1`, [deploymentUuid]))) {
+      throw ApplicationFailure.retryable(`another deployment of preview app ${e.app_uuid} is in progress`, 'PreviewDeploymentBusy');
+    }
   }
 
   /** The environment workflow `preview/<parent>/<key>`: whether a run of it is open. */
@@ -94,62 +152,113 @@ export function createPreviewActivities({ dataSource, logger, provider, temporal
     },
 
     /**
-     * The preview's own app (an apps row with preview_parent_uuid = the parent), then its
-     * workload from the parent's. Idempotent: the app's uuid and name were fixed when the
-     * environment was written.
+     * The preview's own app: a clone of its parent (an apps row with its own uuid and name,
+     * preview_parent_uuid = the parent, on the environment's resource and project) with the
+     * parent's settings, variables, secret files, scaling, health checks and security copied
+     * by the clone's copyAppSettings, its capacity reserved as a clone's, and its workload
+     * provisioned by the apps driver. With use_parent_image it deploys the parent's image
+     * (method parent_image). Idempotent: the app's uuid and name were fixed when the
+     * environment was written; the copy happens while the app reads `cloning`.
      */
     async createPreviewApp(environmentId: number): Promise<boolean> {
       const e = await env(environmentId);
       if (!e || e.status === 'destroying') return false;
-      await dataSource.query(
-        `INSERT INTO apps (uuid, workspace_uuid, project_id, resource_uuid, name, service_name, label, state, preview_parent_uuid)
-         SELECT $1, p.workspace_uuid, $2, $3, $4, p.service_name, p.label || ' (' || $5 || ')', 'deploying', p.uuid
-           FROM apps p WHERE p.uuid = $6
-         ON CONFLICT (uuid) DO NOTHING`,
-        [e.app_uuid, e.project_uuid, e.resource_uuid, e.app_name, e.key, e.parent_app_uuid]);
-      await provider.previews.provision({
-        appUuid: e.app_uuid, parentAppUuid: e.parent_app_uuid, resourceUuid: e.resource_uuid, useParentImage: e.use_parent_image,
+      await dataSource.transaction(async (m) => {
+        const inserted = await rows(m,
+          `INSERT INTO apps (uuid, workspace_uuid, project_id, resource_uuid, name, service_name, label, state, preview_parent_uuid,
+                             deployment_method, deployment_config, builder, manage_dns_records, maintenance, internal_port, quota,
+                             parent_app_uuid, parent_image_auto_sync)
+           SELECT $1, p.workspace_uuid, $2, $3, $4, p.service_name, p.label || ' (' || $5 || ')', 'cloning', p.uuid,
+                  CASE WHEN $7 THEN 'parent_image' ELSE p.deployment_method END,
+                  CASE WHEN $7 THEN jsonb_build_object('parent_app_id', p.uuid) ELSE p.deployment_config END,
+                  p.builder, p.manage_dns_records, false, p.internal_port, p.quota, CASE WHEN $7 THEN p.uuid END, false
+             FROM apps p WHERE p.uuid = $6
+           ON CONFLICT (uuid) DO NOTHING RETURNING uuid`,
+          [e.app_uuid, e.project_uuid, e.resource_uuid, e.app_name, e.key, e.parent_app_uuid, e.use_parent_image]);
+        // its capacity is held on the environment's resource as a clone's is (the parent's quota)
+        if (inserted[0]) {
+          await m.query(
+            `INSERT INTO resource_allocations (owner_uuid, owner_type, resource_uuid, cpu_size, ram_size, disk_size)
+             SELECT uuid, 'app', resource_uuid, (quota->>'cpu_size')::float8 * COALESCE((quota->>'replicas')::int, 1),
+                    (quota->>'ram_size')::bigint * COALESCE((quota->>'replicas')::int, 1), (quota->>'disk_size')::bigint
+               FROM apps WHERE uuid = $1
+             ON CONFLICT (owner_uuid) DO NOTHING`, [e.app_uuid]);
+        }
       });
+      const app = await one<{ state: string }>(dataSource, `SELECT state FROM apps WHERE uuid = $1`, [e.app_uuid]);
+      if (!app) throw ApplicationFailure.nonRetryable('the parent app is gone', 'PreviewParentGone');
+      if (app.state === 'cloning') await apps.copyAppSettings(e.parent_app_uuid, e.app_uuid, PREVIEW_CLONE);
+      await apps.provisionApp(e.app_uuid);
+      await moveState(dataSource, { table: 'apps', uuid: e.app_uuid, from: ['cloning'], to: 'deploying' });
       return true;
     },
 
-    /** Rolls out a commit on the preview's workload; rejects with why the deployment failed. */
-    async deployPreviewCommit(input: { environmentId: number; commitSha: string }): Promise<{ image: string }> {
+    /**
+     * The commit's deployment of the preview app: an app_deployments row (uuid chosen by the
+     * workflow, so a retry writes it once) that the workflow then runs with appDeploy.
+     */
+    async queuePreviewDeployment(input: { environmentId: number; deploymentUuid: string; commitSha: string }): Promise<boolean> {
       const e = await env(input.environmentId);
       if (!e) throw ApplicationFailure.nonRetryable('the preview environment is gone', 'PreviewGone');
-      await moveAppTo(dataSource, e.app_uuid, 'deploying');
-      const result = await provider.previews.deploy({ appUuid: e.app_uuid, commitSha: input.commitSha });
-      logger.info({ environmentId: e.id, appUuid: e.app_uuid, commitSha: input.commitSha }, 'preview commit deployed');
-      return result;
+      // an environment made before preview apps were clones has no workload of the apps driver yet
+      await apps.provisionApp(e.app_uuid);
+      await insertDeployment(e, input.deploymentUuid, input.commitSha);
+      return true;
+    },
+
+    /** Records how the commit's deployment ended on the environment: active, or failed with its reason. */
+    async recordPreviewDeployment(input: { environmentId: number; generation: number; commitSha: string; deploymentUuid: string }): Promise<{ ok: boolean; error: string | null }> {
+      const d = await one<{ state: string; message: string | null }>(dataSource, `SELECT state, message FROM app_deployments WHERE uuid = $1`, [input.deploymentUuid]);
+      if (d?.state === 'completed') {
+        await recordDeployed(input.environmentId, input.generation, input.commitSha);
+        return { ok: true, error: null };
+      }
+      const error = d?.message || `the deployment ended ${d?.state ?? 'gone'}`;
+      await recordFailed(input.environmentId, input.generation, error);
+      return { ok: false, error };
     },
 
     /**
-     * creating/updating -> active for the latest request (an older deployment finishing
-     * records its commit but leaves the newer request's `updating`).
+     * Histories from before preview deployments ran through appDeploy: rolls out a commit
+     * inside this activity with the apps area's deployment steps (a deployment row, build,
+     * rollout with the effective environment); rejects with why the deployment failed.
      */
-    async recordPreviewDeployed(input: { environmentId: number; generation: number; commitSha: string }): Promise<boolean> {
-      const moved = await rows(dataSource,
-        `UPDATE preview_environments SET commit_sha = $3, last_deployed_at = now(), deployment_error = '', updated_at = now(),
-                status = CASE WHEN generation = $2 THEN 'active' ELSE status END
-          WHERE id = $1 AND status IN ('creating', 'updating') RETURNING app_uuid, status`,
-        [input.environmentId, input.generation, input.commitSha]);
-      if (moved[0]?.status === 'active') {
-        await moveAppTo(dataSource, moved[0].app_uuid, 'running');
+    async deployPreviewCommit(input: { environmentId: number; commitSha: string }): Promise<{ image: string }> {
+      const e = await env(input.environmentId);
+      if (!e) throw ApplicationFailure.nonRetryable('the preview environment is gone', 'PreviewGone');
+      await apps.provisionApp(e.app_uuid);
+      const uuid = randomUUID();
+      await insertDeployment(e, uuid, input.commitSha);
+      await apps.beginDeployment(uuid);
+      try {
+        const source = await apps.resolveDeploymentSource(uuid);
+        if (!source.ok) throw ApplicationFailure.nonRetryable(source.reason, 'PreviewDeployFailed');
+        await apps.startDeploymentBuild(uuid);
+        let image: string | null = null;
+        while (!image) {
+          const { build } = await apps.deploymentProgress(uuid);
+          if (build.status === 'succeeded') image = build.image;
+          else if (build.status !== 'building') throw ApplicationFailure.nonRetryable(build.status === 'failed' ? build.reason : 'the build was cancelled', 'PreviewDeployFailed');
+          else await new Promise((resolve) => setTimeout(resolve, 1000));
+        }
+        await apps.rolloutImage(e.app_uuid, image);
+        await apps.finishDeployment(uuid, 'completed', null);
+        logger.info({ environmentId: e.id, appUuid: e.app_uuid, commitSha: input.commitSha }, 'preview commit deployed');
+        return { image };
+      } catch (err) {
+        await apps.finishDeployment(uuid, 'failed', err instanceof Error ? err.message : String(err));
+        throw err;
       }
-      return moved.length > 0;
+    },
+
+    /** creating/updating -> active for the latest request (an older deployment finishing records its commit but leaves the newer request's `updating`). */
+    async recordPreviewDeployed(input: { environmentId: number; generation: number; commitSha: string }): Promise<boolean> {
+      return recordDeployed(input.environmentId, input.generation, input.commitSha);
     },
 
     /** creating/updating -> failed with deployment_error, for the latest request. */
     async recordPreviewFailed(input: { environmentId: number; generation: number; error: string }): Promise<boolean> {
-      const moved = await rows(dataSource,
-        `UPDATE preview_environments SET deployment_error = $3, updated_at = now(),
-                status = CASE WHEN generation = $2 THEN 'failed' ELSE status END
-          WHERE id = $1 AND status IN ('creating', 'updating') RETURNING app_uuid, status`,
-        [input.environmentId, input.generation, input.error.slice(0, 1000)]);
-      if (moved[0]?.status === 'failed') {
-        await moveAppTo(dataSource, moved[0].app_uuid, 'failed');
-      }
-      return moved.length > 0;
+      return recordFailed(input.environmentId, input.generation, input.error);
     },
 
     /** expires_at reached (the workflow's timer decides): -> destroying. */
@@ -213,8 +322,8 @@ export function createPreviewActivities({ dataSource, logger, provider, temporal
           `SELECT a.uuid FROM apps a WHERE a.preview_parent_uuid = $1
               AND NOT EXISTS (SELECT 1 FROM preview_environments p WHERE p.app_uuid = a.uuid)`, [parentAppUuid]);
         for (const a of strays) {
-          await provider.previews.destroy(a.uuid);
-          await dataSource.query(`DELETE FROM apps WHERE uuid = $1 AND preview_parent_uuid = $2`, [a.uuid, parentAppUuid]);
+          await provider.apps.delete(a.uuid);
+          await removePreviewApp(dataSource, a.uuid);
         }
         if (running.length === 0 && left.length === 0) break;
         if (Date.now() > deadline) {

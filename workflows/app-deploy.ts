@@ -6,6 +6,12 @@ import { emit } from './events';
 
 export interface AppDeployInput {
   deploymentUuid: string;
+  /**
+   * Set when a preview environment's workflow runs the deployment of its app (a child of
+   * it): that workflow emits the deploy events with the preview's fields (docs/decisions.md
+   * "Deploy events"), so this one emits none.
+   */
+  previewEnvironmentId?: number;
 }
 
 /** Sent by POST .../deployments/{uuid}/cancel (the database's `cancelling` is the durable record). */
@@ -25,6 +31,8 @@ export async function appDeploy(input: AppDeployInput): Promise<string> {
   setHandler(stateQuery, () => state);
   setHandler(cancelDeploymentSignal, () => { cancel = true; });
 
+  const quiet = input.previewEnvironmentId !== undefined;
+  const emitDeployEvent: typeof emit = (...args) => (quiet ? Promise.resolve('') : emit(...args));
   const start = await acts.beginDeployment(id);
   if (!start) {
     // Cancelled before it began: no events, nothing to undo.
@@ -43,7 +51,7 @@ export async function appDeploy(input: AppDeployInput): Promise<string> {
     state = 'resolving';
     const source = await acts.resolveDeploymentSource(id);
     if (source.ok) commit = { commit_sha: source.commitSha, commit_message: source.commitMessage, branch: source.branch };
-    await emit(workspaceUuid, 'deploy_started', appUuid, { deployment_id: id, ...commit });
+    await emitDeployEvent(workspaceUuid, 'deploy_started', appUuid, { deployment_id: id, ...commit });
     started = true;
     if (!source.ok) {
       message = source.reason;
@@ -95,8 +103,8 @@ export async function appDeploy(input: AppDeployInput): Promise<string> {
   state = 'finishing';
   await acts.finishDeployment(id, outcome, outcome === 'completed' ? null : message);
   await acts.moveApp(appUuid, ['deploying'], finalAppState as Parameters<typeof acts.moveApp>[2]);
-  if (!started) await emit(workspaceUuid, 'deploy_started', appUuid, { deployment_id: id, ...commit });
-  await emit(workspaceUuid, 'deploy_ended', appUuid, {
+  if (!started) await emitDeployEvent(workspaceUuid, 'deploy_started', appUuid, { deployment_id: id, ...commit });
+  await emitDeployEvent(workspaceUuid, 'deploy_ended', appUuid, {
     deployment_id: id, state: outcome, ...commit, message: outcome === 'completed' ? null : message,
   });
   try {

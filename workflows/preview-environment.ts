@@ -1,12 +1,17 @@
 import {
-  ActivityFailure, ApplicationFailure, condition, continueAsNew, defineSignal, proxyActivities, setHandler, workflowInfo,
+  ActivityFailure, ApplicationFailure, condition, continueAsNew, defineSignal, executeChild, patched, proxyActivities, setHandler, uuid4,
+  workflowInfo,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { PREVIEW_WAKE_SIGNAL } from '../domain/previews';
+import { operationSearchAttributes, workflowIdOf } from '../domain/search-attributes';
+import { appDeploy } from './app-deploy';
 import { stateQuery } from './common';
 import { emit } from './events';
 
-const { readPreviewIntent, recordPreviewDeployed, recordPreviewFailed, expirePreview, destroyPreviewApp } = proxyActivities<Activities>({
+const {
+  readPreviewIntent, recordPreviewDeployed, recordPreviewFailed, expirePreview, destroyPreviewApp, queuePreviewDeployment, recordPreviewDeployment,
+} = proxyActivities<Activities>({
   startToCloseTimeout: '1 minute',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
 });
@@ -80,6 +85,22 @@ export async function previewEnvironment(input: PreviewEnvironmentInput): Promis
         if (!provisioned) {
           await createPreviewApp(id);
           provisioned = true;
+        }
+        // Histories from before each commit was a deployment of the preview app carry no marker here.
+        if (patched('preview-app-deployments')) {
+          // The commit is an app_deployments row of the preview app, run by the apps area's
+          // appDeploy (build, rollout with the effective environment); its events are ours.
+          const deploymentUuid = uuid4();
+          await queuePreviewDeployment({ environmentId: id, deploymentUuid, commitSha: intent.headSha });
+          await executeChild(appDeploy, {
+            workflowId: workflowIdOf('app-deploy', intent.appUuid, deploymentUuid),
+            args: [{ deploymentUuid, previewEnvironmentId: id }],
+            typedSearchAttributes: operationSearchAttributes(input.workspaceUuid, intent.appUuid, 'app-deploy'),
+          });
+          const done = await recordPreviewDeployment({ environmentId: id, generation: intent.generation, commitSha: intent.headSha, deploymentUuid });
+          await emit(input.workspaceUuid, 'deploy_ended', intent.appUuid,
+            done.ok ? { ...eventData, status: 'succeeded' } : { ...eventData, status: 'failed', error: done.error });
+          continue;
         }
         await deployPreviewCommit({ environmentId: id, commitSha: intent.headSha });
         await recordPreviewDeployed({ environmentId: id, generation: intent.generation, commitSha: intent.headSha });

@@ -1,5 +1,4 @@
 import type { NetworkDriver } from './network';
-import type { PreviewDriver } from './previews';
 import type { DataDriver } from './data';
 import type { AppsDriver } from './apps';
 import type { SimulatedCore } from './simulated/core';
@@ -20,7 +19,6 @@ export interface Provider {
   readonly network: NetworkDriver;
   readonly storage: StorageDriver;
   readonly stacks: StacksDriver;
-  readonly previews: PreviewDriver;
   data: DataDriver;
   readonly apps: AppsDriver;
 }

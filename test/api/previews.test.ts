@@ -188,7 +188,7 @@ describe('code-host deliveries', () => {
     const { app, secret } = await enabledApp();
     const first = sha();
     // A transient fault holds each step for a retry interval, so the intermediate states are observable.
-    await SimulatedCore.injectFault(stack.ds, 'previews.deploy', 1, { retryable: true });
+    await SimulatedCore.injectFault(stack.ds, 'apps.startBuild', 1, { retryable: true });
     const opened = await deliver(stack, app.uuid, secret, 'pull_request',
       pullRequestPayload({ action: 'opened', number: 7, headSha: first, branch: 'feature/login', title: 'Add login', author: 'alice' }));
     expect(opened.status).toBe(202);
@@ -212,11 +212,11 @@ describe('code-host deliveries', () => {
     expect(active.app_uuid).not.toBe(app.uuid);
     const [previewApp] = await stack.ds.query(`SELECT name, preview_parent_uuid, state, workspace_uuid FROM apps WHERE uuid = $1`, [active.app_uuid]);
     expect(previewApp).toEqual({ name: active.app_name, preview_parent_uuid: app.uuid, state: 'running', workspace_uuid: ws.uuid });
-    const [workload] = await stack.ds.query(`SELECT commit_sha FROM sim_previews WHERE app_uuid = $1`, [active.app_uuid]);
-    expect(workload.commit_sha).toBe(first);
+    const [workload] = await stack.ds.query(`SELECT image FROM sim_apps WHERE app_uuid = $1`, [active.app_uuid]);
+    expect(workload.image).toBe(`registry.simulated.berth/${active.app_uuid}:${first}`);
 
     const second = sha();
-    await SimulatedCore.injectFault(stack.ds, 'previews.deploy', 1, { retryable: true });
+    await SimulatedCore.injectFault(stack.ds, 'apps.startBuild', 1, { retryable: true });
     const pushed = await deliver(stack, app.uuid, secret, 'pull_request', pullRequestPayload({ action: 'synchronize', number: 7, headSha: second, branch: 'feature/login', title: 'Add login', author: 'alice' }));
     expect(pushed.body).toEqual({ result: 'updated', preview_environment_id: id });
     const updating = await show(app, id);
@@ -235,7 +235,7 @@ describe('code-host deliveries', () => {
     expect(events.map((e: { type: string }) => e.type)).toEqual(['deploy_started', 'deploy_ended', 'deploy_started', 'deploy_ended']);
     expect(events[3].payload.data).toMatchObject({ app_id: active.app_uuid, commit_sha: second, status: 'succeeded', preview_environment_id: id });
 
-    await SimulatedCore.injectFault(stack.ds, 'previews.destroy', 1, { retryable: true });
+    await SimulatedCore.injectFault(stack.ds, 'apps.delete', 1, { retryable: true });
     const closed = await deliver(stack, app.uuid, secret, 'pull_request', pullRequestPayload({ action: 'closed', number: 7, headSha: second, merged: true }));
     expect(closed.body).toEqual({ result: 'destroying', preview_environment_id: id });
     const destroying = await show(app, id);
@@ -243,7 +243,7 @@ describe('code-host deliveries', () => {
     expect(destroying.body.closed_at).not.toBeNull();
     await gone(app, id);
     expect(await stack.ds.query(`SELECT 1 FROM apps WHERE uuid = $1`, [active.app_uuid])).toHaveLength(0);
-    expect(await stack.ds.query(`SELECT 1 FROM sim_previews WHERE app_uuid = $1`, [active.app_uuid])).toHaveLength(0);
+    expect(await stack.ds.query(`SELECT 1 FROM sim_apps WHERE app_uuid = $1`, [active.app_uuid])).toHaveLength(0);
     const handle = stack.temporal.workflow.getHandle(`preview/${app.uuid}/pr-7`);
     expect(await handle.result()).toBe('gone');
   });
@@ -252,7 +252,7 @@ describe('code-host deliveries', () => {
     const { app, secret } = await enabledApp();
     const first = (await deliver(stack, app.uuid, secret, 'pull_request', pullRequestPayload({ action: 'opened', number: 5, headSha: sha() }))).body.preview_environment_id;
     const active = await until(app, first, 'active');
-    await SimulatedCore.injectFault(stack.ds, 'previews.destroy', 1, { retryable: true });
+    await SimulatedCore.injectFault(stack.ds, 'apps.delete', 1, { retryable: true });
     await deliver(stack, app.uuid, secret, 'pull_request', pullRequestPayload({ action: 'closed', number: 5, headSha: sha() })).expect(202);
     const early = await deliver(stack, app.uuid, secret, 'pull_request', pullRequestPayload({ action: 'reopened', number: 5, headSha: sha() }));
     expect(early.status).toBe(409);
@@ -268,7 +268,7 @@ describe('code-host deliveries', () => {
 
   it('PRV-07 a failed deploy ends failed with deployment_error; redeploy (apps:deploy) brings it back to active', async () => {
     const { app, secret } = await enabledApp();
-    await SimulatedCore.injectFault(stack.ds, 'previews.deploy', 1, { retryable: false, message: 'build failed: npm ERR! missing script: start' });
+    await SimulatedCore.injectFault(stack.ds, 'apps.startBuild', 1, { retryable: false, message: 'build failed: npm ERR! missing script: start' });
     const head = sha();
     const opened = await deliver(stack, app.uuid, secret, 'pull_request', pullRequestPayload({ action: 'opened', number: 3, headSha: head }));
     const id = opened.body.preview_environment_id;
@@ -326,7 +326,7 @@ describe('code-host deliveries', () => {
 describe('preview environment endpoints', () => {
   it('PRV-02 PRV-05 lists newest first, filters by status, shows and deletes by integer id (apps:manage)', async () => {
     const { app, secret } = await enabledApp();
-    await SimulatedCore.injectFault(stack.ds, 'previews.deploy', 1, { retryable: false, message: 'boom' });
+    await SimulatedCore.injectFault(stack.ds, 'apps.startBuild', 1, { retryable: false, message: 'boom' });
     const a = (await deliver(stack, app.uuid, secret, 'pull_request', pullRequestPayload({ action: 'opened', number: 21, headSha: sha() }))).body.preview_environment_id;
     await until(app, a, 'failed');
     const b = (await deliver(stack, app.uuid, secret, 'pull_request', pullRequestPayload({ action: 'opened', number: 22, headSha: sha() }))).body.preview_environment_id;

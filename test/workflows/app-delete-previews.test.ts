@@ -51,7 +51,7 @@ describe('deleting an app with preview environments', () => {
       .map((r: { app_uuid: string }) => r.app_uuid);
     expect(previews).toHaveLength(2);
     expect(await count(`apps WHERE uuid = ANY($1::uuid[])`, [previews])).toBe(2);
-    expect(await count(`sim_previews WHERE app_uuid = ANY($1::uuid[])`, [previews])).toBe(2);
+    expect(await count(`sim_apps WHERE app_uuid = ANY($1::uuid[])`, [previews])).toBe(2);
 
     await stack.http.delete(`/api/v1/apps/${app.uuid}`).set(auth()).expect(202);
     await stack.temporal.workflow.getHandle(`app-delete/${app.uuid}`).result();
@@ -59,7 +59,7 @@ describe('deleting an app with preview environments', () => {
     expect(await count(`apps WHERE uuid = $1`, [app.uuid])).toBe(0);
     expect(await count(`apps WHERE uuid = ANY($1::uuid[])`, [previews])).toBe(0);
     expect(await count(`apps WHERE preview_parent_uuid = $1`, [app.uuid])).toBe(0);
-    expect(await count(`sim_previews WHERE app_uuid = ANY($1::uuid[]) OR parent_app_uuid = $2`, [previews, app.uuid])).toBe(0);
+    expect(await count(`sim_apps WHERE app_uuid = ANY($1::uuid[])`, [previews])).toBe(0);
     expect(await count(`preview_environments WHERE parent_app_uuid = $1`, [app.uuid])).toBe(0);
     for (const key of ['pr-7', 'branch-staging']) {
       const handle = stack.temporal.workflow.getHandle(`preview/${app.uuid}/${key}`);
@@ -89,7 +89,10 @@ describe('deleting an app with preview environments', () => {
       [ws.uuid, app.uuid, envApp, `orphan-${envApp.slice(0, 6)}`, ws.resourceUuid, sha()]);
     const acts = createActivities(stack.activityDeps);
     expect(await acts.createPreviewApp(id)).toBe(true);
-    expect(await count(`sim_previews WHERE app_uuid = $1`, [envApp])).toBe(1);
+    expect(await count(`sim_apps WHERE app_uuid = $1`, [envApp])).toBe(1);
+    // the made clone's move cloning -> deploying is in the audit log (source workflow)
+    const made = await count(`audit_events WHERE resource_uuid = $1`, [envApp]);
+    expect(made).toBe(1);
 
     // Not for an app that is not being deleted.
     expect(await acts.destroyAppPreviews(app.uuid)).toBe(0);
@@ -99,9 +102,9 @@ describe('deleting an app with preview environments', () => {
     expect(await acts.destroyAppPreviews(app.uuid)).toBe(1);
     expect(await count(`preview_environments WHERE id = $1`, [id])).toBe(0);
     expect(await count(`apps WHERE uuid = $1`, [envApp])).toBe(0);
-    expect(await count(`sim_previews WHERE app_uuid = $1`, [envApp])).toBe(0);
+    expect(await count(`sim_apps WHERE app_uuid = $1`, [envApp])).toBe(0);
     const audits = await count(`audit_events WHERE resource_uuid = $1`, [envApp]);
-    expect(audits).toBe(1);
+    expect(audits).toBe(made + 1);
 
     expect(await acts.destroyAppPreviews(app.uuid)).toBe(0);
     expect(await count(`audit_events WHERE resource_uuid = $1`, [envApp])).toBe(audits);
@@ -123,7 +126,7 @@ describe('deleting a preview environment\'s own app', () => {
     expect(await handle.result()).toBe('gone');
     expect(await count(`preview_environments WHERE id = $1`, [id])).toBe(0);
     expect(await count(`apps WHERE uuid = $1`, [previewApp])).toBe(0);
-    expect(await count(`sim_previews WHERE app_uuid = $1`, [previewApp])).toBe(0);
+    expect(await count(`sim_apps WHERE app_uuid = $1`, [previewApp])).toBe(0);
     expect(await count(`operations WHERE resource_uuid = $1 AND workflow_type = 'appDelete'`, [previewApp])).toBe(0);
     expect((await stack.http.get(`/api/v1/apps/${app.uuid}`).set(auth())).body.state).not.toBe('deleting');
   });

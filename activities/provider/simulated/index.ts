@@ -4,7 +4,6 @@ import { SimulatedCore, type SimulatedOptions } from './core';
 import { createSimulatedNetwork } from './network';
 import { createSimulatedStacks } from './stacks';
 import { createSimulatedStorage } from './storage';
-import { simulatedPreviews } from './previews';
 import { SimulatedData } from './data';
 
 export { SimulatedCore } from './core';
@@ -23,7 +22,6 @@ export function createSimulatedProvider(options: SimulatedOptions): Provider {
     network: createSimulatedNetwork(core),
     storage: createSimulatedStorage(core, options.objectStore),
     stacks: createSimulatedStacks(core),
-    previews: simulatedPreviews(core),
     data: new SimulatedData(core),
     apps: new SimulatedAppsDriver(core),
   };
