@@ -4,7 +4,9 @@ import { PREVIEW_WAKE_SIGNAL } from '../domain/previews';
 import { workflowIdOf } from '../domain/search-attributes';
 import { randomUUID } from 'node:crypto';
 import { GIT_METHODS } from '../domain/apps';
+import type { AppQuota } from '../entities/app';
 import { insertAuditEvent } from '../entities/audit-events';
+import { holdAppCapacity } from '../entities/capacity';
 import { one, rows, type Db } from '../entities/sql';
 import { createAppActivities, type CloneFlags } from './apps';
 import type { ActivityDeps } from './deps';
@@ -175,14 +177,14 @@ export function createPreviewActivities(deps: Pick<ActivityDeps, 'dataSource' | 
              FROM apps p WHERE p.uuid = $6
            ON CONFLICT (uuid) DO NOTHING RETURNING uuid`,
           [e.app_uuid, e.project_uuid, e.resource_uuid, e.app_name, e.key, e.parent_app_uuid, e.use_parent_image]);
-        // its capacity is held on the environment's resource as a clone's is (the parent's quota)
+        // Its capacity is held on the environment's resource as a clone's is (the parent's quota);
+        // a resource without room fails the environment with the reason (the row is not made).
         if (inserted[0]) {
-          await m.query(
-            `INSERT INTO resource_allocations (owner_uuid, owner_type, resource_uuid, cpu_size, ram_size, disk_size)
-             SELECT uuid, 'app', resource_uuid, (quota->>'cpu_size')::float8 * COALESCE((quota->>'replicas')::int, 1),
-                    (quota->>'ram_size')::bigint * COALESCE((quota->>'replicas')::int, 1), (quota->>'disk_size')::bigint
-               FROM apps WHERE uuid = $1
-             ON CONFLICT (owner_uuid) DO NOTHING`, [e.app_uuid]);
+          const { quota } = (await one<{ quota: AppQuota }>(m, `SELECT quota FROM apps WHERE uuid = $1`, [e.app_uuid]))!;
+          const short = await holdAppCapacity(m, e.app_uuid, e.resource_uuid, quota);
+          if (short.length > 0) {
+            throw ApplicationFailure.nonRetryable(`not enough ${short.join(', ')} left on the compute resource for the preview app (the parent's quota)`, 'NoCapacity');
+          }
         }
       });
       const app = await one<{ state: string }>(dataSource, `SELECT state FROM apps WHERE uuid = $1`, [e.app_uuid]);

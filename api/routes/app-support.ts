@@ -3,6 +3,7 @@ import type { EntityManager } from 'typeorm';
 import * as yup from 'yup';
 import { suffixedName } from '../../domain/apps';
 import type { AppQuota } from '../../entities/app';
+import { holdAppCapacity } from '../../entities/capacity';
 import { one } from '../../entities/sql';
 import { assertProjectVisible, hiddenProjects } from '../access';
 import { validationProblem } from '../middleware/errors';
@@ -86,25 +87,11 @@ export async function checkPlacement(ctx: Ctx, m: Pick<EntityManager, 'query'>, 
 
 /** Holds the quota on the resource (locked while summed, so two creations cannot both take the last capacity). */
 export async function reserveCapacity(m: Pick<EntityManager, 'query'>, appUuid: string, resourceUuid: string, quota: AppQuota): Promise<void> {
-  const free = await one<{ cpu: number; ram: string; disk: string }>(m,
-    `SELECT c.total_cpu_size - COALESCE(sum(a.cpu_size), 0) AS cpu, c.total_ram_size - COALESCE(sum(a.ram_size), 0) AS ram,
-            c.total_disk_size - COALESCE(sum(a.disk_size), 0) AS disk
-       FROM (SELECT * FROM compute_resources WHERE uuid = $1 FOR UPDATE) c
-       LEFT JOIN resource_allocations a ON a.resource_uuid = c.uuid AND a.owner_uuid <> $2
-      GROUP BY c.total_cpu_size, c.total_ram_size, c.total_disk_size`, [resourceUuid, appUuid]);
-  const short = [
-    quota.cpu_size * quota.replicas > Number(free!.cpu) ? 'cpu' : null,
-    quota.ram_size * quota.replicas > Number(free!.ram) ? 'ram' : null,
-    quota.disk_size > Number(free!.disk) ? 'disk' : null,
-  ].filter(Boolean);
+  const short = await holdAppCapacity(m, appUuid, resourceUuid, quota);
   if (short.length > 0) {
     throw unprocessable(`not enough ${short.join(', ')} left on the compute resource for this quota`,
       short.map((s) => ({ path: `body.quota.${s}_size`, message: 'exceeds the available capacity of the compute resource' })));
   }
-  await m.query(
-    `INSERT INTO resource_allocations (owner_uuid, owner_type, resource_uuid, cpu_size, ram_size, disk_size) VALUES ($1, 'app', $2, $3, $4, $5)
-     ON CONFLICT (owner_uuid) DO UPDATE SET resource_uuid = EXCLUDED.resource_uuid, cpu_size = EXCLUDED.cpu_size, ram_size = EXCLUDED.ram_size, disk_size = EXCLUDED.disk_size`,
-    [appUuid, resourceUuid, quota.cpu_size * quota.replicas, quota.ram_size * quota.replicas, quota.disk_size]);
 }
 
 /** A git repository URL the platform may reach (file:// only when the operator allows it). */

@@ -130,4 +130,20 @@ describe('the preview app as a clone of its parent', () => {
     const [sim] = await stack.ds.query(`SELECT image FROM sim_apps WHERE app_uuid = $1`, [active.app_uuid]);
     expect(sim.image).toBe(image);
   });
+
+  it('a resource without room for the parent\'s quota fails the environment with the reason; no app is made, nothing is held', async () => {
+    const parent = await insertApp(stack.ds, ws);
+    const [{ total_cpu_size: total }] = await stack.ds.query(`SELECT total_cpu_size FROM compute_resources WHERE uuid = $1`, [ws.resourceUuid]);
+    await stack.ds.query(`UPDATE apps SET quota = jsonb_set(quota, '{cpu_size}', to_jsonb($2::float8)) WHERE uuid = $1`, [parent.uuid, Number(total) + 1]);
+    const config = await stack.http.put(`/api/v1/apps/${parent.uuid}/preview_environments/config`).set(auth(ws.ownerToken)).send({ enabled: true });
+    secrets.push(config.body.webhook_secret);
+    const opened = await deliver(stack, parent.uuid, config.body.webhook_secret, 'pull_request', pullRequestPayload({ action: 'opened', number: 43, headSha: sha() }));
+    const failed = await eventually(async () => {
+      const env = await status(parent.uuid, opened.body.preview_environment_id);
+      return env.status === 'failed' ? env : null;
+    }, { what: 'preview failed' });
+    expect(failed.deployment_error).toMatch(/not enough cpu left on the compute resource/);
+    expect(await stack.ds.query(`SELECT 1 FROM apps WHERE uuid = $1`, [failed.app_uuid])).toHaveLength(0);
+    expect(await stack.ds.query(`SELECT 1 FROM resource_allocations WHERE owner_uuid = $1`, [failed.app_uuid])).toHaveLength(0);
+  });
 });
