@@ -12,6 +12,7 @@ import { ProjectVariables1732950000000 } from './1732950000000-project-variables
 import { VariableSecretFlag1732957000000 } from './1732957000000-variable-secret-flag';
 import { AuditApp1732960000000 } from './1732960000000-audit-app';
 import { OperationSignal1732965000000 } from './1732965000000-operation-signal';
+import { DropSimPreviews1732970000000 } from './1732970000000-drop-sim-previews';
 
 /** Every migration, in timestamp order (one entry per line). */
 export const migrations = [
@@ -29,4 +30,5 @@ export const migrations = [
   VariableSecretFlag1732957000000,
   AuditApp1732960000000,
   OperationSignal1732965000000,
+  DropSimPreviews1732970000000,
 ];
