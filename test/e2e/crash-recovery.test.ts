@@ -1,10 +1,8 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createServer, type Server, type Socket } from 'node:net';
-import path from 'node:path';
 import request from 'supertest';
 import { seedWorkspace } from '../support/fixtures';
 import { eventually, startStack, type TestStack } from '../support/stack';
+import { crashableApi, type CrashableApi } from './support/crashable-api';
 
 /**
  * A crash between the commit of an entity and the start of its workflow must not strand
@@ -13,46 +11,23 @@ import { eventually, startStack, type TestStack } from '../support/stack';
  * kills the process there (SIGKILL), then a worker's reconciler must start the workflow.
  */
 let stack: TestStack;
-let blackHole: Server;
-const sockets: Socket[] = [];
-let child: ChildProcess | undefined;
+let api: CrashableApi;
 
 beforeAll(async () => {
   stack = await startStack();
-  blackHole = createServer((s) => { sockets.push(s); s.on('error', () => {}); });
-  await new Promise<void>((resolve) => blackHole.listen(0, '127.0.0.1', resolve));
+  api = await crashableApi(stack);
 });
 afterAll(async () => {
-  child?.kill('SIGKILL');
-  for (const s of sockets) s.destroy();
-  await new Promise<void>((resolve) => blackHole.close(() => resolve()));
-  await stack.close();
+  await api?.close();
+  await stack?.close();
 });
-
-function startApiProcess(env: NodeJS.ProcessEnv): Promise<{ proc: ChildProcess; port: number }> {
-  const script = path.join(__dirname, 'support', 'api-process.ts');
-  const proc = spawn(process.execPath, ['--require', require.resolve('tsx/cjs'), script], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
-  return new Promise((resolve, reject) => {
-    let out = '';
-    proc.stdout!.on('data', (d: Buffer) => {
-      out += d.toString();
-      const m = /listening (\d+)/.exec(out);
-      if (m) resolve({ proc, port: Number(m[1]) });
-    });
-    proc.once('exit', (code) => reject(new Error(`api process exited early (${code})`)));
-  });
-}
 
 describe('crash between commit and workflow start', () => {
   it('the reconciler starts the workflow of an entity whose request was killed after commit', async () => {
     const ws = await seedWorkspace(stack.ds);
     const project = (await stack.http.post('/api/v1/projects').set('Authorization', `Bearer ${ws.ownerToken}`).send({ name: `crash-${randomBytes(3).toString('hex')}` })).body;
-    const { address, port } = blackHole.address() as { address: string; port: number };
-    const api = await startApiProcess({
-      DATABASE_URL: stack.db.url, TEMPORAL_ADDRESS: `${address}:${port}`, BERTH_TASK_QUEUE: stack.taskQueue, BERTH_SECRET_KEY: randomBytes(32).toString('base64'),
-    });
-    child = api.proc;
-    const pending = request(`http://127.0.0.1:${api.port}`).delete(`/api/v1/projects/${project.uuid}`).set('Authorization', `Bearer ${ws.ownerToken}`).then(() => 'answered', () => 'killed');
+    const port = await api.start();
+    const pending = request(`http://127.0.0.1:${port}`).delete(`/api/v1/projects/${project.uuid}`).set('Authorization', `Bearer ${ws.ownerToken}`).then(() => 'answered', () => 'killed');
 
     // The transaction commits (project deleting, outbox row written), then the start hangs.
     const op = await eventually(async () => (await stack.ds.query(
@@ -60,10 +35,8 @@ describe('crash between commit and workflow start', () => {
     { what: 'committed outbox row' });
     expect(op.state).toBe('deleting');
     expect(op.started_at).toBeNull();
-    child.kill('SIGKILL');
-    await new Promise((resolve) => child!.once('exit', resolve));
+    await api.kill();
     expect(await pending).toBe('killed');
-    child = undefined;
 
     // Nothing started the workflow: it does not exist on the server.
     await expect(stack.temporal.workflow.getHandle(`project-delete/${project.uuid}`).describe()).rejects.toThrow(/not found/i);

@@ -1,11 +1,8 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { createServer, type Server, type Socket } from 'node:net';
-import path from 'node:path';
 import request from 'supertest';
 import { seedWorkspace } from '../support/fixtures';
 import { eventually, startStack, type TestStack } from '../support/stack';
 import { RECEIVER_ALLOW, startReceiver, type Receiver } from '../support/webhooks';
+import { crashableApi, type CrashableApi } from './support/crashable-api';
 
 /**
  * A manual webhook retry must survive a crash of the API between its commit and the
@@ -16,37 +13,18 @@ import { RECEIVER_ALLOW, startReceiver, type Receiver } from '../support/webhook
  */
 let stack: TestStack;
 let receiver: Receiver;
-let blackHole: Server;
-const sockets: Socket[] = [];
-let child: ChildProcess | undefined;
+let api: CrashableApi;
 
 beforeAll(async () => {
   receiver = await startReceiver();
   stack = await startStack({ env: { BERTH_WEBHOOK_ALLOW_CIDRS: RECEIVER_ALLOW } });
-  blackHole = createServer((s) => { sockets.push(s); s.on('error', () => {}); });
-  await new Promise<void>((resolve) => blackHole.listen(0, '127.0.0.1', resolve));
+  api = await crashableApi(stack);
 });
 afterAll(async () => {
-  child?.kill('SIGKILL');
-  for (const s of sockets) s.destroy();
-  await new Promise<void>((resolve) => blackHole.close(() => resolve()));
+  await api?.close();
   await stack?.close();
   await receiver?.close();
 });
-
-function startApiProcess(env: NodeJS.ProcessEnv): Promise<{ proc: ChildProcess; port: number }> {
-  const script = path.join(__dirname, 'support', 'api-process.ts');
-  const proc = spawn(process.execPath, ['--require', require.resolve('tsx/cjs'), script], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
-  return new Promise((resolve, reject) => {
-    let out = '';
-    proc.stdout!.on('data', (d: Buffer) => {
-      out += d.toString();
-      const m = /listening (\d+)/.exec(out);
-      if (m) resolve({ proc, port: Number(m[1]) });
-    });
-    proc.once('exit', (code) => reject(new Error(`api process exited early (${code})`)));
-  });
-}
 
 describe('crash between the retry commit and the re-queue', () => {
   it('WH-23 WH-15 a retry whose API process was killed after commit is re-queued by the reconciler and delivered', async () => {
@@ -61,22 +39,16 @@ describe('crash between the retry commit and the re-queue', () => {
     await first.shutdown();
     receiver.respond = () => ({ status: 204 });
 
-    const { address, port } = blackHole.address() as { address: string; port: number };
-    const api = await startApiProcess({
-      DATABASE_URL: stack.db.url, TEMPORAL_ADDRESS: `${address}:${port}`, BERTH_TASK_QUEUE: stack.taskQueue, BERTH_SECRET_KEY: randomBytes(32).toString('base64'),
-    });
-    child = api.proc;
-    const answer = request(`http://127.0.0.1:${api.port}`).post(`/api/v1/webhooks/${webhook.uuid}/deliveries/${failed.uuid}/retry`).set(auth)
+    const port = await api.start();
+    const answer = request(`http://127.0.0.1:${port}`).post(`/api/v1/webhooks/${webhook.uuid}/deliveries/${failed.uuid}/retry`).set(auth)
       .then(() => 'answered', () => 'killed');
 
     // The retry commits (the delivery is pending), then the re-queue hangs on Temporal.
     await eventually(async () => (await stack.ds.query(`SELECT status FROM webhook_deliveries WHERE uuid = $1`, [failed.uuid]))[0]?.status === 'pending',
       { what: 'committed retry' });
     await new Promise((r) => setTimeout(r, 500)); // whatever the request does after its commit, it cannot get past Temporal
-    child.kill('SIGKILL');
-    await new Promise((resolve) => child!.once('exit', resolve));
+    await api.kill();
     expect(await answer).toBe('killed');
-    child = undefined;
     expect(receiver.hitsFor(failed.event_id)).toHaveLength(1);
     const opOf = async () => (await stack.ds.query(`SELECT started_at FROM operations WHERE workflow_id = $1`, [`webhook-delivery/${webhook.uuid}/${failed.event_id}`]))[0];
     expect(await opOf()).toEqual({ started_at: null });
