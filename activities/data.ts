@@ -1,12 +1,12 @@
 import type { Addon } from '../entities/addon';
-import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import { Context } from '@temporalio/activity';
+import { randomBytes } from 'node:crypto';
 import { ApplicationFailure } from '@temporalio/common';
 import { ScheduleAlreadyRunning, ScheduleNotFoundError } from '@temporalio/client';
 import { BerthOperation, BerthResource, BerthWorkspace } from '../domain/search-attributes';
 import { diffRecords } from '../domain/audit';
 import { insertAuditEvent } from '../entities/audit-events';
 import { one, rows } from '../entities/sql';
+import { attemptScopedUuid } from './attempt-id';
 import type { ActivityDeps } from './deps';
 import { moveState } from './state';
 import type { ClusterSpec, DataEngine, RestoreSource } from './provider/data';
@@ -19,24 +19,6 @@ type AddonRow = Addon;
 
 export const generatePassword = () => randomBytes(24).toString('base64url');
 export const clusterIdOf = (uuid: string) => `c-${uuid}`;
-
-/**
- * The id of a cron job run: derived from the workflow run that started it, so a retried
- * activity finds its run instead of starting a second one (a fresh id outside an activity).
- */
-function cronRunId(): string {
-  let execution: { workflowId: string; runId: string } | undefined;
-  try {
-    execution = Context.current().info.workflowExecution;
-  } catch {
-    execution = undefined;
-  }
-  if (!execution) return randomUUID();
-  // name-based, in the layout of a version 5 UUID
-  const h = createHash('sha1').update(`cronjob-run:${execution.workflowId}:${execution.runId}`).digest('hex');
-  const variant = (8 | (parseInt(h[16]!, 16) & 3)).toString(16);
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-5${h.slice(13, 16)}-${variant}${h.slice(17, 20)}-${h.slice(20, 32)}`;
-}
 
 /** Activities of data services: add-on and service provisioning, backups, restore, replicas, cron jobs. */
 export function createDataActivities(deps: Pick<ActivityDeps, 'dataSource' | 'logger' | 'secretBox' | 'provider' | 'temporal' | 'config'>) {
@@ -280,7 +262,8 @@ export function createDataActivities(deps: Pick<ActivityDeps, 'dataSource' | 'lo
     async runCronJob(cronjobUuid: string): Promise<number | null> {
       const row = await load(cronjobUuid);
       if (!row || row.state === 'deleting') return null;
-      const runId = cronRunId();
+      // fixed for the workflow run that started it: a retried activity finds its run instead of starting a second
+      const runId = attemptScopedUuid('cronjob-run', { perActivity: false });
       const finished = await ds.transaction(async (m) => {
         const started = await one(m, `INSERT INTO cronjob_runs (uuid, cronjob_uuid, started_at) VALUES ($1, $2, now()) ON CONFLICT (uuid) DO NOTHING RETURNING uuid`,
           [runId, cronjobUuid]);

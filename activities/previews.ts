@@ -2,13 +2,13 @@ import { WorkflowNotFoundError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { PREVIEW_WAKE_SIGNAL } from '../domain/previews';
 import { workflowIdOf } from '../domain/search-attributes';
-import { randomUUID } from 'node:crypto';
 import { GIT_METHODS } from '../domain/apps';
 import type { AppQuota } from '../entities/app';
 import { insertAuditEvent } from '../entities/audit-events';
 import { holdAppCapacity } from '../entities/capacity';
 import { one, rows, type Db } from '../entities/sql';
 import { createAppActivities, type CloneFlags } from './apps';
+import { attemptScopedUuid } from './attempt-id';
 import type { ActivityDeps } from './deps';
 import { moveAppTo, moveState } from './state';
 
@@ -229,7 +229,8 @@ export function createPreviewActivities(deps: Pick<ActivityDeps, 'dataSource' | 
       const e = await env(input.environmentId);
       if (!e) throw ApplicationFailure.nonRetryable('the preview environment is gone', 'PreviewGone');
       await apps.provisionApp(e.app_uuid);
-      const uuid = randomUUID();
+      // one deployment row for every retry of this activity
+      const uuid = attemptScopedUuid('preview-deploy');
       await insertDeployment(e, uuid, input.commitSha);
       await apps.beginDeployment(uuid);
       try {
