@@ -97,10 +97,14 @@ describe('add-ons attached to apps', () => {
     const desc = await schedule.describe();
     expect(desc.spec.intervals?.map((i) => i.every)).toEqual([60000]);
     expect(desc.action).toMatchObject({ workflowType: 'addonHealthSweep' });
+    // A trigger while a sweep still runs is skipped (overlap policy skip): one sweep at a time.
+    const idle = () => eventually(async () => (await schedule.describe()).info.runningActions.length === 0, { what: 'no health sweep running' });
     await simData(stack).setStatus(cluster, 'lost');
+    await idle();
     await schedule.trigger();
     await live(created.uuid, appUuid, /^lost$/);
     await simData(stack).setStatus(cluster, 'live');
+    await idle();
     await schedule.trigger();
     await live(created.uuid);
   });
