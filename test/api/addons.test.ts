@@ -97,16 +97,20 @@ describe('add-ons attached to apps', () => {
     const desc = await schedule.describe();
     expect(desc.spec.intervals?.map((i) => i.every)).toEqual([60000]);
     expect(desc.action).toMatchObject({ workflowType: 'addonHealthSweep' });
-    // A trigger while a sweep still runs is skipped (overlap policy skip): one sweep at a time.
-    const idle = () => eventually(async () => (await schedule.describe()).info.runningActions.length === 0, { what: 'no health sweep running' });
+    // Sweeps until the add-on reads the state. A trigger can come to nothing: one while a
+    // sweep runs is skipped (overlap policy), and one in the same second as the minute's
+    // own run collides with it (the run's id carries the second), after which that run may
+    // have read the status before it changed. So a sweep is triggered again while none runs.
+    const sweepUntil = (state: RegExp) => eventually(async () => {
+      const res = await stack.http.get(`/api/v1/apps/${appUuid}/addons/${created.uuid}`).set(owner());
+      if (state.test(res.body.state)) return res.body;
+      if ((await schedule.describe()).info.runningActions.length === 0) await schedule.trigger();
+      return null;
+    }, { what: `add-on ${created.uuid} ${state}`, intervalMs: 500, timeoutMs: 30_000 });
     await simData(stack).setStatus(cluster, 'lost');
-    await idle();
-    await schedule.trigger();
-    await live(created.uuid, appUuid, /^lost$/);
+    await sweepUntil(/^lost$/);
     await simData(stack).setStatus(cluster, 'live');
-    await idle();
-    await schedule.trigger();
-    await live(created.uuid);
+    await sweepUntil(/^(healthy|bound)$/);
   });
 
   it('ADD-02 CRN-05 GET /apps/{uuid}/addons excludes cron jobs, which are listed in the app\'s cronjobs', async () => {
