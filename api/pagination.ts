@@ -1,4 +1,5 @@
 import type Koa from 'koa';
+import { rows, type Db } from '../entities/sql';
 
 export interface Page {
   page: number;
@@ -24,4 +25,29 @@ export function setPageHeaders(ctx: Koa.Context, p: Page, total: number): void {
   links.push(link(last, 'last'));
   ctx.set('X-Total-Count', String(total));
   ctx.set('Link', links.join(', '));
+}
+
+/** What a paginated list selects: rows of `from` matching `where` (with `params`), in `order`. */
+export interface PageQuery {
+  /** The table counted, with its alias when `where` uses one (`buckets b`). */
+  from: string;
+  /** The statement listing rows, up to its WHERE (`SELECT ... FROM buckets b JOIN ...`). */
+  select: string;
+  where: string;
+  params: unknown[];
+  order: string;
+}
+
+/**
+ * One page of a list: counts the matching rows (X-Total-Count and Link headers) and selects
+ * the page; LIMIT and OFFSET take the parameters after the where clause's own.
+ */
+export async function selectPage<T>(ctx: { koa: Koa.Context; query: Page; deps: { dataSource: Db } }, q: PageQuery): Promise<T[]> {
+  const db = ctx.deps.dataSource;
+  const n = q.params.length;
+  const [total] = await rows<{ n: number }>(db, `SELECT count(*)::int AS n FROM ${q.from} WHERE ${q.where}`, q.params);
+  const list = await rows<T>(db, `${q.select} WHERE ${q.where} ORDER BY ${q.order} LIMIT $${n + 1} OFFSET $${n + 2}`,
+    [...q.params, ctx.query.per_page, offsetOf(ctx.query)]);
+  setPageHeaders(ctx.koa, ctx.query, total!.n);
+  return list;
 }

@@ -3,7 +3,7 @@ import * as yup from 'yup';
 import { DEPLOYABLE_STATES, isGitMethod, PERIOD_DAYS } from '../../domain/apps';
 import { one, rows } from '../../entities/sql';
 import { recordAudit, snapshot } from '../audit';
-import { offsetOf, setPageHeaders, type Page } from '../pagination';
+import { selectPage, type Page } from '../pagination';
 import { conflict, notFound, unprocessable } from '../problem';
 import { route } from '../route';
 import { deployBody, listDeploymentsQuery } from '../schemas/apps';
@@ -22,11 +22,9 @@ export const appDeploymentRoutes = [
       const days = ctx.query.period ? PERIOD_DAYS[ctx.query.period] : null;
       const where = `app_uuid = $1 AND ($2::text IS NULL OR state = $2) AND ($3::int IS NULL OR created_at >= now() - make_interval(days => $3::int))`;
       const params = [app.uuid, ctx.query.status ?? null, days];
-      const [{ count }] = await ctx.deps.dataSource.query(`SELECT count(*)::int AS count FROM app_deployments WHERE ${where}`, params);
-      const found = await rows<DeploymentRow>(ctx.deps.dataSource,
-        `SELECT ${DEPLOYMENT_COLUMNS} FROM app_deployments WHERE ${where} ORDER BY created_at DESC, uuid DESC LIMIT $4 OFFSET $5`,
-        [...params, ctx.query.per_page, offsetOf(ctx.query)]);
-      setPageHeaders(ctx.koa, ctx.query, count);
+      const found = await selectPage<DeploymentRow>(ctx, {
+        from: 'app_deployments', select: `SELECT ${DEPLOYMENT_COLUMNS} FROM app_deployments`, where, params, order: 'created_at DESC, uuid DESC',
+      });
       return found.map(deploymentView);
     },
   }),

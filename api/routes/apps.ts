@@ -7,7 +7,7 @@ import type { HealthCheck, ScalingProfile } from '../../entities/app';
 import { one, rows } from '../../entities/sql';
 import { visibleProjectsClause } from '../access';
 import { recordAudit, snapshot } from '../audit';
-import { offsetOf, setPageHeaders, type Page } from '../pagination';
+import { selectPage, type Page } from '../pagination';
 import { conflict, notFound, unprocessable } from '../problem';
 import { route } from '../route';
 import {
@@ -16,7 +16,7 @@ import {
 import { int, json, obj } from '../schemas/common';
 import { wakePreview } from '../preview-envs';
 import { recordVpcJoin, resolveVpcJoin } from '../vpc-join';
-import { APP_SELECT, appSchema, appView, loadAppWithRestrictions, withAddons } from '../views/apps';
+import { APP_SELECT, appSchema, appView, loadAppWithRestrictions, withAddons, type JoinedRow } from '../views/apps';
 import { appResponse, assertChangeable, checkDeployment, checkPlacement, findApp, insertApp, reserveCapacity, type Ctx, type FoundApp } from './app-support';
 
 const TAG = 'apps';
@@ -116,10 +116,7 @@ export const appRoutes = [
       const visible = await visibleProjectsClause(ctx, 'a.project_id', 2);
       const where = `a.workspace_uuid = $1 AND ${visible.sql} AND ($3::uuid IS NULL OR a.project_id = $3) AND ($4::text IS NULL OR a.state = $4)`;
       const params = [ctx.caller.workspaceUuid, visible.param, ctx.query.project_id ?? null, ctx.query.state ?? null];
-      const [{ count }] = await ctx.deps.dataSource.query(`SELECT count(*)::int AS count FROM apps a WHERE ${where}`, params);
-      const found = await rows(ctx.deps.dataSource, `${APP_SELECT} WHERE ${where} ORDER BY a.created_at DESC, a.uuid DESC LIMIT $5 OFFSET $6`,
-        [...params, ctx.query.per_page, offsetOf(ctx.query)]);
-      setPageHeaders(ctx.koa, ctx.query, count);
+      const found = await selectPage<JoinedRow>(ctx, { from: 'apps a', select: APP_SELECT, where, params, order: 'a.created_at DESC, a.uuid DESC' });
       return withAddons(ctx.deps.dataSource, ctx.deps.secretBox, found.map(appView));
     },
   }),

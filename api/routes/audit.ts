@@ -1,7 +1,7 @@
 import * as yup from 'yup';
 import { rows, one } from '../../entities/sql';
 import { assertProjectVisible } from '../access';
-import { offsetOf, setPageHeaders, type Page } from '../pagination';
+import { offsetOf, selectPage, setPageHeaders, type Page } from '../pagination';
 import { notFound, badRequest } from '../problem';
 import { route } from '../route';
 import { obj, str, timestamp, uuid } from '../schemas/common';
@@ -29,10 +29,7 @@ export const auditRoutes = [
       const where = `workspace_uuid = $1 AND ($2::uuid IS NULL OR resource_uuid = $2) AND ($3::uuid IS NULL OR actor_uuid = $3)
         AND ($4::text IS NULL OR action = $4) AND ($5::timestamptz IS NULL OR created_at >= $5) AND ($6::timestamptz IS NULL OR created_at <= $6)`;
       const params = [ctx.caller.workspaceUuid, q.resource_uuid ?? null, q.actor ?? null, q.action ?? null, q.since ?? null, q.until ?? null];
-      const total = await one<{ n: number }>(ctx.deps.dataSource, `SELECT count(*)::int AS n FROM audit_events WHERE ${where}`, params);
-      const list = await rows<AuditRow>(ctx.deps.dataSource,
-        `SELECT * FROM audit_events WHERE ${where} ORDER BY created_at DESC, uuid DESC LIMIT $7 OFFSET $8`, [...params, q.per_page, offsetOf(q)]);
-      setPageHeaders(ctx.koa, q, total!.n);
+      const list = await selectPage<AuditRow>(ctx, { from: 'audit_events', select: 'SELECT * FROM audit_events', where, params, order: 'created_at DESC, uuid DESC' });
       return list.map(auditEventView);
     },
   }),

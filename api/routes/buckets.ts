@@ -3,10 +3,10 @@ import type { EntityManager } from 'typeorm';
 import * as yup from 'yup';
 import type { StorageDriver } from '../../activities/provider/storage';
 import { bucketName, defaultAcl, defaultPolicy, GIB, objectKeyProblem, policyProblem, quotaBytes, VISIBILITIES, type Visibility } from '../../domain/buckets';
-import { one, rows } from '../../entities/sql';
+import { one } from '../../entities/sql';
 import { assertProjectVisible, visibleProjectsClause } from '../access';
 import { recordAudit, snapshot } from '../audit';
-import { offsetOf, setPageHeaders, type Page } from '../pagination';
+import { selectPage, type Page } from '../pagination';
 import { checkPlacement, checkProject } from '../placement';
 import { conflict, notFound, Problem, unavailable, unprocessable } from '../problem';
 import { route, type RouteContext } from '../route';
@@ -106,10 +106,9 @@ export const bucketRoutes = [
     async handler(ctx) {
       const visible = await visibleProjectsClause(ctx, 'b.project_id', 2);
       const where = `b.workspace_uuid = $1 AND ${visible.sql}`;
-      const [{ count }] = await ctx.deps.dataSource.query(`SELECT count(*)::int AS count FROM buckets b WHERE ${where}`, [ctx.caller.workspaceUuid, visible.param]);
-      const list = await rows<BucketRow>(ctx.deps.dataSource, `${BUCKET_SELECT} WHERE ${where} ORDER BY b.created_at DESC, b.uuid DESC LIMIT $3 OFFSET $4`,
-        [ctx.caller.workspaceUuid, visible.param, ctx.query.per_page, offsetOf(ctx.query)]);
-      setPageHeaders(ctx.koa, ctx.query, count);
+      const list = await selectPage<BucketRow>(ctx, {
+        from: 'buckets b', select: BUCKET_SELECT, where, params: [ctx.caller.workspaceUuid, visible.param], order: 'b.created_at DESC, b.uuid DESC',
+      });
       return bucketViews(ctx.deps.dataSource.manager, ctx.deps, ctx.caller.workspaceUuid, list);
     },
   }),

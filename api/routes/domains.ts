@@ -5,7 +5,7 @@ import { dnsTargetOf, domainNameProblem, isUnder, wwwRoot } from '../../domain/d
 import { one } from '../../entities/sql';
 import { findApp, type AppScope } from '../app-scope';
 import { recordAudit, snapshot } from '../audit';
-import { offsetOf, setPageHeaders, type Page } from '../pagination';
+import { selectPage, type Page } from '../pagination';
 import { conflict, notFound, unprocessable } from '../problem';
 import { route, type RouteContext } from '../route';
 import { obj, str } from '../schemas/common';
@@ -75,11 +75,9 @@ export const domainRoutes = [
     summary: 'List the custom domains of an app, newest first', response: yup.array(domainSchema),
     async handler(ctx) {
       const app = await findApp(ctx, ctx.params.uuid);
-      const [{ count }] = await ctx.deps.dataSource.query(`SELECT count(*)::int AS count FROM domains WHERE app_uuid = $1`, [app.uuid]);
-      const list: DomainRow[] = await ctx.deps.dataSource.query(
-        `SELECT ${DOMAIN_COLUMNS} FROM domains WHERE app_uuid = $1 ORDER BY created_at DESC, uuid DESC LIMIT $2 OFFSET $3`,
-        [app.uuid, ctx.query.per_page, offsetOf(ctx.query)]);
-      setPageHeaders(ctx.koa, ctx.query, count);
+      const list = await selectPage<DomainRow>(ctx, {
+        from: 'domains', select: `SELECT ${DOMAIN_COLUMNS} FROM domains`, where: 'app_uuid = $1', params: [app.uuid], order: 'created_at DESC, uuid DESC',
+      });
       return list.map(domainView);
     },
   }),

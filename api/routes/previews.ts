@@ -5,7 +5,7 @@ import { one, rows } from '../../entities/sql';
 import { findApp } from '../app-scope';
 import { assertProjectVisible } from '../access';
 import { recordAudit } from '../audit';
-import { offsetOf, setPageHeaders, type Page } from '../pagination';
+import { selectPage, type Page } from '../pagination';
 import { assertResourceFitsProject, effectiveTarget, PREVIEW_COLUMNS, previewSnapshot, wakePreview } from '../preview-envs';
 import { conflict, notFound, unprocessable } from '../problem';
 import { route } from '../route';
@@ -118,12 +118,10 @@ export const previewRoutes = [
     async handler(ctx) {
       const app = await findApp(ctx, ctx.params.uuid);
       const where = `parent_app_uuid = $1 AND ($2::text IS NULL OR status = $2)`;
-      const [{ count }] = await ctx.deps.dataSource.query(`SELECT count(*)::int AS count FROM preview_environments WHERE ${where}`,
-        [app.uuid, ctx.query.status ?? null]);
-      const list: PreviewRow[] = await ctx.deps.dataSource.query(
-        `SELECT ${PREVIEW_COLUMNS} FROM preview_environments WHERE ${where} ORDER BY created_at DESC, id DESC LIMIT $3 OFFSET $4`,
-        [app.uuid, ctx.query.status ?? null, ctx.query.per_page, offsetOf(ctx.query)]);
-      setPageHeaders(ctx.koa, ctx.query, count);
+      const list = await selectPage<PreviewRow>(ctx, {
+        from: 'preview_environments', select: `SELECT ${PREVIEW_COLUMNS} FROM preview_environments`,
+        where, params: [app.uuid, ctx.query.status ?? null], order: 'created_at DESC, id DESC',
+      });
       return list.map(previewView);
     },
   }),

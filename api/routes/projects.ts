@@ -4,7 +4,7 @@ import { one, rows } from '../../entities/sql';
 import * as yup from 'yup';
 import { assertProjectVisible, visibleProjectsClause } from '../access';
 import { recordAudit, snapshot } from '../audit';
-import { offsetOf, setPageHeaders, type Page } from '../pagination';
+import { selectPage, type Page } from '../pagination';
 import { conflict, notFound, unprocessable } from '../problem';
 import { route, type RouteContext } from '../route';
 import { arr, obj, oneOf, str, uuid } from '../schemas/common';
@@ -76,13 +76,10 @@ export const projectRoutes = [
     async handler(ctx) {
       const visible = await visibleProjectsClause(ctx, 'uuid', 2);
       const where = `workspace_uuid = $1 AND ${visible.sql}`;
-      const [{ count }] = await ctx.deps.dataSource.query(`SELECT count(*)::int AS count FROM projects WHERE ${where}`,
-        [ctx.caller.workspaceUuid, visible.param]);
-      const rows: ProjectRow[] = await ctx.deps.dataSource.query(
-        `SELECT uuid, name, description, state, created_at, updated_at FROM projects WHERE ${where}
-          ORDER BY created_at DESC, uuid DESC LIMIT $3 OFFSET $4`,
-        [ctx.caller.workspaceUuid, visible.param, ctx.query.per_page, offsetOf(ctx.query)]);
-      setPageHeaders(ctx.koa, ctx.query, count);
+      const rows = await selectPage<ProjectRow>(ctx, {
+        from: 'projects', select: 'SELECT uuid, name, description, state, created_at, updated_at FROM projects',
+        where, params: [ctx.caller.workspaceUuid, visible.param], order: 'created_at DESC, uuid DESC',
+      });
       return projectViews(ctx.deps.dataSource.manager, ctx.caller.workspaceUuid, rows);
     },
   }),

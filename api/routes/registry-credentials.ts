@@ -3,7 +3,7 @@ import * as yup from 'yup';
 import { needsHostname, REGISTRY_HOSTNAME, REGISTRY_PROVIDERS, type RegistryProvider } from '../../domain/registries';
 import { one, rows, type Db } from '../../entities/sql';
 import { recordAudit, snapshot } from '../audit';
-import { offsetOf, setPageHeaders, type Page } from '../pagination';
+import { selectPage, type Page } from '../pagination';
 import { conflict, notFound, unprocessable } from '../problem';
 import { route, type RouteContext } from '../route';
 import { obj, oneOf, str } from '../schemas/common';
@@ -64,13 +64,10 @@ export const registryCredentialRoutes = [
     summary: 'List the container registry credentials of the workspace, newest first (tokens are never returned)',
     response: yup.array(registryCredentialSchema),
     async handler(ctx) {
-      const [{ count }] = await ctx.deps.dataSource.query(
-        `SELECT count(*)::int AS count FROM container_registry_credentials WHERE workspace_uuid = $1`, [ctx.caller.workspaceUuid]);
-      const list = await rows<RegistryCredentialRow>(ctx.deps.dataSource,
-        `SELECT ${CREDENTIAL_COLUMNS} FROM container_registry_credentials WHERE workspace_uuid = $1
-          ORDER BY created_at DESC, uuid DESC LIMIT $2 OFFSET $3`,
-        [ctx.caller.workspaceUuid, ctx.query.per_page, offsetOf(ctx.query)]);
-      setPageHeaders(ctx.koa, ctx.query, count);
+      const list = await selectPage<RegistryCredentialRow>(ctx, {
+        from: 'container_registry_credentials', select: `SELECT ${CREDENTIAL_COLUMNS} FROM container_registry_credentials`,
+        where: 'workspace_uuid = $1', params: [ctx.caller.workspaceUuid], order: 'created_at DESC, uuid DESC',
+      });
       return list.map(registryCredentialView);
     },
   }),

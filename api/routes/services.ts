@@ -7,7 +7,7 @@ import { recordAudit, snapshot } from '../audit';
 import {
   backupsOf, changeState, checkSubPath, destroy, findAddon, findApp, insertData, setPublicAccess, startRestore, updateData, viewOf,
 } from '../data-services';
-import { offsetOf, setPageHeaders, type Page } from '../pagination';
+import { selectPage, type Page } from '../pagination';
 import { unprocessable } from '../problem';
 import { route, type RouteContext } from '../route';
 import {
@@ -47,11 +47,9 @@ export const serviceRoutes = [
     async handler(ctx) {
       const visible = await visibleProjectsClause(ctx, 'a.project_id', 2);
       const where = `a.workspace_uuid = $1 AND a.kind = 'service' AND a.state <> 'deleting' AND ${visible.sql}`;
-      const [{ count }] = await ctx.deps.dataSource.query(`SELECT count(*)::int AS count FROM addons a WHERE ${where}`, [ctx.caller.workspaceUuid, visible.param]);
-      const found: AddonRow[] = await ctx.deps.dataSource.query(
-        `SELECT ${ADDON_COLUMNS} FROM ${ADDON_FROM} WHERE ${where} ORDER BY a.created_at DESC, a.uuid DESC LIMIT $3 OFFSET $4`,
-        [ctx.caller.workspaceUuid, visible.param, ctx.query.per_page, offsetOf(ctx.query)]);
-      setPageHeaders(ctx.koa, ctx.query, count);
+      const found = await selectPage<AddonRow>(ctx, {
+        from: 'addons a', select: `SELECT ${ADDON_COLUMNS} FROM ${ADDON_FROM}`, where, params: [ctx.caller.workspaceUuid, visible.param], order: 'a.created_at DESC, a.uuid DESC',
+      });
       return found.map((r) => addonView(r, ctx.deps.secretBox));
     },
   }),

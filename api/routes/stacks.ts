@@ -11,7 +11,7 @@ import { STACK_NAME, VARIABLE_NAME } from '../../domain/stacks';
 import { one, rows } from '../../entities/sql';
 import { assertProjectVisible, visibleProjectsClause } from '../access';
 import { recordAudit, snapshot } from '../audit';
-import { offsetOf, setPageHeaders, type Page } from '../pagination';
+import { selectPage, type Page } from '../pagination';
 import { checkPlacement, checkProject } from '../placement';
 import { conflict, notFound, Problem, unprocessable } from '../problem';
 import { route, type RouteContext } from '../route';
@@ -157,10 +157,9 @@ export const stackRoutes = [
     async handler(ctx) {
       const visible = await visibleProjectsClause(ctx, 'project_id', 2);
       const where = `workspace_uuid = $1 AND ${visible.sql}`;
-      const [{ count }] = await ctx.deps.dataSource.query(`SELECT count(*)::int AS count FROM stacks WHERE ${where}`, [ctx.caller.workspaceUuid, visible.param]);
-      const list = await rows<StackRow>(ctx.deps.dataSource, `SELECT ${STACK_COLUMNS} FROM stacks WHERE ${where} ORDER BY created_at DESC, uuid DESC LIMIT $3 OFFSET $4`,
-        [ctx.caller.workspaceUuid, visible.param, ctx.query.per_page, offsetOf(ctx.query)]);
-      setPageHeaders(ctx.koa, ctx.query, count);
+      const list = await selectPage<StackRow>(ctx, {
+        from: 'stacks', select: `SELECT ${STACK_COLUMNS} FROM stacks`, where, params: [ctx.caller.workspaceUuid, visible.param], order: 'created_at DESC, uuid DESC',
+      });
       return stackViews(ctx.deps.dataSource.manager, ctx.caller.workspaceUuid, list);
     },
   }),

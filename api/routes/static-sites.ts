@@ -3,10 +3,10 @@ import type { EntityManager } from 'typeorm';
 import * as yup from 'yup';
 import { BRANCH, normalizeRepositoryUrl } from '../../domain/git-urls';
 import { publishDirectoryProblem, SITE_NAME, siteHost } from '../../domain/static-sites';
-import { one, rows } from '../../entities/sql';
+import { one } from '../../entities/sql';
 import { assertProjectVisible, visibleProjectsClause } from '../access';
 import { recordAudit, snapshot } from '../audit';
-import { offsetOf, setPageHeaders, type Page } from '../pagination';
+import { selectPage, type Page } from '../pagination';
 import { checkProject } from '../placement';
 import { conflict, notFound, Problem, unprocessable } from '../problem';
 import { route, type RouteContext } from '../route';
@@ -77,10 +77,9 @@ export const staticSiteRoutes = [
     async handler(ctx) {
       const visible = await visibleProjectsClause(ctx, 's.project_id', 2);
       const where = `s.workspace_uuid = $1 AND ${visible.sql}`;
-      const [{ count }] = await ctx.deps.dataSource.query(`SELECT count(*)::int AS count FROM static_sites s WHERE ${where}`, [ctx.caller.workspaceUuid, visible.param]);
-      const list = await rows<SiteRow>(ctx.deps.dataSource, `${SITE_SELECT} WHERE ${where} ORDER BY s.created_at DESC, s.uuid DESC LIMIT $3 OFFSET $4`,
-        [ctx.caller.workspaceUuid, visible.param, ctx.query.per_page, offsetOf(ctx.query)]);
-      setPageHeaders(ctx.koa, ctx.query, count);
+      const list = await selectPage<SiteRow>(ctx, {
+        from: 'static_sites s', select: SITE_SELECT, where, params: [ctx.caller.workspaceUuid, visible.param], order: 's.created_at DESC, s.uuid DESC',
+      });
       return list.map((s) => siteView(s, ctx.deps.config.sitesDomain));
     },
   }),
@@ -179,11 +178,10 @@ export const staticSiteRoutes = [
     summary: 'A static site\'s deployments, newest first', response: yup.array(siteDeploymentSchema),
     async handler(ctx) {
       const s = await findSite(ctx, ctx.params.uuid);
-      const [{ count }] = await ctx.deps.dataSource.query(`SELECT count(*)::int AS count FROM static_site_deployments WHERE site_uuid = $1`, [s.uuid]);
-      const list = await rows(ctx.deps.dataSource,
-        `SELECT uuid, state, commit_sha, file_count, message, created_at, completed_at FROM static_site_deployments WHERE site_uuid = $1
-          ORDER BY created_at DESC, uuid DESC LIMIT $2 OFFSET $3`, [s.uuid, ctx.query.per_page, offsetOf(ctx.query)]);
-      setPageHeaders(ctx.koa, ctx.query, count);
+      const list = await selectPage<Parameters<typeof siteDeploymentView>[0]>(ctx, {
+        from: 'static_site_deployments', select: 'SELECT uuid, state, commit_sha, file_count, message, created_at, completed_at FROM static_site_deployments',
+        where: 'site_uuid = $1', params: [s.uuid], order: 'created_at DESC, uuid DESC',
+      });
       return list.map(siteDeploymentView);
     },
   }),

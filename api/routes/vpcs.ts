@@ -2,9 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { QueryFailedError, type EntityManager } from 'typeorm';
 import * as yup from 'yup';
 import { DEFAULT_VPC_CIDR, defaultSubnet, formatCidr4, vpcRangeProblems, cidr4 } from '../../domain/vpc';
-import { one, rows } from '../../entities/sql';
+import { one } from '../../entities/sql';
 import { recordAudit, snapshot } from '../audit';
-import { offsetOf, setPageHeaders, type Page } from '../pagination';
+import { selectPage, type Page } from '../pagination';
 import { badRequest, conflict, notFound, unprocessable } from '../problem';
 import { route, type RouteContext } from '../route';
 import { createVpcBody, updateVpcBody } from '../schemas/vpcs';
@@ -35,11 +35,9 @@ export const vpcRoutes = [
     method: 'get', path: '/vpcs', operation: 'network.read', tag: TAG, paginated: true,
     summary: 'List the VPCs of the workspace, newest first', response: yup.array(vpcSchema),
     async handler(ctx) {
-      const [{ count }] = await ctx.deps.dataSource.query(`SELECT count(*)::int AS count FROM vpcs WHERE workspace_uuid = $1`, [ctx.caller.workspaceUuid]);
-      const found = await rows<VpcRow>(ctx.deps.dataSource,
-        `${VPC_SELECT} WHERE v.workspace_uuid = $1 ORDER BY v.created_at DESC, v.uuid DESC LIMIT $2 OFFSET $3`,
-        [ctx.caller.workspaceUuid, ctx.query.per_page, offsetOf(ctx.query)]);
-      setPageHeaders(ctx.koa, ctx.query, count);
+      const found = await selectPage<VpcRow>(ctx, {
+        from: 'vpcs v', select: VPC_SELECT, where: 'v.workspace_uuid = $1', params: [ctx.caller.workspaceUuid], order: 'v.created_at DESC, v.uuid DESC',
+      });
       return found.map(vpcView);
     },
   }),

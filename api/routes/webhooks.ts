@@ -9,7 +9,7 @@ import { one, rows } from '../../entities/sql';
 import { recordAudit, snapshot } from '../audit';
 import { createHostResolver, ResolutionError } from '../../worker/resolver';
 import { redeliveryOperation, startWebhookDelivery } from '../../worker/webhook-starts';
-import { offsetOf, setPageHeaders, type Page } from '../pagination';
+import { selectPage, type Page } from '../pagination';
 import { notFound, unprocessable } from '../problem';
 import { route, type RouteContext } from '../route';
 import { createWebhookBody, updateWebhookBody } from '../schemas/webhooks';
@@ -90,11 +90,9 @@ export const webhookRoutes = [
     method: 'get', path: '/webhooks', operation: 'webhooks.manage', tag: TAG, paginated: true,
     summary: 'List the workspace\'s webhooks, newest first', response: yup.array(webhookSchema),
     async handler(ctx) {
-      const [{ count }] = await ctx.deps.dataSource.query(`SELECT count(*)::int AS count FROM webhooks WHERE workspace_uuid = $1`, [ctx.caller.workspaceUuid]);
-      const list = await rows<WebhookRow>(ctx.deps.dataSource,
-        `SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE workspace_uuid = $1 ORDER BY created_at DESC, uuid DESC LIMIT $2 OFFSET $3`,
-        [ctx.caller.workspaceUuid, ctx.query.per_page, offsetOf(ctx.query)]);
-      setPageHeaders(ctx.koa, ctx.query, count);
+      const list = await selectPage<WebhookRow>(ctx, {
+        from: 'webhooks', select: `SELECT ${WEBHOOK_COLUMNS} FROM webhooks`, where: 'workspace_uuid = $1', params: [ctx.caller.workspaceUuid], order: 'created_at DESC, uuid DESC',
+      });
       return list.map(webhookView);
     },
   }),
@@ -211,11 +209,9 @@ export const webhookRoutes = [
     response: yup.array(deliverySchema),
     async handler(ctx) {
       const webhook = await findWebhook(ctx, ctx.params.uuid);
-      const [{ count }] = await ctx.deps.dataSource.query(`SELECT count(*)::int AS count FROM webhook_deliveries WHERE webhook_uuid = $1`, [webhook.uuid]);
-      const list = await rows<DeliveryRow>(ctx.deps.dataSource,
-        `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE webhook_uuid = $1 ORDER BY seq DESC LIMIT $2 OFFSET $3`,
-        [webhook.uuid, ctx.query.per_page, offsetOf(ctx.query)]);
-      setPageHeaders(ctx.koa, ctx.query, count);
+      const list = await selectPage<DeliveryRow>(ctx, {
+        from: 'webhook_deliveries', select: `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries`, where: 'webhook_uuid = $1', params: [webhook.uuid], order: 'seq DESC',
+      });
       return list.map(deliveryView);
     },
   }),

@@ -67,7 +67,7 @@ export interface AppRow {
   updated_at: Date;
 }
 
-interface JoinedRow extends AppRow {
+export interface JoinedRow extends AppRow {
   r_name: string;
   r_state: string;
   r_labels: string[];
