@@ -5,9 +5,8 @@ import { one } from '../entities/sql';
 import type { ApiDeps } from './context';
 import type { RouteContext, RouteDef } from './route';
 
+/** One entry of the route being served: its action is the route's declared `audit` action. */
 export interface AuditEntry {
-  /** `<resource type>.<verb>`; by default the route's declared `audit` action. */
-  action?: string;
   /** By default the action's first part (`bucket` of `bucket.create`). */
   resourceType?: string;
   resourceUuid: string | null;
@@ -40,7 +39,7 @@ function owningApp(entry: AuditEntry, resourceType: string): string | null {
  * request id, client IP and user agent.
  */
 export async function recordAudit(db: Db, ctx: RouteContext<unknown, unknown, unknown>, entry: AuditEntry): Promise<void> {
-  const action = entry.action ?? (ctx.route.audit || undefined);
+  const action = ctx.route.audit;
   if (!action) throw new Error(`${ctx.route.method.toUpperCase()} ${ctx.route.path} records an audit entry but declares no audit action`);
   const caller = ctx.caller;
   const resourceType = entry.resourceType ?? action.split('.')[0]!;
