@@ -71,11 +71,11 @@ async function auditActions(deps: ApiDeps, requestId: string): Promise<string[]>
  * Request ids may come from the client, so entries already under the id are set aside first.
  */
 export async function auditCheck(deps: ApiDeps, r: RouteDef, requestId: string): Promise<(() => Promise<void>) | null> {
-  if (!deps.verifyAudit || r.method === 'get' || r.audit === undefined) return null;
+  if (!deps.verifyAudit || r.method === 'get') return null;
   const earlier = (await auditActions(deps, requestId)).length;
   return async () => {
     const actions = (await auditActions(deps, requestId)).slice(earlier);
-    const expected = r.audit === false ? [] : [r.audit];
+    const expected = r.audit ? [r.audit] : [];
     if (JSON.stringify(actions) !== JSON.stringify(expected)) {
       throw new Error(`${r.method.toUpperCase()} ${r.path} recorded audit entries ${JSON.stringify(actions)}, its route declares ${JSON.stringify(expected)}`);
     }
