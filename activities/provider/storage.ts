@@ -1,3 +1,5 @@
+import type { Readable } from 'node:stream';
+
 /**
  * The storage part of the data-plane driver: buckets and their objects on an
  * S3-compatible object store, access keys on it, and static-site routing.
@@ -58,4 +60,16 @@ export interface StorageDriver {
   /** Points a site host at a bucket prefix (the edge routing of static sites). */
   routeSite(host: string, bucket: string, prefix: string): Promise<void>;
   unrouteSite(host: string): Promise<void>;
+  /** Where a routed site host serves from (the ingress's read of the edge routing); null when not routed. */
+  siteRoute(host: string): Promise<{ bucket: string; prefix: string } | null>;
+  /** An object's content as a stream (the ingress serves sites with it); null when missing. */
+  readObject(bucket: string, key: string): Promise<ObjectContent | null>;
+}
+
+export interface ObjectContent {
+  body: Readable;
+  size: number;
+  contentType: string | null;
+  etag: string | null;
+  lastModified: Date | null;
 }

@@ -3,7 +3,7 @@ import { SimulatedAppsDriver } from './apps';
 import { SimulatedCore, type SimulatedOptions } from './core';
 import { createSimulatedNetwork } from './network';
 import { createSimulatedStacks } from './stacks';
-import { createSimulatedStorage } from './storage';
+import { createObjectStoreStorage } from '../object-store-storage';
 import { SimulatedData } from './data';
 
 export { SimulatedCore } from './core';
@@ -20,7 +20,7 @@ export function createSimulatedProvider(options: SimulatedOptions): Provider {
     name: 'simulated',
     core,
     network: createSimulatedNetwork(core),
-    storage: createSimulatedStorage(core, options.objectStore),
+    storage: createObjectStoreStorage({ db: options.dataSource, store: options.objectStore, beforeOperation: (op) => core.maybeFail(op) }),
     stacks: createSimulatedStacks(core),
     data: new SimulatedData(core),
     apps: new SimulatedAppsDriver(core),

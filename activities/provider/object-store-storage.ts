@@ -4,8 +4,9 @@ import {
 } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { ApplicationFailure } from '@temporalio/common';
-import type { ObjectStoreOptions, StorageDriver, StoredObject } from '../storage';
-import type { SimulatedCore } from './core';
+import type { Readable } from 'node:stream';
+import type { DataSource } from 'typeorm';
+import type { ObjectStoreOptions, StorageDriver, StoredObject } from './storage';
 
 function notFound(err: unknown): boolean {
   if (!(err instanceof S3ServiceException)) return false;
@@ -13,12 +14,20 @@ function notFound(err: unknown): boolean {
 }
 
 /**
- * Storage on a real S3-compatible object store (BERTH_S3_ENDPOINT, or the embedded one):
- * buckets, objects, usage and presigned URLs are real. What is simulated is what a single
- * S3 API cannot express: the edge routing of static sites (sim_storage_routes) and, on a
- * store without a key API, access-key grants (recorded in sim_storage_keys only).
+ * The storage part of every driver: a real S3-compatible object store (BERTH_S3_ENDPOINT, or
+ * the embedded one): buckets, objects, usage and presigned URLs are real. Static sites'
+ * routes (host -> bucket and prefix) are a table the ingress serves from (sim_storage_routes,
+ * named when only the simulated driver read it); access-key grants on a store without a key
+ * API (the embedded s3rver) are recorded only (sim_storage_keys), which the decisions say.
  */
-export function createSimulatedStorage(core: SimulatedCore, store: ObjectStoreOptions | undefined): StorageDriver {
+export function createObjectStoreStorage(options: {
+  db: DataSource;
+  store: ObjectStoreOptions | undefined;
+  /** Called first in every operation: the simulated driver's fault injection (`SimulatedCore.maybeFail`). */
+  beforeOperation?: (operation: string) => Promise<void>;
+}): StorageDriver {
+  const { db, store } = options;
+  const core = { db, maybeFail: options.beforeOperation ?? (async () => {}) };
   const client = store
     ? new S3Client({
       endpoint: store.endpoint,
@@ -128,6 +137,23 @@ export function createSimulatedStorage(core: SimulatedCore, store: ObjectStoreOp
     async unrouteSite(host) {
       await core.maybeFail('storage.unroute_site');
       await core.db.query(`DELETE FROM sim_storage_routes WHERE host = $1`, [host]);
+    },
+    // the ingress's reads: no simulated faults (they are not activities)
+    async siteRoute(host) {
+      const [row] = await core.db.query(`SELECT bucket_name, prefix FROM sim_storage_routes WHERE host = $1 AND active`, [host]);
+      return row ? { bucket: row.bucket_name as string, prefix: row.prefix as string } : null;
+    },
+    async readObject(bucket, key) {
+      try {
+        const o = await s3().send(new GetObjectCommand({ Bucket: bucket, Key: key }));
+        return {
+          body: o.Body as Readable, size: Number(o.ContentLength ?? 0), contentType: o.ContentType ?? null, etag: o.ETag ?? null,
+          lastModified: o.LastModified ?? null,
+        };
+      } catch (err) {
+        if (notFound(err)) return null;
+        throw err;
+      }
     },
   };
 }
