@@ -1,0 +1,80 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { createInterface } from 'node:readline';
+
+export interface StepResult {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  /** The step could not be started (command not found, bad cwd). */
+  error: string | null;
+}
+
+/**
+ * Runs one command in a process group of its own (detached), every stdout and stderr line
+ * handed to `log`; `onSpawn` receives the child so the caller can kill its whole group.
+ */
+export function runStep(argv: string[], options: { cwd: string; env: NodeJS.ProcessEnv; log(line: string): void; onSpawn(child: ChildProcess): void }): Promise<StepResult> {
+  return new Promise((resolve) => {
+    const child = spawn(argv[0]!, argv.slice(1), { cwd: options.cwd, env: options.env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    options.onSpawn(child);
+    let error: string | null = null;
+    const streams = [child.stdout, child.stderr].map((s) => new Promise<void>((done) => {
+      createInterface({ input: s, crlfDelay: Infinity }).on('line', options.log).on('close', done);
+    }));
+    child.on('error', (err) => { error = err.message; });
+    // what the step left running in its group (a stray background process) ends with it
+    child.on('exit', () => killGroup(child));
+    child.on('close', (code, signal) => {
+      void Promise.all(streams).then(() => resolve({ code, signal, error }));
+    });
+  });
+}
+
+/** Kills the child's whole process group (it was spawned detached); a gone group is fine. */
+export function killGroup(child: ChildProcess | null): void {
+  if (!child?.pid) return;
+  try {
+    process.kill(-child.pid, 'SIGKILL');
+  } catch {
+    // already gone
+  }
+}
+
+/** How a step ended, for the log and the failure reason. */
+export function describeExit(argv: string[], r: StepResult): string {
+  const what = argv.join(' ');
+  if (r.error) return `${what} could not run: ${r.error}`;
+  if (r.signal) return `${what} was killed (${r.signal})`;
+  return `${what} exited with code ${r.code}`;
+}
+
+/** When the process started (clock ticks since boot, /proc/<pid>/stat): tells a pid from a later process that reuses it. */
+export function processStartTime(pid: number): string | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] ?? null;
+  } catch {
+    return null;
+  }
+}
+
+/** Kills a process group a previous run of Berth left, if its leader is still the process recorded. */
+export function killLeftoverGroup(pid: number | null | undefined, startTime: string | null | undefined): void {
+  if (!pid || !startTime || processStartTime(pid) !== startTime) return;
+  try {
+    process.kill(-pid, 'SIGKILL');
+  } catch {
+    // already gone
+  }
+}
+
+/** Kills single processes (those a build's cgroup holds); gone ones are fine. */
+export function killAll(pids: number[]): void {
+  for (const pid of pids) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+}

@@ -1,0 +1,362 @@
+import type { ChildProcess } from 'node:child_process';
+import { appendFileSync, existsSync, mkdirSync } from 'node:fs';
+import { lstat, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { ApplicationFailure } from '@temporalio/common';
+import type { Logger } from 'pino';
+import { buildLogLine } from '../../../platform/build-log';
+import { appUid, releaseImage, type LocalLayout } from '../../../platform/local-layout';
+import { gitEnv } from '../../git';
+import type { BuildStatus } from '../apps';
+import { ensureAppDir } from './app-dirs';
+import { detect, type BuildPlan } from './build-detect';
+import { readBuildRecord, writeBuildRecord, type BuildRecord } from './build-state';
+import { describeExit, killAll, killGroup, killLeftoverGroup, processStartTime, runStep, type StepResult } from './build-run';
+import type { BuildSource, LocalBuilder, ReleaseManifest } from './contracts';
+import { applyLimits, groupProcesses, isolatedArgv, removeLimits, type Isolation } from './isolation';
+import { copyReleaseTo } from './release-copy';
+
+export interface LocalBuilderOptions {
+  layout: LocalLayout;
+  isolation: Isolation;
+  logger: Logger;
+  /** file:// repositories may be built (tests, a single-machine setup); https always may. */
+  allowFileUrls: boolean;
+  gitCaFile?: string;
+  /** The whole build's time limit (default 15 minutes). */
+  timeoutMs?: number;
+  /** Memory of the build's cgroup (default 2 GiB: the app's quota is not known here). */
+  buildMemoryBytes?: number;
+}
+
+export const INTERRUPTED = 'the build was interrupted (Berth restarted); deploy again';
+const DEFAULT_TIMEOUT_MS = 15 * 60_000;
+const DEFAULT_BUILD_MEMORY = 2 * 1024 ** 3;
+/** The PATH of user build steps run as an app uid: system folders only (Berth's own PATH may lie under /root). */
+const SYSTEM_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+
+/** A build under way in this process. */
+interface Running {
+  record: BuildRecord;
+  source: BuildSource;
+  child: ChildProcess | null;
+  cancelled: boolean;
+  timedOut: boolean;
+  finished: Promise<void>;
+}
+
+class BuildFailed extends Error {}
+
+/** `20261123T190102-<sha7>`: sortable by build time, readable. */
+function newReleaseId(sha: string, at: Date): string {
+  return `${at.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, '')}-${sha.slice(0, 7)}`;
+}
+
+const buildGroup = (deploymentUuid: string) => `build-${deploymentUuid}`;
+const scratchRepo = (layout: LocalLayout, deploymentUuid: string) => path.join(layout.privateRoot, 'builds', `${deploymentUuid}.git`);
+
+function duration(ms: number): string {
+  return ms >= 60_000 ? `${Math.round(ms / 60_000)} minutes` : `${Math.round(ms / 1000)} seconds`;
+}
+
+/** The repository as it may appear in a log: no userinfo in a URL. */
+function shown(repository: string): string {
+  return repository.replace(/^(https?:\/\/)[^@/]*@/, '$1');
+}
+
+/**
+ * The `local` driver's builder: fetches one commit into a new release directory, detects
+ * how it runs (build-detect.ts), runs the install and build steps as the app's uid in a
+ * build cgroup, and writes the release manifest. Builds run in the background as child
+ * processes of this process; the log and the state live under the private root.
+ */
+export class LocalReleaseBuilder implements LocalBuilder {
+  private readonly running = new Map<string, Running>();
+
+  constructor(private readonly options: LocalBuilderOptions) {}
+
+  private get layout(): LocalLayout {
+    return this.options.layout;
+  }
+
+  async start(input: { appUuid: string; deploymentUuid: string; source: BuildSource }): Promise<void> {
+    const { deploymentUuid } = input;
+    if (this.running.has(deploymentUuid) || readBuildRecord(this.layout, deploymentUuid)) return;
+    const record: BuildRecord = {
+      deploymentUuid, appUuid: input.appUuid, commitSha: input.source.commitSha, status: 'building', releaseId: null, reason: null,
+      startedAt: new Date().toISOString(), finishedAt: null,
+    };
+    mkdirSync(path.dirname(this.layout.buildLogFile(deploymentUuid)), { recursive: true, mode: 0o700 });
+    writeBuildRecord(this.layout, record);
+    const build: Running = { record, source: input.source, child: null, cancelled: false, timedOut: false, finished: Promise.resolve() };
+    this.running.set(deploymentUuid, build);
+    build.finished = this.run(build).finally(() => this.running.delete(deploymentUuid));
+  }
+
+  async status(deploymentUuid: string): Promise<BuildStatus> {
+    const record = readBuildRecord(this.layout, deploymentUuid);
+    if (!record) throw ApplicationFailure.nonRetryable(`local driver: no build for deployment ${deploymentUuid}`, 'LocalNotFound');
+    if (record.status === 'building' && !this.running.has(deploymentUuid)) {
+      await this.cleanUpInterrupted(record);
+      this.finish(record, 'failed', INTERRUPTED);
+    }
+    switch (record.status) {
+      case 'building': return { status: 'building' };
+      case 'succeeded': return { status: 'succeeded', image: releaseImage(record.appUuid, record.releaseId!) };
+      case 'cancelled': return { status: 'cancelled' };
+      default: return { status: 'failed', reason: record.reason ?? 'the build failed' };
+    }
+  }
+
+  async cancel(deploymentUuid: string): Promise<void> {
+    const build = this.running.get(deploymentUuid);
+    if (build) {
+      if (build.record.status === 'building') {
+        build.cancelled = true;
+        this.finish(build.record, 'cancelled', null);
+        this.stopProcesses(build);
+      }
+      await build.finished;
+      return;
+    }
+    const record = readBuildRecord(this.layout, deploymentUuid);
+    if (record?.status === 'building') {
+      await this.cleanUpInterrupted(record);
+      this.finish(record, 'cancelled', null);
+    }
+  }
+
+  /**
+   * What a build a previous run of Berth left behind: its processes (its last step's
+   * process group, if still the same process, and whatever its cgroup holds), its cgroup,
+   * its half-made release and its scratch repository.
+   */
+  private async cleanUpInterrupted(record: BuildRecord): Promise<void> {
+    const group = buildGroup(record.deploymentUuid);
+    killLeftoverGroup(record.pid, record.pidStartTime);
+    await this.dropGroup(group);
+    if (record.releaseId) await rm(this.layout.releaseDir(record.appUuid, record.releaseId), { recursive: true, force: true });
+    await rm(scratchRepo(this.layout, record.deploymentUuid), { recursive: true, force: true });
+  }
+
+  async manifest(appUuid: string, releaseId: string): Promise<ReleaseManifest | null> {
+    try {
+      return JSON.parse(await readFile(this.layout.releaseManifest(appUuid, releaseId), 'utf8')) as ReleaseManifest;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      throw err;
+    }
+  }
+
+  async copyRelease(fromAppUuid: string, releaseId: string, toAppUuid: string): Promise<string> {
+    const manifest = await this.manifest(fromAppUuid, releaseId);
+    if (!manifest) throw ApplicationFailure.nonRetryable(`local driver: no release ${releaseId} of app ${fromAppUuid}`, 'LocalNotFound');
+    await ensureAppDir(this.layout, this.options.isolation, toAppUuid);
+    const newId = this.freeReleaseId(toAppUuid, manifest.commitSha ?? 'copy000', new Date());
+    const from = this.layout.releaseDir(fromAppUuid, releaseId);
+    const to = this.layout.releaseDir(toAppUuid, newId);
+    await copyReleaseTo(from, to, this.options.isolation.uidSwitch ? appUid(toAppUuid) : null);
+    const copied: ReleaseManifest = { ...manifest, releaseId: newId, appUuid: toAppUuid, builtAt: new Date().toISOString() };
+    await writeFile(this.layout.releaseManifest(toAppUuid, newId), JSON.stringify(copied, null, 2), { mode: 0o640 });
+    return newId;
+  }
+
+  /** Kills the current step's process group and whatever else the build's cgroup holds. */
+  private stopProcesses(build: Running): void {
+    killGroup(build.child);
+    killAll(groupProcesses(this.options.isolation, buildGroup(build.record.deploymentUuid)));
+  }
+
+  /** Empties the build's cgroup (SIGKILL, then a short wait for the processes to leave) and removes it. */
+  private async dropGroup(group: string): Promise<void> {
+    const iso = this.options.isolation;
+    for (let i = 0; i < 60; i++) {
+      const left = groupProcesses(iso, group);
+      if (left.length === 0) break;
+      killAll(left);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    removeLimits(iso, group);
+  }
+
+  /** Appends one timestamped line to the deployment's build log (a credential never reaches it). */
+  private log(build: Running, text: string): void {
+    const token = build.source.credential?.token;
+    const safe = token ? text.split(token).join('***') : text;
+    appendFileSync(this.layout.buildLogFile(build.record.deploymentUuid), buildLogLine(safe), { mode: 0o600 });
+  }
+
+  private finish(record: BuildRecord, status: BuildRecord['status'], reason: string | null, releaseId: string | null = null): void {
+    Object.assign(record, { status, reason, releaseId, finishedAt: new Date().toISOString() });
+    writeBuildRecord(this.layout, record);
+    const line = status === 'succeeded' ? `release ${releaseId} built` : status === 'cancelled' ? 'build cancelled' : `build failed: ${reason}`;
+    appendFileSync(this.layout.buildLogFile(record.deploymentUuid), buildLogLine(line), { mode: 0o600 });
+  }
+
+  private freeReleaseId(appUuid: string, sha: string, at: Date): string {
+    const base = newReleaseId(sha, at);
+    let id = base;
+    for (let n = 2; existsSync(this.layout.releaseDir(appUuid, id)); n++) id = `${base}-${n}`;
+    return id;
+  }
+
+  private async run(build: Running): Promise<void> {
+    const { record } = build;
+    const timer = setTimeout(() => {
+      build.timedOut = true;
+      this.stopProcesses(build);
+    }, this.options.timeoutMs ?? DEFAULT_TIMEOUT_MS);
+    let releaseDir: string | null = null;
+    const work = scratchRepo(this.layout, record.deploymentUuid);
+    const group = buildGroup(record.deploymentUuid);
+    try {
+      this.log(build, `building commit ${record.commitSha} of ${shown(build.source.repository)}`);
+      await ensureAppDir(this.layout, this.options.isolation, record.appUuid);
+      const releaseId = this.freeReleaseId(record.appUuid, record.commitSha, new Date());
+      releaseDir = this.layout.releaseDir(record.appUuid, releaseId);
+      record.releaseId = releaseId; // the release being made: a restart removes it
+      writeBuildRecord(this.layout, record);
+      await this.fetch(build, work, releaseDir);
+      await this.narrow(build, releaseDir);
+      const detection = detect(releaseDir);
+      for (const note of detection.notes) this.log(build, note);
+      if ('reason' in detection) throw new BuildFailed(detection.reason);
+      await this.fence(build, releaseDir);
+      applyLimits(this.options.isolation, group, { memoryBytes: this.options.buildMemoryBytes ?? DEFAULT_BUILD_MEMORY, cpus: 2 });
+      for (const step of detection.plan.steps) await this.userStep(build, group, releaseDir, step.argv);
+      await this.writeManifest(record, releaseId, detection.plan);
+      if (build.cancelled) throw new BuildFailed('stopped');
+      this.finish(record, 'succeeded', null, releaseId);
+      this.options.logger.info({ deployment: record.deploymentUuid, app: record.appUuid, releaseId }, 'local build succeeded');
+    } catch (err) {
+      if (build.cancelled) {
+        // the status reads cancelled already
+      } else {
+        const reason = build.timedOut ? `the build took longer than ${duration(this.options.timeoutMs ?? DEFAULT_TIMEOUT_MS)}`
+          : err instanceof BuildFailed ? err.message : `internal error: ${(err as Error).message}`;
+        if (!(err instanceof BuildFailed)) this.options.logger.error({ err, deployment: record.deploymentUuid }, 'local build failed');
+        this.finish(record, 'failed', reason);
+      }
+      if (releaseDir) await rm(releaseDir, { recursive: true, force: true });
+    } finally {
+      clearTimeout(timer);
+      this.stopProcesses(build); // what a step left running in the background ends with the build
+      await this.dropGroup(group);
+      await rm(work, { recursive: true, force: true });
+    }
+  }
+
+  /** Runs a step (Berth's own: git, chown) or fails the build with how it ended. */
+  private async step(build: Running, argv: string[], cwd: string, env: NodeJS.ProcessEnv, what = argv.join(' ')): Promise<void> {
+    if (build.cancelled || build.timedOut) throw new BuildFailed('stopped');
+    let last = '';
+    const log = (line: string) => {
+      if (line.trim()) last = line.trim();
+      this.log(build, line);
+    };
+    const onSpawn = (child: ChildProcess) => {
+      build.child = child;
+      if (!child.pid || build.record.status !== 'building') return;
+      Object.assign(build.record, { pid: child.pid, pidStartTime: processStartTime(child.pid) });
+      writeBuildRecord(this.layout, build.record);
+    };
+    const r: StepResult = await runStep(argv, { cwd, env, log, onSpawn });
+    build.child = null;
+    // git's last word says why (not found, authentication failed); a build tool's is in the log above
+    if (r.code !== 0) throw new BuildFailed(describeExit([what], r) + (argv[0] === 'git' && last ? `: ${last.slice(0, 300)}` : ''));
+  }
+
+  /** Fetches exactly the commit (shallow; every branch when the server refuses a commit by id) and checks its tree out, without .git. */
+  private async fetch(build: Running, work: string, releaseDir: string): Promise<void> {
+    const { repository, commitSha, credential } = build.source;
+    if (!/^[0-9a-f]{40}([0-9a-f]{24})?$/.test(commitSha)) throw new BuildFailed(`not a commit id: ${commitSha}`);
+    const local = path.isAbsolute(repository);
+    if (!local && !repository.startsWith('https://') && !(repository.startsWith('file://') && this.options.allowFileUrls)) {
+      throw new BuildFailed(`cannot fetch ${shown(repository)}: only https repositories (and the app's own pushed repository) are built`);
+    }
+    await rm(work, { recursive: true, force: true });
+    await mkdir(work, { recursive: true, mode: 0o700 });
+    const env = gitEnv({ home: work, allowFile: local || this.options.allowFileUrls, caFile: this.options.gitCaFile, credential });
+    const git = (args: string[], what?: string) => this.step(build, ['git', ...args], work, env, what);
+    await git(['init', '--quiet', '--bare', work]);
+    this.log(build, `fetching ${commitSha}`);
+    try {
+      await git(['fetch', '--quiet', '--depth=1', '--no-tags', '--', repository, commitSha], 'git fetch');
+    } catch (err) {
+      if (build.cancelled || build.timedOut) throw err;
+      this.log(build, 'the server gives no single commit: fetching its branches');
+      await git(['fetch', '--quiet', '--no-tags', '--', repository, '+refs/heads/*:refs/heads/*'], 'git fetch');
+    }
+    try {
+      await git(['cat-file', '-e', `${commitSha}^{commit}`]);
+    } catch (err) {
+      if (build.cancelled || build.timedOut) throw err;
+      throw new BuildFailed(`commit ${commitSha} is not in ${shown(repository)}`);
+    }
+    await mkdir(releaseDir, { recursive: true });
+    await git(['--git-dir', work, '--work-tree', releaseDir, 'checkout', '--quiet', '--force', commitSha, '--', '.'], 'git checkout');
+    this.log(build, `checked out ${commitSha}`);
+  }
+
+  /**
+   * A build context (a stack service's `build:` folder): the release is that folder of the
+   * checked-out tree alone. It must be a real folder inside the tree, no symbolic link on the way.
+   */
+  private async narrow(build: Running, releaseDir: string): Promise<void> {
+    const context = build.source.context ?? '.';
+    const rel = path.posix.normalize(context).replace(/\/+$/, '');
+    if (rel === '.' || rel === '') return;
+    if (path.posix.isAbsolute(rel) || rel.split('/').includes('..')) throw new BuildFailed(`the build context "${context}" leads outside the repository`);
+    let at = releaseDir;
+    for (const part of rel.split('/')) {
+      at = path.join(at, part);
+      const st = await lstat(at).catch(() => null);
+      if (!st?.isDirectory()) throw new BuildFailed(`the build context "${context}" is not a folder of commit ${build.record.commitSha}`);
+    }
+    const whole = `${releaseDir}.tree`;
+    await rename(releaseDir, whole);
+    await rename(path.join(whole, rel), releaseDir);
+    await rm(whole, { recursive: true, force: true });
+    this.log(build, `building the folder ${rel}`);
+  }
+
+  /** The release belongs to the app's uid (when Berth is root) and no one else may read it. */
+  private async fence(build: Running, releaseDir: string): Promise<void> {
+    const env = { PATH: SYSTEM_PATH };
+    if (this.options.isolation.uidSwitch) {
+      const uid = appUid(build.record.appUuid);
+      await this.step(build, ['chown', '-R', `${uid}:${uid}`, releaseDir], releaseDir, env);
+    }
+    await this.step(build, ['chmod', '-R', 'go-rwx', releaseDir], releaseDir, env);
+  }
+
+  /** A step that runs the user's code: as the app's uid, in the build cgroup, with a HOME of the app's own and nothing of Berth's environment. */
+  private async userStep(build: Running, group: string, releaseDir: string, argv: string[]): Promise<void> {
+    const { appUuid } = build.record;
+    const home = this.layout.homeDir(appUuid);
+    const iso = this.options.isolation;
+    // eslint-disable-next-line no-restricted-properties -- not configuration: without a uid switch, tools are found on Berth's own PATH
+    const basePath = iso.uidSwitch ? SYSTEM_PATH : process.env.PATH ?? SYSTEM_PATH;
+    const env: NodeJS.ProcessEnv = {
+      PATH: `${path.join(releaseDir, 'node_modules/.bin')}:${basePath}`,
+      HOME: home, TMPDIR: home, LANG: 'C.UTF-8', CI: 'true',
+      npm_config_cache: path.join(home, '.npm'), npm_config_update_notifier: 'false', npm_config_fund: 'false', npm_config_audit: 'false',
+      PIP_CACHE_DIR: path.join(home, '.cache', 'pip'), PIP_DISABLE_PIP_VERSION_CHECK: '1',
+    };
+    this.log(build, `$ ${argv.join(' ')}`);
+    const isolated = isolatedArgv(iso, { group, uid: appUid(appUuid) }, argv);
+    await this.step(build, isolated, releaseDir, env, argv.join(' '));
+  }
+
+  private async writeManifest(record: BuildRecord, releaseId: string, plan: BuildPlan): Promise<void> {
+    const manifest: ReleaseManifest = {
+      releaseId, appUuid: record.appUuid, commitSha: record.commitSha, kind: plan.kind, stack: plan.stack, web: plan.web,
+      staticRoot: plan.staticRoot, path: plan.path, builtAt: new Date().toISOString(),
+    };
+    await writeFile(this.layout.releaseManifest(record.appUuid, releaseId), JSON.stringify(manifest, null, 2), { mode: 0o640 });
+  }
+}
+
+export function createLocalBuilder(options: LocalBuilderOptions): LocalBuilder {
+  return new LocalReleaseBuilder(options);
+}

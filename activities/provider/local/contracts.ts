@@ -1,0 +1,73 @@
+/**
+ * The seams between the parts of the `local` data-plane driver (one machine, everything
+ * real): the builder turns a commit into a release, the apps driver runs releases as
+ * supervised processes, the ingress routes HTTP to them. Each part lives in its own file
+ * of this folder; they meet only through these types.
+ */
+import type { BuildStatus } from '../apps';
+
+/** What the builder found in the source and how the release runs (written beside the release as JSON). */
+export interface ReleaseManifest {
+  releaseId: string;
+  appUuid: string;
+  commitSha: string | null;
+  /** `process`: run `web` in the release directory; `static`: the ingress serves `staticRoot`. */
+  kind: 'process' | 'static';
+  /** Which detection won: a Procfile, Node, Python or a static folder. */
+  stack: 'procfile' | 'node' | 'python' | 'static';
+  /** The web command, run as `sh -c <web>` in the release directory with PORT set. */
+  web: string | null;
+  /** For static releases: the folder served, relative to the release directory. */
+  staticRoot: string | null;
+  /** Folders (relative to the release directory) put first on PATH at run time, e.g. `.venv/bin`, `node_modules/.bin`. */
+  path: string[];
+  builtAt: string;
+}
+
+/** Where the builder fetches the commit from. */
+export interface BuildSource {
+  /** A local bare repository (git_push: the app's own) or an https (or allowed file://) URL. */
+  repository: string;
+  commitSha: string;
+  /** The folder of the repository the release is made of (a stack service's build context); default: the whole tree. */
+  context?: string;
+  /** A stored credential for a private repository, opened for this build only. */
+  credential?: { username: string; token: string } | null;
+}
+
+export interface LocalBuilder {
+  /** Starts building (idempotent per deployment); output goes to the deployment's build log. */
+  start(input: { appUuid: string; deploymentUuid: string; source: BuildSource }): Promise<void>;
+  /** `succeeded` carries `releaseImage(appUuid, releaseId)`; a build a restart interrupted reads failed. */
+  status(deploymentUuid: string): Promise<BuildStatus>;
+  /** Kills the build's processes; the status reads cancelled. */
+  cancel(deploymentUuid: string): Promise<void>;
+  /** Reads a release's manifest (null when absent). */
+  manifest(appUuid: string, releaseId: string): Promise<ReleaseManifest | null>;
+  /** Copies a release to another app (clone), owned by that app; answers the new release id. */
+  copyRelease(fromAppUuid: string, releaseId: string, toAppUuid: string): Promise<string>;
+}
+
+/** One place an app's HTTP traffic can go. */
+export type Backend = { kind: 'process'; host: string; port: number } | { kind: 'static'; root: string };
+
+/**
+ * The routing table the apps driver keeps the ingress up to date through. The ingress
+ * itself reads the app's routing settings (name, verified custom domains, basic auth,
+ * maintenance, private access, state) from the database; the driver tells it where the
+ * app's healthy replicas are.
+ */
+export interface IngressRoutes {
+  /** The healthy replicas of the release that serves the app now (empty: nothing to serve). */
+  setBackends(appUuid: string, backends: Backend[]): void;
+  /** Forgets the app (deleted). */
+  remove(appUuid: string): void;
+}
+
+/** How the driver tells the app's workflow what really happened (signals to `app/<uuid>`). */
+export interface AppEventSink {
+  health(appUuid: string, event: 'app_unhealthy' | 'app_crash_loop' | 'app_stopped', detail: string): Promise<void>;
+  liveStatus(appUuid: string, status: 'running' | 'failed' | 'problem'): Promise<void>;
+  /** A request reached the app (wakes a sleeping app; keeps a free-plan app awake). */
+  traffic(appUuid: string): Promise<void>;
+}

@@ -1,0 +1,85 @@
+import type { Client } from '@temporalio/client';
+import type { Logger } from 'pino';
+import type { DataSource } from 'typeorm';
+import type { SecretBox } from '../../../domain/secret-box';
+import { localLayout, systemAppsDir, type LocalLayout } from '../../../platform/local-layout';
+import type { Config } from '../../../worker/config';
+import type { Provider } from '../provider';
+import { createObjectStoreStorage } from '../object-store-storage';
+import type { ObjectStoreOptions } from '../storage';
+import { temporalAppEvents } from './app-events';
+import { LocalAppsDriver } from './apps';
+import { createLocalBuilder } from './builder';
+import { publishLocalEndpoints } from './endpoints';
+import { startLocalIngress } from './ingress';
+import { detectIsolation, type Isolation } from './isolation';
+import { createLocalStacks } from './stacks';
+import { createLocalData } from './data';
+import { refusingNetwork } from './network';
+
+export interface LocalProviderOptions {
+  config: Config;
+  dataSource: DataSource;
+  secretBox: SecretBox;
+  temporal: Client;
+  logger: Logger;
+  objectStore?: ObjectStoreOptions;
+  /** Tests: a given isolation instead of the detected one. */
+  isolation?: Isolation;
+}
+
+/** Where the local driver keeps its files for this configuration (the API reads logs and repositories through it). */
+export function localLayoutFor(config: Pick<Config, 'dataDir' | 'appsDir'>, isolation: Pick<Isolation, 'uidSwitch'>): LocalLayout {
+  return localLayout({ dataDir: config.dataDir, appsDir: config.appsDir ?? (isolation.uidSwitch ? systemAppsDir(config.dataDir) : undefined) });
+}
+
+/**
+ * The LOCAL data-plane driver: this machine, everything real. Apps are built from their
+ * commit and run as supervised processes behind one HTTP ingress; postgres, valkey and
+ * mysql add-ons are real servers. Buckets live on the real object store. VPC networking
+ * has no real implementation on one machine: that part refuses with the reason (the API
+ * answers 422 at VPC create), and the banner says so. Stacks build their `build:` services into apps and run
+ * their database images as add-ons; what cannot run for real fails validation with a reason.
+ */
+export async function startLocalProvider(options: LocalProviderOptions): Promise<Provider> {
+  const { config, dataSource, secretBox, temporal, logger } = options;
+  const isolation = options.isolation ?? detectIsolation();
+  const layout = localLayoutFor(config, isolation);
+  const events = temporalAppEvents(temporal, logger);
+  // traffic signals keep a free-plan app awake: several per idle period, at most one a minute
+  const trafficSignalIntervalMs = Math.min(60_000, Math.max(500, (config.appIdleTimeoutS * 1000) / 4));
+  const storage = createObjectStoreStorage({ db: dataSource, store: options.objectStore });
+  const ingress = await startLocalIngress({
+    dataSource, secretBox, logger, events, port: config.ingressPort, host: config.host, trafficSignalIntervalMs,
+    sites: { domain: config.sitesDomain, storage },
+  });
+  const builder = createLocalBuilder({ layout, isolation, logger, allowFileUrls: config.gitAllowFileUrls, gitCaFile: config.gitCaFile });
+  const apps = new LocalAppsDriver({ dataSource, secretBox, layout, isolation, builder, ingress: ingress.routes, events, logger, host: config.host });
+  const data = createLocalData({
+    dataSource, secretBox, layout, isolation, logger, host: config.host,
+    binaries: { valkey: config.valkeyServer, mysql: config.mysqlServer },
+    jobs: apps,
+  });
+  await publishLocalEndpoints(dataSource, config.host);
+  await apps.resume();
+  await data.resume();
+  return {
+    name: 'local',
+    apps,
+    data,
+    network: refusingNetwork(),
+    storage,
+    stacks: createLocalStacks({ dataSource, secretBox, builder, apps, data, logger }),
+    summary: [
+      `Apps (local)     ${ingress.url}   (Host: <app name>.<region domain>; git push: <api>/git/<app name>.git)`,
+      `Isolation        ${isolation.summary}`,
+      `App files        ${layout.appsRoot}`,
+      'VPC networking   refused (one machine has no VPC fabric; BERTH_PROVIDER=simulated runs the VPC workflows)',
+    ],
+    async close() {
+      await ingress.close();
+      await apps.close();
+      await data.close();
+    },
+  };
+}

@@ -1,0 +1,211 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+
+/**
+ * How far the local driver can fence off code it runs for users (builds, app replicas, cron
+ * runs) on this machine, detected once at start and printed in the start banner:
+ *
+ * - `uid`: Berth runs as root, so each app's code runs as the app's own unprivileged uid
+ *   (platform/local-layout.ts `appUid`), dropped with `setpriv` after joining its cgroups.
+ *   Not root: app code runs as Berth's own user (said loudly: it can read Berth's data).
+ * - `cgroups`: cgroup v1 memory and cpu controllers are writable: each app gets
+ *   `berth/<app uuid>` in both, with its ram quota as memory.limit_in_bytes (the kernel
+ *   OOM-kills past it) and its cpu quota as cpu.cfs_quota_us.
+ * - `mountNamespaces`: root and `unshare --mount` work: an app's storage volumes are
+ *   bind-mounted at their mount paths in a private mount namespace of its own (volumes.ts).
+ */
+export interface Isolation {
+  /** App code runs as a per-app unprivileged uid. */
+  uidSwitch: boolean;
+  /** Memory and CPU quota are enforced through cgroup v1. */
+  cgroups: boolean;
+  cgroupRoot: string;
+  /** Storage volumes are bind-mounted at their mount paths in a private mount namespace (absent: false). */
+  mountNamespaces?: boolean;
+  /** One line for the start banner. */
+  summary: string;
+}
+
+export interface Limits {
+  /** Bytes of memory the group may use (ram quota). */
+  memoryBytes: number;
+  /** CPUs (0.5 = half a core) the group may use. */
+  cpus: number;
+}
+
+const CGROUP_ROOT = '/sys/fs/cgroup';
+const CPU_PERIOD_US = 100_000;
+
+function cgroupsWritable(root: string): boolean {
+  const probe = (controller: string) => {
+    const dir = path.join(root, controller, 'berth', `.probe-${process.pid}`);
+    try {
+      mkdirSync(dir, { recursive: true });
+      rmdirSync(dir);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  return existsSync(path.join(root, 'memory', 'cgroup.procs')) && probe('memory') && probe('cpu');
+}
+
+function mountNamespacesWork(): boolean {
+  try {
+    execFileSync('unshare', ['--mount', '--propagation', 'private', 'true'], { stdio: 'ignore', timeout: 5000 });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export function detectIsolation(options: { cgroupRoot?: string; disableCgroups?: boolean } = {}): Isolation {
+  const uidSwitch = process.getuid?.() === 0;
+  const cgroupRoot = options.cgroupRoot ?? CGROUP_ROOT;
+  const cgroups = !options.disableCgroups && uidSwitch && cgroupsWritable(cgroupRoot);
+  const mountNamespaces = uidSwitch && mountNamespacesWork();
+  const parts = [
+    uidSwitch ? 'apps run as their own unprivileged uid' : 'NOT root: apps run as Berth\'s own user and can read its data',
+    cgroups ? 'memory and cpu quota enforced (cgroup v1)' : 'no cgroup quota (cgroup v1 memory/cpu not writable)',
+    mountNamespaces
+      ? 'storage volumes mounted at their mount paths (private mount namespaces)'
+      : 'storage volumes NOT mounted (no mount namespaces): apps find them through BERTH_MOUNT_<PATH> variables',
+  ];
+  return { uidSwitch, cgroups, cgroupRoot, mountNamespaces, summary: parts.join('; ') };
+}
+
+function groupDir(iso: Isolation, controller: 'memory' | 'cpu', group: string): string {
+  return path.join(iso.cgroupRoot, controller, 'berth', group);
+}
+
+/** Creates (or updates) the app's cgroups with its limits; a no-op without cgroups. */
+export function applyLimits(iso: Isolation, group: string, limits: Limits): void {
+  if (!iso.cgroups) return;
+  const mem = groupDir(iso, 'memory', group);
+  const cpu = groupDir(iso, 'cpu', group);
+  mkdirSync(mem, { recursive: true });
+  mkdirSync(cpu, { recursive: true });
+  writeFileSync(path.join(mem, 'memory.limit_in_bytes'), String(Math.max(4 * 1024 * 1024, Math.floor(limits.memoryBytes))));
+  try {
+    // no swap past the limit where the kernel accounts swap
+    writeFileSync(path.join(mem, 'memory.memsw.limit_in_bytes'), String(Math.max(4 * 1024 * 1024, Math.floor(limits.memoryBytes))));
+  } catch {
+    // swap accounting is off: memory.limit_in_bytes alone applies
+  }
+  writeFileSync(path.join(cpu, 'cpu.cfs_period_us'), String(CPU_PERIOD_US));
+  writeFileSync(path.join(cpu, 'cpu.cfs_quota_us'), String(Math.max(1000, Math.round(limits.cpus * CPU_PERIOD_US))));
+}
+
+/** How many times the kernel OOM-killed a process of the group (0 without cgroups). */
+export function oomKills(iso: Isolation, group: string): number {
+  if (!iso.cgroups) return 0;
+  try {
+    const m = /oom_kill (\d+)/.exec(readFileSync(path.join(groupDir(iso, 'memory', group), 'memory.oom_control'), 'utf8'));
+    return m ? Number(m[1]) : 0;
+  } catch {
+    return 0;
+  }
+}
+
+/** The processes in the group (read from its memory cgroup; empty without cgroups or when it is gone). */
+export function groupProcesses(iso: Isolation, group: string): number[] {
+  if (!iso.cgroups) return [];
+  try {
+    return readFileSync(path.join(groupDir(iso, 'memory', group), 'cgroup.procs'), 'utf8').split('\n').filter(Boolean).map(Number);
+  } catch {
+    return [];
+  }
+}
+
+/** Removes the app's cgroups (after its last process ended); absent groups are fine. */
+export function removeLimits(iso: Isolation, group: string): void {
+  if (!iso.cgroups) return;
+  for (const controller of ['memory', 'cpu'] as const) {
+    try {
+      rmdirSync(groupDir(iso, controller, group));
+    } catch {
+      // still has processes, or already gone
+    }
+  }
+}
+
+/** A folder made visible at another absolute path inside the process's own mount namespace. */
+export interface BindMount {
+  source: string;
+  target: string;
+}
+
+/**
+ * A system binary by absolute path: the root part of an isolated command must not look
+ * names up on the app's PATH (its release's `node_modules/.bin` comes first there).
+ */
+function sysBin(name: string): string {
+  return ['/usr/bin', '/bin', '/usr/sbin', '/sbin'].map((d) => path.join(d, name)).find((p) => existsSync(p)) ?? `/usr/bin/${name}`;
+}
+
+const shq = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
+
+/**
+ * The argv that runs `command` fenced off for the app: it joins the app's cgroups (when
+ * in force) and drops to the app's uid and gid, with no supplementary groups but `extraGids`
+ * and no way to regain privileges, before exec. Spawn it as is (no shell of yours around it).
+ *
+ * `binds` (with mount namespaces): the command runs in a private mount namespace
+ * (`unshare --mount --propagation private`, no fork: the pid stays the spawned one) where
+ * each source is bind-mounted at its target before privileges drop; a missing target is
+ * created first (an empty root-owned directory on the host: a bind needs a mount point).
+ * Nothing is mounted outside that namespace. `umask` sets the command's file mode mask.
+ */
+export function isolatedArgv(
+  iso: Isolation,
+  options: { group: string; uid: number; extraGids?: number[]; binds?: BindMount[]; umask?: number },
+  command: string[],
+): string[] {
+  if (!iso.uidSwitch) return command;
+  const steps = iso.cgroups
+    ? (['memory', 'cpu'] as const).map((c) => `echo $$ > ${shq(path.join(groupDir(iso, c, options.group), 'cgroup.procs'))}`)
+    : [];
+  const binds = iso.mountNamespaces ? options.binds ?? [] : [];
+  for (const b of binds) steps.push(`${sysBin('mkdir')} -p ${shq(b.target)}`, `${sysBin('mount')} --bind ${shq(b.source)} ${shq(b.target)}`);
+  if (options.umask !== undefined) steps.push(`umask ${options.umask.toString(8).padStart(4, '0')}`);
+  const groups = options.extraGids && options.extraGids.length > 0 ? ['--groups', options.extraGids.join(',')] : ['--clear-groups'];
+  const drop = [sysBin('setpriv'), '--reuid', String(options.uid), '--regid', String(options.uid), ...groups, '--no-new-privs', '--inh-caps=-all', '--'];
+  const shell = ['/bin/sh', '-c', [...steps, 'exec "$@"'].join(' && '), 'berth-isolate', ...drop, ...command];
+  return binds.length > 0 ? [sysBin('unshare'), '--mount', '--propagation', 'private', '--', ...shell] : shell;
+}
+
+/**
+ * Variables that change what a program does before it runs a line of its own (the dynamic
+ * loader's, glibc's, the shell's). The root part of an isolated command (the shell that joins
+ * the cgroups, unshare, mount, setpriv) must never see an app's values of these: an app
+ * variable `LD_PRELOAD=<release>/x.so` would otherwise run the app's code as root.
+ */
+const LOADER_VARIABLE = /^(LD_.*|MALLOC_.*|GLIBC_TUNABLES|GCONV_PATH|LOCPATH|NLSPATH|HOSTALIASES|RES_OPTIONS|LOCALDOMAIN|TZDIR|BASH_ENV|ENV|SHELLOPTS|PS4|IFS)$/;
+const KEPT_PREFIX = 'BERTH_KEEP_';
+
+/**
+ * `isolatedArgv` for a command that runs with an app's own environment: the loader and
+ * shell variables of `env` travel renamed (`BERTH_KEEP_<name>`) through the root part and are
+ * put back by a shell running as the app's uid, right before the command.
+ */
+export function isolatedCommand(
+  iso: Isolation,
+  options: Parameters<typeof isolatedArgv>[1],
+  command: string[],
+  env: Record<string, string>,
+): { argv: string[]; env: Record<string, string> } {
+  if (!iso.uidSwitch) return { argv: isolatedArgv(iso, options, command), env };
+  const safe: Record<string, string> = {};
+  const kept: string[] = [];
+  for (const [key, value] of Object.entries(env)) {
+    if (!LOADER_VARIABLE.test(key)) safe[key] = value;
+    else if (/^[A-Za-z_][A-Za-z0-9_]*$/.test(key)) {
+      safe[`${KEPT_PREFIX}${key}`] = value;
+      kept.push(key);
+    }
+  }
+  const restore = kept.map((k) => `export ${k}="$${KEPT_PREFIX}${k}"; unset ${KEPT_PREFIX}${k}`);
+  const asApp = kept.length > 0 ? ['/bin/sh', '-c', [...restore, 'exec "$@"'].join('; '), 'berth-env', ...command] : command;
+  return { argv: isolatedArgv(iso, options, asApp), env: safe };
+}

@@ -1,0 +1,204 @@
+import { createHash } from 'node:crypto';
+import { ApplicationFailure } from '@temporalio/common';
+import type { Logger } from 'pino';
+import type { DataSource } from 'typeorm';
+import { addonConnection } from '../../../domain/addon-connection';
+import { composePathProblem, type AddonType, type Manifest } from '../../../domain/compose';
+import type { SecretBox } from '../../../domain/secret-box';
+import { one, rows } from '../../../entities/sql';
+import { clusterIdOf, generatePassword } from '../../data';
+import type { AppsDriver } from '../apps';
+import type { DataDriver, DataEngine } from '../data';
+import type { StacksDriver } from '../stacks';
+import type { LocalBuilder } from './contracts';
+
+export interface LocalStacksDeps {
+  dataSource: DataSource;
+  secretBox: SecretBox;
+  builder: LocalBuilder;
+  apps: AppsDriver;
+  data: DataDriver;
+  logger: Logger;
+  /** How often a build, a database or a rollout is looked at while waiting (default 1 s). */
+  pollMs?: number;
+  /** How long a service may take to serve, or a database to become healthy (default 5 minutes). */
+  readyTimeoutMs?: number;
+}
+
+/** A stack's managed service as this driver keeps it (table local_stack_addons). */
+interface StackAddon {
+  item_uuid: string;
+  compose_service_name: string;
+  engine: AddonType;
+  username: string | null;
+  database: string | null;
+  password_sealed: string;
+}
+
+/**
+ * What of a compose file the local driver cannot run for real, one message per problem:
+ * a service that is neither built from the repository nor a managed database image, a
+ * Dockerfile (no container runtime here), named volumes on a built service (nothing mounts
+ * them into a process), an add-on whose server is not installed.
+ */
+export function localStackRefusals(manifest: Manifest, supports: (engine: DataEngine) => string | null): string[] {
+  const out: string[] = [];
+  for (const s of manifest.services) {
+    if (!s.build) {
+      out.push(`${s.name}: image "${s.image}" is not a managed database or cache image (postgres, mysql/mariadb, valkey/redis); `
+        + 'the local driver runs only services built from the repository (build:) and managed add-ons');
+      continue;
+    }
+    const problem = composePathProblem(s.build.context);
+    if (problem) out.push(`${s.name}: the build context "${s.build.context}" ${problem}`);
+    if (s.build.dockerfile) {
+      out.push(`${s.name}: build.dockerfile "${s.build.dockerfile}" cannot be built: the local driver builds no Dockerfiles; `
+        + 'remove it to have the context built as a Procfile, Node, Python or static app');
+    }
+    if (s.volumes.length > 0) {
+      out.push(`${s.name}: the named volumes ${s.volumes.map((v) => `"${v}"`).join(', ')} cannot be mounted: the local driver mounts no volumes into stack services; `
+        + 'keep the data in a managed database service');
+    }
+  }
+  for (const a of manifest.addons) {
+    const reason = supports(a.type);
+    if (reason) out.push(`${a.name}: ${reason}`);
+  }
+  return out;
+}
+
+/** A stack build's id for the builder: one per stack deployment and service (a retry finds the same build). */
+function buildId(deploymentUuid: string, itemUuid: string): string {
+  const h = createHash('sha256').update(`stack-build:${deploymentUuid}:${itemUuid}`).digest('hex');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-5${h.slice(13, 16)}-8${h.slice(17, 20)}-${h.slice(20, 32)}`;
+}
+
+/** `db` -> `DB_URL`: the per-service variable naming each add-on's connection URL. */
+function serviceUrlKey(service: string): string {
+  return `${service.toUpperCase().replace(/[^A-Z0-9]+/g, '_')}_URL`;
+}
+
+/**
+ * Stacks on the LOCAL driver. A `build:` service is an app of the workspace already (the
+ * stack publishes it as a row of `apps` named `<service>-<6 hex>`): the local builder
+ * builds its build context at the stack's commit, and the local apps driver runs the
+ * release as supervised processes behind the ingress, at `<app name>.<region domain>`.
+ * A managed database image becomes a real server of the local data driver (cluster
+ * `c-<item uuid>`), with a generated user, database and password kept here. Each built
+ * service gets the add-ons' connection variables (DATABASE_URL, REDIS_URL, ... from the
+ * first of each engine, and `<SERVICE>_URL` for every one). What cannot run for real is
+ * refused at validation (`localStackRefusals`). See docs/decisions.md, "Local stacks".
+ */
+export function createLocalStacks(deps: LocalStacksDeps): StacksDriver {
+  const { dataSource: ds, secretBox, builder, apps, data } = deps;
+  const pollMs = deps.pollMs ?? 1000;
+  const readyTimeoutMs = deps.readyTimeoutMs ?? 5 * 60_000;
+  const sleep = () => new Promise((r) => setTimeout(r, pollMs));
+
+  /** The add-on's row, created with a new password on first use. */
+  async function addonRow(itemUuid: string): Promise<StackAddon> {
+    const item = await one<{ compose_service_name: string; compose_service_type: AddonType }>(ds,
+      `SELECT compose_service_name, compose_service_type FROM stack_items WHERE uuid = $1 AND item_type = 'addon'`, [itemUuid]);
+    if (!item) throw ApplicationFailure.nonRetryable(`stack service ${itemUuid} is not a managed add-on`, 'StackServiceGone');
+    const user = item.compose_service_type === 'valkey' ? null : 'app';
+    await ds.query(
+      `INSERT INTO local_stack_addons (item_uuid, engine, username, database, password_sealed) VALUES ($1, $2, $3, $3, $4) ON CONFLICT (item_uuid) DO NOTHING`,
+      [itemUuid, item.compose_service_type, user, secretBox.seal(generatePassword())]);
+    const row = await one<Omit<StackAddon, 'compose_service_name'>>(ds, `SELECT * FROM local_stack_addons WHERE item_uuid = $1`, [itemUuid]);
+    return { ...row!, compose_service_name: item.compose_service_name };
+  }
+
+  /** Provisions the add-on's server (idempotent) and waits until it is healthy; answers its connection variables. */
+  async function ensureAddon(itemUuid: string): Promise<{ service: string; engine: AddonType; vars: Record<string, string>; url: string }> {
+    const a = await addonRow(itemUuid);
+    const size = await one<{ cpu_size: number; ram_size: string }>(ds, `SELECT cpu_size, ram_size FROM stack_items WHERE uuid = $1`, [itemUuid]);
+    const id = clusterIdOf(itemUuid);
+    const password = secretBox.open(a.password_sealed);
+    await data.provision({
+      id, engine: a.engine, cpuSize: Number(size?.cpu_size ?? 0.5), ramSize: Number(size?.ram_size ?? 512 * 2 ** 20),
+      publicAccess: false, backups: false, password, username: a.username, database: a.database,
+    });
+    const deadline = Date.now() + readyTimeoutMs;
+    for (;;) {
+      const s = await data.status(id);
+      if (s.status === 'healthy' && s.endpoint) {
+        const conn = addonConnection({
+          type: a.engine, name: a.compose_service_name, settings: {}, username: a.username, database_name: a.database, password,
+          public_access: false, region_domain: '', endpoint: s.endpoint,
+        });
+        return { service: a.compose_service_name, engine: a.engine, vars: conn.var, url: conn.connection_details!.internal.connection_url };
+      }
+      if (Date.now() > deadline) throw ApplicationFailure.retryable(`${a.compose_service_name} is not healthy (${s.status})`, 'StackAddonNotReady');
+      await sleep();
+    }
+  }
+
+  /** The environment of a built service: its stack's add-ons' connection variables (the first of each engine keeps the common names). */
+  async function addonEnvironment(itemUuid: string): Promise<Record<string, string>> {
+    const siblings = await rows<{ uuid: string }>(ds,
+      `SELECT i.uuid FROM stack_items i JOIN stack_items me ON me.stack_uuid = i.stack_uuid
+        WHERE me.uuid = $1 AND i.item_type = 'addon' ORDER BY i.created_at, i.compose_service_name`, [itemUuid]);
+    const env: Record<string, string> = {};
+    for (const s of siblings) {
+      const a = await ensureAddon(s.uuid);
+      for (const [k, v] of Object.entries(a.vars)) if (!(k in env)) env[k] = v;
+      env[serviceUrlKey(a.service)] = a.url;
+    }
+    return env;
+  }
+
+  async function waitServing(itemUuid: string, name: string): Promise<string> {
+    const deadline = Date.now() + readyTimeoutMs;
+    for (;;) {
+      const failure = await apps.rolloutFailure(itemUuid);
+      if (failure) throw ApplicationFailure.nonRetryable(`${name} does not serve: ${failure}`, 'StackServiceFailed');
+      const status = await apps.status(itemUuid);
+      if (status === 'running') return 'running';
+      if (status === 'failed') throw ApplicationFailure.nonRetryable(`${name} does not serve: its processes keep failing (see its logs)`, 'StackServiceFailed');
+      if (Date.now() > deadline) throw ApplicationFailure.nonRetryable(`${name} did not serve within ${Math.round(readyTimeoutMs / 1000)} s (status ${status})`, 'StackServiceFailed');
+      await sleep();
+    }
+  }
+
+  const provisionApp = (itemUuid: string, name: string, ports: number[], cpuSize: number, ramSize: number, diskSize: number) => apps.provision({
+    appUuid: itemUuid, name, resourceUuid: '', internalPort: ports[0] ?? 8080, cpuSize, ramSize, diskSize, replicas: 1,
+  });
+
+  return {
+    refusals: (manifest) => localStackRefusals(manifest, (engine) => data.supports(engine)),
+
+    async buildImage(itemUuid, spec) {
+      await provisionApp(itemUuid, itemUuid, [], 0.5, 512 * 2 ** 20, 0);
+      const deploymentUuid = buildId(spec.deploymentUuid, itemUuid);
+      await builder.start({ appUuid: itemUuid, deploymentUuid, source: { repository: spec.repository, commitSha: spec.commitSha, context: spec.context } });
+      for (;;) {
+        const s = await builder.status(deploymentUuid);
+        if (s.status === 'succeeded') return s.image;
+        if (s.status === 'failed') throw ApplicationFailure.nonRetryable(s.reason, 'StackBuildFailed');
+        if (s.status === 'cancelled') throw ApplicationFailure.nonRetryable('the build was cancelled', 'StackBuildFailed');
+        await sleep();
+      }
+    },
+
+    async runService(itemUuid, spec) {
+      if (spec.kind === 'addon') {
+        await ensureAddon(itemUuid);
+        return 'running';
+      }
+      const env = await addonEnvironment(itemUuid);
+      await provisionApp(itemUuid, spec.name, spec.ports, spec.cpuSize, spec.ramSize, spec.diskSize);
+      await apps.rollout(itemUuid, spec.image, env);
+      return waitServing(itemUuid, spec.name);
+    },
+
+    async removeService(itemUuid) {
+      const addon = await one<{ item_uuid: string }>(ds, `SELECT item_uuid FROM local_stack_addons WHERE item_uuid = $1`, [itemUuid]);
+      if (addon) {
+        await data.delete(clusterIdOf(itemUuid));
+        await ds.query(`DELETE FROM local_stack_addons WHERE item_uuid = $1`, [itemUuid]);
+        return;
+      }
+      await apps.delete(itemUuid);
+    },
+  };
+}
