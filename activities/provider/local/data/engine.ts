@@ -1,0 +1,77 @@
+import { readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
+import path from 'node:path';
+import type { Logger } from 'pino';
+import type { ClusterSpec } from '../../data';
+import type { Isolation } from '../isolation';
+import type { ClusterRow, ClusterSecrets, ClusterStore } from './store';
+
+/** What every engine's server code gets. */
+export interface EngineContext {
+  store: ClusterStore;
+  iso: Isolation;
+  logger: Logger;
+  /** Where servers listen beyond loopback when publicly accessible (the configured host). */
+  host: string;
+  /** `<dataRoot>/<cluster id>`: the cluster's own folder (0700, its uid). */
+  dir(id: string): string;
+}
+
+/** One kind of database server (postgres, valkey, mysql) run as a local process. */
+export interface Engine {
+  /** Creates the data directory and the configuration (idempotent), and the users once it runs. */
+  init(row: ClusterRow, spec: ClusterSpec): Promise<void>;
+  /** Creates the generated user and database on a running server (idempotent). */
+  setup(row: ClusterRow, spec: ClusterSpec): Promise<void>;
+  /** Rewrites the configuration from the row (port, listen address, archiving). */
+  configure(row: ClusterRow): Promise<void>;
+  start(row: ClusterRow): Promise<void>;
+  stop(row: ClusterRow): Promise<void>;
+  /** The server process is alive (its pid file names a live process). */
+  alive(row: ClusterRow): boolean;
+  /** A real check: a connection and a trivial query. */
+  check(row: ClusterRow): Promise<boolean>;
+  /** Drops every piece of data, keeping the server and its generated user. */
+  reset(row: ClusterRow): Promise<void>;
+}
+
+/**
+ * Where a server listens: loopback, and when publicly accessible also the configured host
+ * (every interface when that is a wildcard or a name; loopback alone when it is loopback:
+ * the operator keeps the whole platform on this machine).
+ */
+export function listenAddresses(publicAccess: boolean, host: string): string[] {
+  if (!publicAccess || host === '127.0.0.1' || host === 'localhost' || host === '::1') return ['127.0.0.1'];
+  if (host === '0.0.0.0' || host === '::' || isIP(host) === 0) return ['0.0.0.0'];
+  return ['127.0.0.1', host];
+}
+
+/** The public host of the endpoint: the configured host, or loopback when that is a wildcard. */
+export function publicHost(host: string): string {
+  return host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
+}
+
+/** Whether the pid in the first line of `pidFile` is a live process. */
+export function pidAlive(pidFile: string): number | null {
+  try {
+    const pid = Number(readFileSync(pidFile, 'utf8').split('\n')[0]!.trim());
+    if (!Number.isInteger(pid) || pid <= 0) return null;
+    process.kill(pid, 0);
+    return pid;
+  } catch {
+    return null;
+  }
+}
+
+export const logTail = (file: string) => {
+  try {
+    const lines = readFileSync(file, 'utf8').trim().split('\n').slice(-40);
+    const bad = lines.filter((l) => /FATAL|PANIC|ERROR/.test(l)).slice(-3);
+    return [...bad, lines[lines.length - 1]].join(' | ');
+  } catch {
+    return '';
+  }
+};
+
+export const secretsOf = (ctx: EngineContext, row: ClusterRow): ClusterSecrets => ctx.store.secrets(row);
+export const serverLog = (ctx: EngineContext, id: string) => path.join(ctx.dir(id), 'server.log');
