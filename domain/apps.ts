@@ -32,6 +32,14 @@ export function isGitMethod(method: string): boolean {
   return (GIT_METHODS as readonly string[]).includes(method);
 }
 
+/**
+ * Git methods whose app deploys its branch head at creation (once provisioned): the
+ * repository has one. A git_push app's repository starts empty: its first push deploys.
+ */
+export function deploysBranchHeadAtCreation(method: string): boolean {
+  return method === 'public_git' || method === 'github';
+}
+
 /** What PATCH /apps/{uuid}/state accepts. */
 export const STATE_ACTIONS = ['start', 'stop', 'restart', 'schedule_start', 'schedule_stop'] as const;
 export type StateAction = (typeof STATE_ACTIONS)[number];

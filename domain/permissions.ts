@@ -57,6 +57,8 @@ export const OPERATIONS = {
   'apps.read': any('apps:view'),
   'apps.activity': any('apps:view'),
   'cronjobs.read': any('apps:view'),
+  // decision: the app's runtime log (GET /apps/{uuid}/logs, not in the contract) follows apps:view
+  'apps.logs': any('apps:view'),
   // contract: apps:deploy
   'apps.deploy_commit': any('apps:deploy'),
   'apps.change_state': any('apps:deploy'),

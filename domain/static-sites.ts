@@ -29,6 +29,8 @@ const TYPES: Record<string, string> = {
   mjs: 'text/javascript; charset=utf-8', json: 'application/json', svg: 'image/svg+xml', png: 'image/png', jpg: 'image/jpeg',
   jpeg: 'image/jpeg', gif: 'image/gif', webp: 'image/webp', ico: 'image/x-icon', txt: 'text/plain; charset=utf-8',
   xml: 'application/xml', woff: 'font/woff', woff2: 'font/woff2', wasm: 'application/wasm', map: 'application/json', pdf: 'application/pdf',
+  avif: 'image/avif', ttf: 'font/ttf', otf: 'font/otf', csv: 'text/csv; charset=utf-8', mp4: 'video/mp4', webm: 'video/webm',
+  mp3: 'audio/mpeg', webmanifest: 'application/manifest+json',
 };
 
 export function contentType(file: string): string {

@@ -5,6 +5,13 @@ import { Column, CreateDateColumn, Entity, PrimaryColumn, UpdateDateColumn } fro
  * cron job (kind `addon`, type `cronjob`): contract "Add-on". Routes use raw SQL; the entity
  * documents the columns.
  */
+/** Where a database is served: `host:port` for clients on this machine, `public_host:port` when publicly accessible. */
+export interface AddonEndpoint {
+  host: string;
+  port: number;
+  public_host: string;
+}
+
 @Entity('addons')
 export class Addon {
   @PrimaryColumn('uuid') uuid: string;
@@ -32,6 +39,8 @@ export class Addon {
   @Column('uuid', { nullable: true }) replica_of: string | null;
   @Column('uuid', { nullable: true }) restored_from: string | null;
   @Column('text', { nullable: true }) cluster_id: string | null;
+  /** Where the data plane serves it (host, port, public host), from the driver's live status; null: not known (the simulated driver). */
+  @Column('jsonb', { nullable: true }) endpoint: AddonEndpoint | null;
   @CreateDateColumn({ type: 'timestamptz' }) created_at: Date;
   @UpdateDateColumn({ type: 'timestamptz' }) updated_at: Date;
 }

@@ -8,6 +8,8 @@ export interface DataSourceOptions {
   /** Connection pool size. */
   poolSize?: number;
   logging?: boolean;
+  /** How long a request waits for a pool connection before it fails (no hang while PostgreSQL is down). */
+  connectTimeoutMs?: number;
 }
 
 /** The one way to make a DataSource: migrations, never synchronize. */
@@ -20,6 +22,7 @@ export function createDataSource(options: DataSourceOptions): DataSource {
     migrationsRun: false,
     synchronize: false,
     logging: options.logging ?? false,
+    connectTimeoutMS: options.connectTimeoutMs ?? 5_000,
     extra: { max: options.poolSize ?? 10 },
   });
 }

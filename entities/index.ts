@@ -7,6 +7,7 @@ import { CustomDomain } from './domain';
 import { PlatformEvent } from './event';
 import { PreviewConfig, PreviewEnvironment } from './preview';
 import { IdempotencyKey } from './idempotency-key';
+import { LocalApp, LocalAppBuild } from './local-app';
 import { Member } from './member';
 import { Operation } from './operation';
 import { Project, ProjectResource, ProjectRestriction } from './project';
@@ -29,6 +30,7 @@ export { Webhook, WebhookDelivery };
 export { Bucket, StaticSite, StaticSiteDeployment, Stack, StackDeployment, StackItem };
 export { CustomDomain, PreviewConfig, PreviewEnvironment };
 export { AppDeployment, AppPort, AppSecretFile, AppTlsCertificate, AppVariable, ResourceEndpoint };
+export { LocalApp, LocalAppBuild };
 
 /** Every entity class; register new ones here. */
 export const entities = [
@@ -40,4 +42,5 @@ export const entities = [
   CustomDomain, PreviewConfig, PreviewEnvironment,
   Addon,
   AppDeployment, AppPort, AppSecretFile, AppTlsCertificate, AppVariable, ResourceEndpoint,
+  LocalApp, LocalAppBuild,
 ];

@@ -22,6 +22,10 @@ export interface BuildRequest {
   image: string | null;
   /** Registry login for container_registry, opened inside the activity for this call only. */
   registryAuth?: { hostname: string | null; username: string; token: string } | null;
+  /** git methods: where the commit is fetched from (git_push: the driver's own repository of the app). */
+  repository?: string | null;
+  /** A login for a private repository, opened inside the activity for this call only. */
+  credential?: { username: string; token: string } | null;
 }
 
 export type BuildStatus =
@@ -72,4 +76,12 @@ export interface AppsDriver {
   applyPorts(appUuid: string, ports: PortSpec[]): Promise<void>;
   /** Removes everything of the app; deleting an absent app is a success. */
   delete(appUuid: string): Promise<void>;
+  /**
+   * Why the app's last rollout did not take over (e.g. "the release exited at boot with
+   * code 1: ..."); null when it did, is still under way, or the driver cannot tell. The
+   * previous release keeps serving when one did.
+   */
+  rolloutFailure(appUuid: string): Promise<string | null>;
+  /** Where a git_push app's pushes land (the build's repository); null when the driver keeps none. */
+  pushRepository(appName: string): string | null;
 }

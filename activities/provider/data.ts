@@ -12,6 +12,9 @@ export interface ClusterSpec {
   backups: boolean;
   /** The generated password in plain text: opened inside the activity, never in workflow data. */
   password: string | null;
+  /** The generated user (postgres, mysql) and database the credentials name. */
+  username?: string | null;
+  database?: string | null;
 }
 
 export interface BackupInfo {
@@ -24,6 +27,8 @@ export interface ClusterStatus {
   /** `creating` while provisioning; then the live status (healthy, bound, running) or an unhealthy value. */
   status: string;
   ready: boolean;
+  /** Where clients reach it, when the driver serves it for real (the simulated driver: absent). */
+  endpoint?: { host: string; port: number; public_host: string };
 }
 
 export type RestoreSource = { backupName: string } | { targetTime: Date } | { latest: true };
@@ -34,6 +39,8 @@ export interface JobRun {
 }
 
 export interface DataDriver {
+  /** Whether this driver can run the engine: null, or the reason it cannot (what to install), for a 422. */
+  supports(engine: DataEngine): string | null;
   /** Creates the cluster (idempotent by id). */
   provision(spec: ClusterSpec): Promise<void>;
   /** Creates a read replica of `primaryId` streaming from it, with the primary's credentials. */
@@ -61,6 +68,11 @@ export interface DataDriver {
   delete(id: string): Promise<void>;
   /** Creates a directory of a shared volume if missing (sub_path mounts). */
   ensureSubPath(id: string, path: string): Promise<void>;
-  /** Runs a cron job's command in the app's image; answers its exit code and log. */
+  /** Copies a storage volume's files into another, provisioned, volume (clone_data). */
+  copyVolume(sourceId: string, targetId: string): Promise<void>;
+  /**
+   * Runs a cron job's command in the app's current release with its environment; answers
+   * its exit code and log (the end of its output). No release yet: a non-retryable failure.
+   */
   runJob(input: { appUuid: string; command: string }): Promise<JobRun>;
 }

@@ -21,4 +21,8 @@ export interface Provider {
   readonly stacks: StacksDriver;
   data: DataDriver;
   readonly apps: AppsDriver;
+  /** Lines for the start banner: what runs where, and how isolated (the local driver). */
+  readonly summary?: string[];
+  /** Stops what the driver runs in this process (app processes, ingress, add-on servers). */
+  close?(): Promise<void>;
 }

@@ -13,6 +13,9 @@ import { VariableSecretFlag1732957000000 } from './1732957000000-variable-secret
 import { AuditApp1732960000000 } from './1732960000000-audit-app';
 import { OperationSignal1732965000000 } from './1732965000000-operation-signal';
 import { DropSimPreviews1732970000000 } from './1732970000000-drop-sim-previews';
+import { LocalData1733000000000 } from './1733000000000-local-data';
+import { LocalApps1733100000000 } from './1733100000000-local-apps';
+import { LocalStackAddons1733250000000 } from './1733250000000-local-stack-addons';
 
 /** Every migration, in timestamp order (one entry per line). */
 export const migrations = [
@@ -31,4 +34,7 @@ export const migrations = [
   AuditApp1732960000000,
   OperationSignal1732965000000,
   DropSimPreviews1732970000000,
+  LocalData1733000000000,
+  LocalApps1733100000000,
+  LocalStackAddons1733250000000,
 ];

@@ -181,6 +181,15 @@ export class SimulatedAppsDriver implements AppsDriver {
     await this.db.query(`DELETE FROM sim_app_volumes WHERE app_uuid = $1`, [appUuid]);
     await this.db.query(`DELETE FROM sim_apps WHERE app_uuid = $1`, [appUuid]);
   }
+
+  /** A simulated rollout never fails on its own: a scripted start status says failed instead. */
+  async rolloutFailure(_appUuid: string): Promise<string | null> {
+    return null;
+  }
+
+  pushRepository(_appName: string): string | null {
+    return null;
+  }
 }
 
 /**

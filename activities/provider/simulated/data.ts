@@ -45,6 +45,11 @@ export class SimulatedData implements DataDriver {
       [spec.id, spec.engine, this.core.readyAt(), spec.publicAccess, spec.backups, replicaOf, spec.cpuSize, spec.ramSize, hash(spec.password)]);
   }
 
+  /** The simulated data plane pretends to run every engine. */
+  supports(): string | null {
+    return null;
+  }
+
   async provision(spec: ClusterSpec): Promise<void> {
     await this.core.maybeFail('data.provision');
     await this.insert(spec, null);
@@ -168,6 +173,12 @@ export class SimulatedData implements DataDriver {
     const c = await this.cluster(id);
     if (c.engine !== 'storage') throw ApplicationFailure.nonRetryable('sub paths exist on storage volumes only', 'NotSupported');
     await this.db.query(`INSERT INTO sim_data_dirs (cluster_id, path) VALUES ($1, $2) ON CONFLICT DO NOTHING`, [id, path]);
+  }
+
+  async copyVolume(sourceId: string, targetId: string): Promise<void> {
+    await this.core.maybeFail('data.copyVolume');
+    await this.cluster(targetId);
+    await this.db.query(`INSERT INTO sim_data_dirs (cluster_id, path) SELECT $2, path FROM sim_data_dirs WHERE cluster_id = $1 ON CONFLICT DO NOTHING`, [sourceId, targetId]);
   }
 
   async runJob(input: { appUuid: string; command: string }) {

@@ -1,4 +1,3 @@
-import { timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Client } from '@temporalio/client';
 import type { Logger } from 'pino';
@@ -6,7 +5,9 @@ import type { DataSource } from 'typeorm';
 import { APP_LIVE_STATES, HEALTH_EVENTS, type HealthEvent, type LiveStatus } from '../../../domain/apps';
 import type { SecretBox } from '../../../domain/secret-box';
 import { one } from '../../../entities/sql';
+import { BASIC_AUTH_CHALLENGE, basicAuthMatches } from '../basic-auth';
 import { SimulatedAppsControl } from './apps';
+import type { AppRouteRow } from '../local/route-settings';
 
 export interface SimulatedIngressOptions {
   dataSource: DataSource;
@@ -25,25 +26,9 @@ export interface SimulatedIngress {
   close(): Promise<void>;
 }
 
-interface Target {
-  uuid: string;
-  state: string;
-  private_access: boolean;
-  maintenance: boolean;
-  basic_auth_enabled: boolean;
-  basic_auth_username: string | null;
-  basic_auth_password_sealed: string | null;
-}
-
 function send(res: ServerResponse, status: number, body: string, headers: Record<string, string> = {}): void {
   res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8', 'x-berth-simulated': 'ingress', ...headers });
   res.end(`${body}\n`);
-}
-
-function sameText(a: string, b: string): boolean {
-  const x = Buffer.from(a);
-  const y = Buffer.from(b);
-  return x.length === y.length && timingSafeEqual(x, y);
 }
 
 async function readJson(req: IncomingMessage): Promise<any> {
@@ -102,15 +87,13 @@ export async function startSimulatedIngress(options: SimulatedIngressOptions): P
     const path = (req.url ?? '/').split('?')[0]!;
     if (path.startsWith('/__simulated/')) return controlRequest(req, res, path);
     const name = (req.headers.host ?? '').split(':')[0]!.split('.')[0]!.toLowerCase();
-    const app = name ? await one<Target>(options.dataSource,
+    const app = name ? await one<AppRouteRow>(options.dataSource,
       `SELECT uuid, state, private_access, maintenance, basic_auth_enabled, basic_auth_username, basic_auth_password_sealed FROM apps WHERE name = $1`, [name]) : undefined;
     if (!app || app.private_access) return send(res, 404, 'no public app answers at this host');
     if (app.basic_auth_enabled) {
-      const auth = /^Basic\s+(.+)$/i.exec(req.headers.authorization ?? '');
-      const [user, ...rest] = auth ? Buffer.from(auth[1]!, 'base64').toString('utf8').split(':') : [];
-      const ok = auth && app.basic_auth_username && app.basic_auth_password_sealed && sameText(user ?? '', app.basic_auth_username)
-        && sameText(rest.join(':'), options.secretBox.open(app.basic_auth_password_sealed));
-      if (!ok) return send(res, 401, 'authentication required', { 'www-authenticate': 'Basic realm="app"' });
+      const ok = app.basic_auth_username && app.basic_auth_password_sealed
+        && basicAuthMatches(req.headers.authorization, app.basic_auth_username, options.secretBox.open(app.basic_auth_password_sealed));
+      if (!ok) return send(res, 401, 'authentication required', { 'www-authenticate': BASIC_AUTH_CHALLENGE });
     }
     if (app.state === 'sleeping') {
       await signalTraffic(app.uuid, true);

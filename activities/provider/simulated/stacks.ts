@@ -7,6 +7,7 @@ import type { SimulatedCore } from './core';
  */
 export function createSimulatedStacks(core: SimulatedCore): StacksDriver {
   return {
+    refusals: () => [],
     async buildImage(itemUuid, spec) {
       await core.maybeFail('stacks.build_image');
       return `registry.berth.local/${itemUuid}:${spec.commitSha.slice(0, 12)}`;
