@@ -13,17 +13,15 @@ export interface GitCredential {
 }
 
 /**
- * A shallow clone of one branch with the real git, into a temporary directory the caller
- * removes with `dispose`. A stored credential travels as an HTTP Authorization header set
- * through GIT_CONFIG_* environment variables: never in the URL, the arguments or a log.
- * Only https (and file, where allowed) transports are enabled.
+ * The environment git runs with to fetch user repositories: never prompting, only https
+ * (and file, where allowed) transports, and a stored credential as an HTTP Authorization
+ * header through GIT_CONFIG_* variables: never in the URL, the arguments or a log.
  */
-export async function cloneBranch(url: string, branch: string, options: { credential?: GitCredential | null; allowFile: boolean; caFile?: string; timeoutMs?: number }): Promise<{ dir: string; commitSha: string; dispose(): Promise<void> }> {
-  const dir = await mkdtemp(path.join(tmpdir(), 'berth-git-'));
+export function gitEnv(options: { home: string; allowFile: boolean; caFile?: string; credential?: GitCredential | null }): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {
     // eslint-disable-next-line no-restricted-properties -- not configuration: git is found on the worker's own PATH
     PATH: process.env.PATH,
-    HOME: dir,
+    HOME: options.home,
     GIT_TERMINAL_PROMPT: '0',
     GIT_ASKPASS: 'true',
     GIT_CONFIG_NOSYSTEM: '1',
@@ -35,6 +33,18 @@ export async function cloneBranch(url: string, branch: string, options: { creden
     const basic = Buffer.from(`${options.credential.username}:${options.credential.token}`).toString('base64');
     Object.assign(env, { GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: 'http.extraHeader', GIT_CONFIG_VALUE_0: `Authorization: Basic ${basic}` });
   }
+  return env;
+}
+
+/**
+ * A shallow clone of one branch with the real git, into a temporary directory the caller
+ * removes with `dispose`. A stored credential travels as an HTTP Authorization header set
+ * through GIT_CONFIG_* environment variables: never in the URL, the arguments or a log.
+ * Only https (and file, where allowed) transports are enabled.
+ */
+export async function cloneBranch(url: string, branch: string, options: { credential?: GitCredential | null; allowFile: boolean; caFile?: string; timeoutMs?: number }): Promise<{ dir: string; commitSha: string; dispose(): Promise<void> }> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'berth-git-'));
+  const env = gitEnv({ home: dir, allowFile: options.allowFile, caFile: options.caFile, credential: options.credential });
   const dispose = () => rm(dir, { recursive: true, force: true });
   const work = path.join(dir, 'repo');
   try {

@@ -1,13 +1,34 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 
 const FIXTURES = path.join(__dirname, '..', 'fixtures', 'compose');
+const APP_FIXTURES = path.join(__dirname, '..', 'fixtures', 'apps');
 
 /** A compose fixture's text (test/fixtures/compose). */
 export function fixture(name: string): string {
   return readFileSync(path.join(FIXTURES, name), 'utf8');
+}
+
+/** The files of an app fixture (test/fixtures/apps/<name>), by path, to commit with `localRepo`. */
+export function appFixture(name: string): Record<string, string> {
+  return fixtureFiles(path.join(APP_FIXTURES, name));
+}
+
+/** The files of a stack fixture (test/fixtures/stacks/<name>: a compose file and its services' folders), by path. */
+export function stackFixture(name: string): Record<string, string> {
+  return fixtureFiles(path.join(__dirname, '..', 'fixtures', 'stacks', name));
+}
+
+function fixtureFiles(root: string): Record<string, string> {
+  const files: Record<string, string> = {};
+  for (const entry of readdirSync(root, { recursive: true, withFileTypes: true })) {
+    if (!entry.isFile()) continue;
+    const full = path.join(entry.parentPath, entry.name);
+    files[path.relative(root, full)] = readFileSync(full, 'utf8');
+  }
+  return files;
 }
 
 export interface LocalRepo {
