@@ -1,10 +1,14 @@
+import { createHash } from 'node:crypto';
 import { ApplicationFailure } from '@temporalio/common';
-import { isGitMethod, type AppState, type LiveStatus } from '../domain/apps';
+import { deploysBranchHeadAtCreation, isGitMethod, type AppState, type LiveStatus } from '../domain/apps';
+import { diffRecords } from '../domain/audit';
+import { insertAuditEvent } from '../entities/audit-events';
 import { one, rows } from '../entities/sql';
 import { effectiveEnvironment } from './app-environment';
 import type { ActivityDeps } from './deps';
 import { branchHead, commitSubject, GitError } from './git';
 import type { AppRuntimeStatus, AppSpec, BuildStatus } from './provider/apps';
+import { parentImageSync } from './parent-image-sync';
 import { moveAppTo, moveState } from './state';
 import { plugInAppNetworks } from './vpc';
 
@@ -16,6 +20,10 @@ export interface AppInfo {
   planType: string;
   resourceName: string;
   labels: string[];
+  /** Absent in histories recorded before it was read (the app's first deployment at creation). */
+  deploymentMethod?: string;
+  /** Free-plan idle time before the app sleeps (BERTH_APP_IDLE_TIMEOUT_S; the contract's 30 minutes by default). */
+  idleMs: number;
 }
 
 export interface DeploymentStart {
@@ -37,7 +45,9 @@ export interface CloneFlags {
   clone_security: boolean;
 }
 
-export function createAppActivities({ dataSource: ds, provider, secretBox, logger }: Pick<ActivityDeps, 'dataSource' | 'provider' | 'secretBox' | 'logger'>) {
+export function createAppActivities(deps: Pick<ActivityDeps, 'dataSource' | 'provider' | 'secretBox' | 'logger' | 'temporal' | 'config'>) {
+  const { dataSource: ds, provider, secretBox, logger, config } = deps;
+  const clones = parentImageSync(deps);
   const driver = provider.apps;
 
   async function spec(appUuid: string): Promise<AppSpec> {
@@ -64,11 +74,42 @@ export function createAppActivities({ dataSource: ds, provider, secretBox, logge
   return {
     /** The app as its workflows see it; null once it is gone. */
     async appInfo(appUuid: string): Promise<AppInfo | null> {
-      const row = await one<{ workspace_uuid: string; state: string; plan: { plan_type?: string }; resource_name: string; labels: string[] }>(ds,
-        `SELECT a.workspace_uuid, a.state, c.plan, c.name AS resource_name, c.labels
+      const row = await one<{ workspace_uuid: string; state: string; plan: { plan_type?: string }; resource_name: string; labels: string[]; deployment_method: string }>(ds,
+        `SELECT a.workspace_uuid, a.state, c.plan, c.name AS resource_name, c.labels, a.deployment_method
            FROM apps a JOIN compute_resources c ON c.uuid = a.resource_uuid WHERE a.uuid = $1`, [appUuid]);
       if (!row) return null;
-      return { appUuid, workspaceUuid: row.workspace_uuid, state: row.state, planType: row.plan.plan_type ?? '', resourceName: row.resource_name, labels: row.labels };
+      return {
+        appUuid, workspaceUuid: row.workspace_uuid, state: row.state, planType: row.plan.plan_type ?? '', resourceName: row.resource_name, labels: row.labels,
+        deploymentMethod: row.deployment_method,
+        idleMs: config.appIdleTimeoutS * 1000,
+      };
+    },
+
+    /**
+     * The first deployment of a new public_git / github app: its branch head (resolved by the
+     * deployment's workflow), pending, recorded as the platform's (the app's creation is the
+     * caller's entry). Only for an app without deployments; a retry finds the one it made.
+     * Answers its uuid, or null when the app already has deployments (or is gone).
+     */
+    async createInitialDeployment(appUuid: string): Promise<string | null> {
+      // Its uuid is a function of the app's: a retry finds the deployment it made, never a second one.
+      const h = createHash('sha256').update(`initial-deployment:${appUuid}`).digest('hex');
+      const uuid = `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-8${h.slice(17, 20)}-${h.slice(20, 32)}`;
+      return ds.transaction(async (m) => {
+        const app = await one<{ workspace_uuid: string; deployment_method: string; branch: string | null }>(m,
+          `SELECT workspace_uuid, deployment_method, deployment_config->>'branch' AS branch FROM apps WHERE uuid = $1 FOR UPDATE`, [appUuid]);
+        if (!app || !deploysBranchHeadAtCreation(app.deployment_method)) return null;
+        const earlier = await rows<{ uuid: string; state: string }>(m, `SELECT uuid, state FROM app_deployments WHERE app_uuid = $1`, [appUuid]);
+        if (earlier.length > 0) return earlier.length === 1 && earlier[0]!.uuid === uuid && earlier[0]!.state === 'pending' ? uuid : null;
+        const [row] = await rows<{ s: Record<string, unknown> }>(m,
+          `INSERT INTO app_deployments (uuid, app_uuid, workspace_uuid, deployment_method, branch) VALUES ($1, $2, $3, $4, $5) RETURNING to_jsonb(app_deployments) AS s`,
+          [uuid, appUuid, app.workspace_uuid, app.deployment_method, app.branch ?? 'main']);
+        await insertAuditEvent(m, {
+          workspaceUuid: app.workspace_uuid, actorType: 'system', actorUuid: null, source: 'workflow', action: 'deployment.create',
+          resourceType: 'deployment', resourceUuid: uuid, appUuid, diff: diffRecords(null, row!.s),
+        });
+        return uuid;
+      });
     },
 
     /** Guarded move of an app's state; answers the state it reads afterwards (null if gone). */
@@ -180,8 +221,10 @@ export function createAppActivities({ dataSource: ds, provider, secretBox, logge
 
     /** Starts the build; a container_registry login is opened here, for this call only. */
     async startDeploymentBuild(deploymentUuid: string): Promise<void> {
-      const d = await one<{ app_uuid: string; deployment_method: string; commit_sha: string | null; image: string | null; credential_id: string | null; workspace_uuid: string }>(ds,
-        `SELECT d.app_uuid, d.deployment_method, d.commit_sha, d.image, a.deployment_config->>'credential_id' AS credential_id, a.workspace_uuid
+      const d = await one<{ app_uuid: string; deployment_method: string; commit_sha: string | null; image: string | null; credential_id: string | null; workspace_uuid: string;
+        name: string; repository: string | null }>(ds,
+        `SELECT d.app_uuid, d.deployment_method, d.commit_sha, d.image, a.deployment_config->>'credential_id' AS credential_id, a.workspace_uuid,
+                a.name, a.deployment_config->>'repository' AS repository
            FROM app_deployments d JOIN apps a ON a.uuid = d.app_uuid WHERE d.uuid = $1`, [deploymentUuid]);
       if (!d) throw ApplicationFailure.nonRetryable('the deployment no longer exists', 'DeploymentGone');
       let registryAuth = null;
@@ -192,7 +235,10 @@ export function createAppActivities({ dataSource: ds, provider, secretBox, logge
         if (!c) throw ApplicationFailure.nonRetryable('the registry credential of the app no longer exists', 'CredentialGone');
         registryAuth = { hostname: c.registry_hostname, username: c.username, token: secretBox.open(c.token_sealed) };
       }
-      await driver.startBuild({ appUuid: d.app_uuid, deploymentUuid, method: d.deployment_method, commitSha: d.commit_sha, image: d.image, registryAuth });
+      // git_push: the data plane's own repository of the app; public_git and github: the configured one
+      const repository = d.deployment_method === 'git_push' ? driver.pushRepository(d.name) : isGitMethod(d.deployment_method) ? d.repository : null;
+      await driver.startBuild({ appUuid: d.app_uuid, deploymentUuid, method: d.deployment_method, commitSha: d.commit_sha, image: d.image, registryAuth,
+        repository, credential: null });
     },
 
     /** The build's progress, and whether a cancel was asked for (the database is the durable record of it). */
@@ -207,21 +253,28 @@ export function createAppActivities({ dataSource: ds, provider, secretBox, logge
     async cancelDeploymentBuild(deploymentUuid: string): Promise<void> {
       await driver.cancelBuild(deploymentUuid);
     },
+    /** Why the app's last rollout did not take over (null: it did); the previous release keeps serving when one did. */
+    async rolloutFailure(appUuid: string): Promise<string | null> {
+      return driver.rolloutFailure(appUuid);
+    },
     async rolloutImage(appUuid: string, image: string): Promise<void> {
       // the environment is opened here, for this call only (never in workflow history)
       await driver.rollout(appUuid, image, await effectiveEnvironment(ds, secretBox, appUuid));
     },
     /** Ends a deployment once: completed, failed (with the reason) or cancelled; logs are stored then. */
     async finishDeployment(deploymentUuid: string, outcome: 'completed' | 'failed' | 'cancelled', message: string | null): Promise<boolean> {
-      const done = await rows(ds,
-        `UPDATE app_deployments SET state = $2, message = $3, finished_at = now(), logs_stored_at = now(), updated_at = now()
-          WHERE uuid = $1 AND state IN ('pending', 'running', 'cancelling') RETURNING uuid`, [deploymentUuid, outcome, message]);
-      if (done.length > 0 && outcome === 'completed') {
+      const { finished, synced } = await ds.transaction(async (m) => {
+        const done = await rows<{ app_uuid: string }>(m,
+          `UPDATE app_deployments SET state = $2, message = $3, finished_at = now(), logs_stored_at = now(), updated_at = now()
+            WHERE uuid = $1 AND state IN ('pending', 'running', 'cancelling') RETURNING app_uuid`, [deploymentUuid, outcome, message]);
+        if (done.length === 0 || outcome !== 'completed') return { finished: done.length > 0, synced: [] };
         // the deployment used the variables as they were when it began: a later change keeps the mark
-        await ds.query(`UPDATE apps a SET needs_redeploy_since = NULL FROM app_deployments d
-                         WHERE d.uuid = $1 AND a.uuid = d.app_uuid AND a.needs_redeploy_since <= d.created_at`, [deploymentUuid]);
-      }
-      return done.length > 0;
+        await m.query(`UPDATE apps a SET needs_redeploy_since = NULL FROM app_deployments d
+                        WHERE d.uuid = $1 AND a.uuid = d.app_uuid AND a.needs_redeploy_since <= d.created_at`, [deploymentUuid]);
+        return { finished: true, synced: await clones.queue(m, done[0]!.app_uuid) };
+      });
+      await clones.dispatch(synced);
+      return finished;
     },
 
     // --- clone saga steps and their compensations ---

@@ -9,7 +9,7 @@ import { one, rows } from '../entities/sql';
 import { attemptScopedUuid } from './attempt-id';
 import type { ActivityDeps } from './deps';
 import { moveState } from './state';
-import type { ClusterSpec, DataEngine, RestoreSource } from './provider/data';
+import type { ClusterSpec, ClusterStatus, DataEngine, RestoreSource } from './provider/data';
 
 /** What workflows pass to restore: identifiers and plain choices, never credentials. */
 export type RestoreChoice = { backupName: string } | { targetTime: string } | { latest: true };
@@ -44,7 +44,14 @@ export function createDataActivities(deps: Pick<ActivityDeps, 'dataSource' | 'lo
       publicAccess: creds.public_access,
       backups: row.backup_enabled,
       password: creds.password_sealed ? secretBox.open(creds.password_sealed) : null,
+      username: creds.username,
+      database: creds.database_name,
     };
+  }
+  /** Records where the driver serves the add-on (connection_details read it); the simulated driver names none. */
+  async function recordEndpoint(uuid: string, s: ClusterStatus): Promise<void> {
+    if (!s.endpoint) return;
+    await ds.query(`UPDATE addons SET endpoint = $2 WHERE uuid = $1 AND endpoint IS DISTINCT FROM $2::jsonb`, [uuid, JSON.stringify(s.endpoint)]);
   }
   async function mirrorBackups(row: AddonRow): Promise<number> {
     const list = await driver().listBackups(row.cluster_id!);
@@ -94,6 +101,7 @@ export function createDataActivities(deps: Pick<ActivityDeps, 'dataSource' | 'lo
       let changed = 0;
       for (const a of live) {
         const s = await driver().status(a.cluster_id).catch(() => null);
+        if (s) await recordEndpoint(a.uuid, s);
         if (!s?.ready || s.status === a.state || s.status === 'stopped') continue;
         if (await moveState(ds, { table: 'addons', uuid: a.uuid, from: [a.state], to: s.status })) {
           changed += 1;
@@ -124,6 +132,7 @@ export function createDataActivities(deps: Pick<ActivityDeps, 'dataSource' | 'lo
     async refreshAddonStatus(uuid: string): Promise<{ ready: boolean; status: string }> {
       const row = await required(uuid);
       const s = await driver().status(row.cluster_id!);
+      await recordEndpoint(uuid, s);
       // `stopped` is only ever written by a stop request: a cluster still stopping (or not yet
       // started) while the add-on should run is not ready, and the state is left alone.
       if (s.status === 'stopped') return { ready: row.state === 'stopped', status: s.status };
@@ -275,7 +284,11 @@ export function createDataActivities(deps: Pick<ActivityDeps, 'dataSource' | 'lo
         return undefined;
       });
       if (finished) return finished.exit_code;
-      const result = await driver().runJob({ appUuid: row.app_uuid!, command: String(row.settings.command) });
+      const result = await driver().runJob({ appUuid: row.app_uuid!, command: String(row.settings.command) }).catch(async (err: Error) => {
+        // the log stream says why the run did not happen (no exit code: nothing ran)
+        await ds.query(`UPDATE cronjob_runs SET finished_at = now(), log = $2 WHERE uuid = $1`, [runId, `the run did not start: ${err.message}\n`]);
+        throw err;
+      });
       await ds.query(`UPDATE cronjob_runs SET finished_at = now(), exit_code = $2, log = $3 WHERE uuid = $1`, [runId, result.exitCode, result.log]);
       return result.exitCode;
     },
@@ -323,6 +336,7 @@ export function createDataActivities(deps: Pick<ActivityDeps, 'dataSource' | 'lo
         await driver().restore({ sourceId: src.cluster_id, targetId: target.cluster_id!, from: { backupName: backup.name }, targetSpec: await specOf(target) });
       } else {
         await driver().provision(await specOf(target));
+        if (input.withData && src.type === 'storage' && src.cluster_id) await driver().copyVolume(src.cluster_id, target.cluster_id!);
       }
     },
     /** Compensation of cloneAddon: removes the copy and its cluster. */

@@ -55,7 +55,7 @@ const PREVIEW_CLONE: CloneFlags = {
  * app_deployments row that the apps area's appDeploy runs (a child of the environment's
  * workflow); destroying removes the workload through the apps driver.
  */
-export function createPreviewActivities(deps: Pick<ActivityDeps, 'dataSource' | 'logger' | 'provider' | 'temporal' | 'secretBox'>) {
+export function createPreviewActivities(deps: Pick<ActivityDeps, 'dataSource' | 'logger' | 'provider' | 'temporal' | 'secretBox' | 'config'>) {
   const { dataSource, logger, provider, temporal } = deps;
   const apps = createAppActivities(deps);
   async function env(id: number): Promise<EnvRow | undefined> {

@@ -124,13 +124,19 @@ export function createStackActivities({ dataSource, secretBox, provider, config,
       }
       const values = JSON.parse(secretBox.open(s.variables_sealed)) as Record<string, string>;
       const missing = result.manifest.required_variables.filter((v) => values[v] === undefined);
-      const errors = missing.length > 0 ? { variables: missing.map((v) => `${v} is required and has no value`) } : {};
+      // what the data plane cannot run for real is refused here, before anything is published
+      const refused = provider.stacks.refusals(result.manifest);
+      const errors = {
+        ...(missing.length > 0 ? { variables: missing.map((v) => `${v} is required and has no value`) } : {}),
+        ...(refused.length > 0 ? { services: refused } : {}),
+      };
+      const ok = missing.length === 0 && refused.length === 0;
       await dataSource.query(`UPDATE stack_deployments SET commit_sha = $2, validation_errors = $3, updated_at = now() WHERE uuid = $1`,
         [deploymentUuid, result.commitSha, JSON.stringify(errors)]);
-      if (missing.length === 0) {
+      if (ok) {
         await dataSource.query(`UPDATE stacks SET manifest = $2, updated_at = now() WHERE uuid = $1`, [s.stack_uuid, JSON.stringify(result.manifest)]);
       }
-      return { ok: missing.length === 0, commitSha: result.commitSha };
+      return { ok, commitSha: result.commitSha };
     },
 
     /**
@@ -194,9 +200,14 @@ export function createStackActivities({ dataSource, secretBox, provider, config,
 
     /** building: an image for a service with a build section (the data plane builds it). */
     async buildStackService(deploymentUuid: string, item: PublishedItem): Promise<string> {
-      const d = await one<{ repository: string; commit_sha: string }>(dataSource,
-        `SELECT s.repository, d.commit_sha FROM stack_deployments d JOIN stacks s ON s.uuid = d.stack_uuid WHERE d.uuid = $1`, [deploymentUuid]);
-      return provider.stacks.buildImage(item.uuid, { repository: d!.repository, commitSha: d!.commit_sha, context: item.build!.context, dockerfile: item.build!.dockerfile });
+      const d = await one<{ repository: string; commit_sha: string; compose_file: string }>(dataSource,
+        `SELECT s.repository, d.commit_sha, s.manifest->>'compose_file' AS compose_file
+           FROM stack_deployments d JOIN stacks s ON s.uuid = d.stack_uuid WHERE d.uuid = $1`, [deploymentUuid]);
+      // compose resolves a build context against the compose file's folder
+      const context = path.posix.normalize(path.posix.join(path.posix.dirname(d!.compose_file ?? '.'), item.build!.context));
+      return provider.stacks.buildImage(item.uuid, {
+        deploymentUuid, repository: d!.repository, commitSha: d!.commit_sha, context, dockerfile: item.build!.dockerfile,
+      });
     },
 
     /** deploying: rolls a service out and records its live status (apps mirror it in apps.state). */

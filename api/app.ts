@@ -4,10 +4,12 @@ import Koa from 'koa';
 import { version } from '../package.json';
 import { codeHostRouter } from './code-host';
 import type { ApiDeps } from './context';
+import { gitHttp } from './git-http';
 import { accessLog } from './middleware/access-log';
 import { authenticate } from './middleware/auth';
 import { problemErrors } from './middleware/errors';
 import { idempotency } from './middleware/idempotency';
+import { appAddressKey, createRequestLimiter, rateLimit, tokenOrAddressKey } from './middleware/rate-limit';
 import { requestId } from './middleware/request-id';
 import { openApiDocument, referencePage } from './openapi';
 import { Problem } from './problem';
@@ -47,12 +49,21 @@ export function createApp(deps: ApiDeps, routes: readonly RouteDef[] = allRoutes
     }
   });
   app.use(meta.routes());
+  const limiter = createRequestLimiter(deps.config.rateLimit);
+  // git's Smart HTTP for git_push apps (HTTP Basic with a token, not bearer): /git/<app name>.git (api/git-http.ts),
+  // limited per app and client address like the code-host endpoint.
+  if (deps.localLayout) {
+    const limitGit = rateLimit(limiter, (ctx) => appAddressKey(/^\/git\/([^/]+)/.exec(ctx.path)?.[1] ?? '', ctx));
+    const git = gitHttp({ ...deps, localLayout: deps.localLayout });
+    app.use((ctx, next) => (ctx.path.startsWith('/git/') ? limitGit(ctx, () => git(ctx, next)) : next()));
+  }
   app.use(async (ctx, next) => {
     if (ctx.path === '/api/v1' || ctx.path.startsWith('/api/v1/')) return next();
     ctx.status = 404;
   });
   // Signed by the code host, not bearer-authenticated: before authentication (api/code-host.ts).
-  app.use(codeHostRouter(deps).routes());
+  app.use(codeHostRouter(deps, limiter).routes());
+  app.use(rateLimit(limiter, tokenOrAddressKey));
   app.use(authenticate(deps.dataSource));
   app.use(bodyParser({
     enableTypes: ['json'],

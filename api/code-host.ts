@@ -8,6 +8,7 @@ import { branchMatches, previewAppName, previewKey } from '../domain/previews';
 import { insertAuditEvent } from '../entities/audit-events';
 import { one, rows, type Db } from '../entities/sql';
 import type { ApiDeps } from './context';
+import { appAddressKey, rateLimit, type RequestLimiter } from './middleware/rate-limit';
 import { assertResourceFitsProject, effectiveTarget, PREVIEW_OPERATION, previewSnapshot, previewWorkflowId, wakePreview } from './preview-envs';
 import { Problem, badRequest, conflict } from './problem';
 
@@ -89,9 +90,9 @@ interface Origin {
 const str = (v: unknown): string => (typeof v === 'string' ? v : '');
 const ignored = (reason: string): HookOutcome => ({ result: 'ignored', reason });
 
-export function codeHostRouter(deps: ApiDeps): Router {
+export function codeHostRouter(deps: ApiDeps, limiter: RequestLimiter): Router {
   const router = new Router();
-  router.post(CODE_HOST_PATH, async (ctx) => {
+  router.post(CODE_HOST_PATH, rateLimit(limiter, (ctx) => appAddressKey(ctx.params.uuid ?? '', ctx)), async (ctx) => {
     const body = await rawBody(ctx);
     const refused = () => new Problem(401, 'the X-Hub-Signature-256 signature does not match this app\'s preview webhook secret');
     if (!UUID.test(ctx.params.uuid!)) throw refused();

@@ -1,5 +1,7 @@
 import type { Client } from '@temporalio/client';
+import type { DataDriver } from '../activities/provider/data';
 import type { StorageDriver } from '../activities/provider/storage';
+import type { LocalLayout } from '../platform/local-layout';
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import type { SecretBox } from '../domain/secret-box';
@@ -18,6 +20,10 @@ export interface ApiDeps {
   config: Config;
   /** Object data path (upload, rename, delete, statistics, download links) of buckets. */
   storage?: StorageDriver;
+  /** Where the `local` data-plane driver keeps its files (build and app logs, git repositories); absent with the simulated driver. */
+  localLayout?: LocalLayout;
+  /** What the data-plane driver can run (an engine it cannot run is refused at create with a 422). */
+  data?: Pick<DataDriver, 'supports'>;
   /** Check every response body against its route's declared schema (tests). */
   validateResponses?: boolean;
   /** Check that every accepted mutating request wrote exactly its route's audit entry (tests). */

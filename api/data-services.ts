@@ -5,11 +5,13 @@ import { subPathProblem } from '../domain/data';
 import { BerthOperation, BerthResource, BerthWorkspace } from '../domain/search-attributes';
 import { one, rows } from '../entities/sql';
 import type { RestoreChoice } from '../activities/data';
+import type { DataEngine } from '../activities/provider/data';
 import { assertProjectVisible } from './access';
 import { recordAudit, snapshot } from './audit';
 import { conflict, notFound, unprocessable } from './problem';
 import type { RouteContext } from './route';
 import type { AddonCreateBody, AddonUpdateBody, RestoreBody } from './schemas/addons';
+import { markNeedsRedeploy } from './variables';
 import { ADDON_COLUMNS, ADDON_FROM, addonView, type AddonRow, type AddonView } from './views/addons';
 import { iso } from './views/common';
 
@@ -82,6 +84,8 @@ export async function insertData(ctx: Ctx, m: EntityManager, input: {
   const b = input.body;
   checkSettings(b.type, await planTypeOf(m, input.resourceUuid), b);
   checkSubPath(b.type, b.sub_path, b.access_mode);
+  const unsupported = ctx.deps.data?.supports(b.type as DataEngine) ?? null;
+  if (unsupported) throw unprocessable(unsupported, [{ path: 'body.type', message: unsupported }]);
   const uuid = randomUUID();
   const name = `${slug(b.name ?? (input.kind === 'service' ? b.label ?? b.type : b.type))}-${randomBytes(4).toString('hex')}`;
   const isDb = b.type !== 'storage';
@@ -102,6 +106,8 @@ export async function insertData(ctx: Ctx, m: EntityManager, input: {
     [uuid, ctx.caller.workspaceUuid, input.kind, input.appUuid, input.projectId, input.resourceUuid, b.type, name, b.label ?? name,
       JSON.stringify(quota), JSON.stringify(settings), b.public_access ?? false, b.backup_enabled ?? false, dbName, username, passwordSealed, `c-${uuid}`]);
   await recordAudit(m, ctx, { resourceUuid: uuid, before: null, after: await snapshot(m, 'addons', uuid) });
+  // the app's environment gains the add-on's connection variables (`var`) at its next deployment
+  if (input.appUuid) await markNeedsRedeploy(m, { kind: 'app', uuid: input.appUuid });
   const op = await ctx.deps.outbox.enqueue(m, {
     operation: input.kind === 'service' ? 'service-provision' : 'addon-provision', workflowType: 'addonProvision',
     workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: uuid, args: [{ addonUuid: uuid, storage: b.type === 'storage' }],
@@ -226,7 +232,11 @@ export async function destroy(ctx: Ctx, row: AddonRow, mode: 'reset' | 'delete',
     const moved = await rows(m, `UPDATE addons SET state = $2, updated_at = now() WHERE uuid = $1 AND state = ANY($3::text[]) RETURNING uuid`,
       [row.uuid, mode === 'reset' ? 'resetting' : 'deleting', from]);
     if (moved.length === 0) throw conflict(`the ${what} is ${row.state}; try again once it is running`);
-    if (mode === 'delete') await m.query(`UPDATE addons SET state = 'deleting', updated_at = now() WHERE replica_of = $1`, [row.uuid]);
+    if (mode === 'delete') {
+      await m.query(`UPDATE addons SET state = 'deleting', updated_at = now() WHERE replica_of = $1`, [row.uuid]);
+      // its connection variables leave the app's environment
+      if (row.app_uuid && row.type !== 'cronjob' && !row.replica_of) await markNeedsRedeploy(m, { kind: 'app', uuid: row.app_uuid });
+    }
     await recordAudit(m, ctx, { resourceUuid: row.uuid, before, after: await snapshot(m, 'addons', row.uuid) });
     return ctx.deps.outbox.enqueue(m, {
       operation: `${what === 'service' ? 'service' : 'addon'}-${mode}`, workflowType: 'addonDestroy', workspaceUuid: ctx.caller.workspaceUuid,

@@ -13,6 +13,12 @@ function toJsonSchema(schema: yup.Schema<any>): JsonSchema {
 
 const problem = { $ref: '#/components/schemas/Problem' };
 const problemResponse = (description: string) => ({ description, content: { 'application/problem+json': { schema: problem } } });
+/** On every answer (api/middleware/rate-limit.ts). */
+const rateLimitHeaders = {
+  'RateLimit-Limit': { $ref: '#/components/headers/RateLimitLimit' },
+  'RateLimit-Remaining': { $ref: '#/components/headers/RateLimitRemaining' },
+  'RateLimit-Reset': { $ref: '#/components/headers/RateLimitReset' },
+};
 
 /** The `/api/v1` path of a route in OpenAPI form (`{uuid}` placeholders already are). */
 export function openApiPath(route: RouteDef): string {
@@ -41,10 +47,11 @@ export function openApiDocument(routes: readonly RouteDef[], version: string): R
   const paths: Record<string, Record<string, unknown>> = {};
   for (const r of routes) {
     const status = String(r.status ?? 200);
-    const success: Record<string, unknown> = { description: status === '204' ? 'No content' : 'Success' };
+    const success: Record<string, unknown> = { description: status === '204' ? 'No content' : 'Success', headers: rateLimitHeaders };
     if (r.response && status !== '204') success.content = { 'application/json': { schema: toJsonSchema(r.response) } };
     if (r.paginated) {
       success.headers = {
+        ...rateLimitHeaders,
         Link: { description: 'RFC 8288 links: first, prev, next, last', schema: { type: 'string' } },
         'X-Total-Count': { description: 'Number of items across all pages', schema: { type: 'integer' } },
       };
@@ -66,6 +73,10 @@ export function openApiDocument(routes: readonly RouteDef[], version: string): R
         '404': problemResponse('Not found, or hidden by a project restriction'),
         '409': problemResponse('Conflicts with the current state'),
         '422': problemResponse('Breaks a rule of the contract'),
+        '429': {
+          ...problemResponse('Over the caller\'s rate limit (BERTH_RATE_LIMIT); retry after Retry-After seconds'),
+          headers: { 'Retry-After': { description: 'Seconds until the window resets', schema: { type: 'integer' } }, ...rateLimitHeaders },
+        },
       },
     };
     if (r.body) {
@@ -85,6 +96,11 @@ export function openApiDocument(routes: readonly RouteDef[], version: string): R
     paths,
     components: {
       securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'brt_…' } },
+      headers: {
+        RateLimitLimit: { description: 'Requests the caller may make per window', schema: { type: 'integer' } },
+        RateLimitRemaining: { description: 'Requests left in the current window', schema: { type: 'integer' } },
+        RateLimitReset: { description: 'Seconds until the current window resets', schema: { type: 'integer' } },
+      },
       parameters: {
         WorkspaceId: { name: WORKSPACE_HEADER, in: 'header', required: false, description: 'Workspace UUID; the token\'s workspace when absent', schema: { type: 'string', format: 'uuid' } },
       },
@@ -131,7 +147,8 @@ code{font:13px ui-monospace,monospace}pre{background:#f6f6f6;padding:.5rem;overf
 .perm{color:#666;font-size:13px}section{border-top:1px solid #eee;padding:.5rem 0}</style></head><body>
 <h1>Berth API reference <small>${escape(version)}</small></h1>
 <p>Every call needs <code>Authorization: Bearer &lt;token&gt;</code>; <code>${WORKSPACE_HEADER}</code> selects the workspace.
-Errors are <code>application/problem+json</code> (RFC 9457). Machine-readable: <a href="/api/v1/openapi.json">/api/v1/openapi.json</a>.</p>
+Errors are <code>application/problem+json</code> (RFC 9457). Each token has a rate limit: every answer carries
+<code>RateLimit-Limit</code>, <code>RateLimit-Remaining</code> and <code>RateLimit-Reset</code>; past it, 429 with <code>Retry-After</code>. Machine-readable: <a href="/api/v1/openapi.json">/api/v1/openapi.json</a>.</p>
 <nav>${[...byTag.keys()].sort().map((t) => `<a href="#${escape(t)}">${escape(t)}</a>`).join(' · ')}</nav>
 ${sections}</body></html>`;
 }

@@ -15,6 +15,18 @@ export interface RouteContext<P = Record<string, string>, Q = Record<string, unk
   requestId: string;
   /** The route being served (its declared audit action names the request's audit entry). */
   route: RouteDef;
+  /** Starts an operation the handler enqueued once the handler has returned (its transaction committed). */
+  dispatchAfter(operationUuid: string): void;
+}
+
+/**
+ * The context a command is called with from an endpoint outside the route table (the git
+ * endpoint, the code-host receiver): the same caller, deps and request, under the declaration
+ * of the route whose audit action it records. Such callers run commands that commit and
+ * dispatch on their own, so an operation left for later is dispatched at once.
+ */
+export function outsideRouteContext<P>(fields: Omit<RouteContext<P, {}, {}>, 'query' | 'body' | 'dispatchAfter'>): RouteContext<P, {}, {}> {
+  return { ...fields, query: {}, body: {}, dispatchAfter: (uuid) => void fields.deps.outbox.dispatch(uuid) };
 }
 
 /**

@@ -81,8 +81,12 @@ export function buildRouter(routes: readonly RouteDef[], deps: ApiDeps): Router 
         body = await validate(r.body, hasBody(ctx) ? raw : {}, 'body');
       }
       const checkAudit = await auditCheck(deps, r, ctx.state.requestId);
-      const result = await r.handler({ params, query, body, caller, deps, koa: ctx, requestId: ctx.state.requestId, route: r });
+      const later: string[] = [];
+      const result = await r.handler({
+        params, query, body, caller, deps, koa: ctx, requestId: ctx.state.requestId, route: r, dispatchAfter: (uuid) => { later.push(uuid); },
+      });
       await checkAudit?.();
+      await deps.outbox.dispatch(...later);
       ctx.status = r.status ?? 200;
       if (result !== undefined) ctx.body = result;
       if (deps.validateResponses && r.response && result !== undefined) {

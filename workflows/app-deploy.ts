@@ -1,4 +1,4 @@
-import { condition, defineSignal, getExternalWorkflowHandle, isCancellation, setHandler } from '@temporalio/workflow';
+import { condition, defineSignal, getExternalWorkflowHandle, isCancellation, patched, setHandler } from '@temporalio/workflow';
 import { appWorkflowId } from '../domain/apps';
 import { stateQuery } from './common';
 import { acts, awaitLive, POLL_INTERVAL, reasonOf, refreshSignal } from './app-steps';
@@ -22,7 +22,10 @@ export const cancelDeploymentSignal = defineSignal('cancelDeployment');
  * failed, or cancelling -> cancelled. The app reads `deploying` meanwhile and returns to
  * its live status (or, when nothing new was rolled out, its state before). Build and
  * rollout are one lifecycle: deploy_started, then deploy_ended with data.message the
- * failure reason (null on success); commit fields are null for non-git methods.
+ * failure reason (null on success); commit fields are null for non-git methods. A release
+ * that does not take over (the driver's `rolloutFailure`, e.g. it exited at boot) fails
+ * the deployment with the driver's reason while the app keeps the status of the release
+ * that still serves.
  */
 export async function appDeploy(input: AppDeployInput): Promise<string> {
   const id = input.deploymentUuid;
@@ -87,7 +90,12 @@ export async function appDeploy(input: AppDeployInput): Promise<string> {
         await acts.rolloutImage(appUuid, image);
         const live = await awaitLive(appUuid);
         finalAppState = live;
-        if (live === 'failed') {
+        // Histories recorded before the driver could say why a rollout failed carry no marker here.
+        const reason = patched('rollout-failure-reason') ? await acts.rolloutFailure(appUuid) : null;
+        if (reason) {
+          // the new release did not take over; the app reads what still serves (the old release's live status)
+          message = reason;
+        } else if (live === 'failed') {
           message = 'the new release failed to start';
         } else {
           outcome = 'completed';

@@ -1,5 +1,7 @@
-import { condition, continueAsNew, isCancellation, setHandler, workflowInfo } from '@temporalio/workflow';
-import { FREE_PLAN_IDLE_MS, HEALTH_EVENT_STATE, isFreePlan, type HealthEvent, type LiveStatus } from '../domain/apps';
+import { condition, continueAsNew, isCancellation, ParentClosePolicy, patched, setHandler, startChild, workflowInfo } from '@temporalio/workflow';
+import { deploysBranchHeadAtCreation, FREE_PLAN_IDLE_MS, HEALTH_EVENT_STATE, isFreePlan, type HealthEvent, type LiveStatus } from '../domain/apps';
+import { BerthOperation, BerthResource, BerthWorkspace } from '../domain/search-attributes';
+import { appDeploy } from './app-deploy';
 import { stateQuery } from './common';
 import { acts, awaitLive, commandSignal, emitAppEvent, healthSignal, liveStatusSignal, refreshSignal, trafficSignal, type AppCommand } from './app-steps';
 
@@ -13,7 +15,8 @@ const AWAKE = ['started', 'running', 'failed', 'problem'];
 
 /**
  * The app's own workflow (`app/<uuid>`), for the app's whole life: provisions it
- * (pending -> assigned -> start_scheduled -> started -> the live status), then carries out
+ * (pending -> assigned -> start_scheduled -> started -> the live status; a public_git or
+ * github app then deploys its branch head, as its own `app-deploy` workflow), then carries out
  * the state changes people ask for (PATCH /apps/{uuid}/state, as signals), reacts to the
  * data plane (traffic, health events, live status) and, on the free plan, puts the app to
  * sleep after 30 minutes without traffic and wakes it on the next request. Ends when the
@@ -60,6 +63,22 @@ export async function appLifecycle(input: AppLifecycleInput): Promise<void> {
         await move(['pending', 'assigned', 'start_scheduled', 'started'], 'failed');
       }
       phase = 'supervising';
+      // A public_git / github app deploys its branch head at once (a git_push app: its first push).
+      if (info.deploymentMethod && deploysBranchHeadAtCreation(info.deploymentMethod) && patched('initial-deployment')) {
+        const deploymentUuid = await acts.createInitialDeployment(appUuid);
+        if (deploymentUuid) {
+          await startChild(appDeploy, {
+            workflowId: `app-deploy/${appUuid}/${deploymentUuid}`,
+            args: [{ deploymentUuid }],
+            parentClosePolicy: ParentClosePolicy.ABANDON,
+            typedSearchAttributes: [
+              { key: BerthWorkspace, value: info.workspaceUuid },
+              { key: BerthResource, value: appUuid },
+              { key: BerthOperation, value: 'app-deploy' },
+            ],
+          });
+        }
+      }
     }
 
     const start = async (from: string) => {
@@ -130,9 +149,10 @@ export async function appLifecycle(input: AppLifecycleInput): Promise<void> {
       const idleTimer = free() && local === 'running';
       const pending = () => commands.length > 0 || traffic || health.length > 0 || live !== null || refresh;
       // condition() without a timeout resolves to nothing: only the idle timer can time out.
-      const woke = idleTimer ? await condition(pending, FREE_PLAN_IDLE_MS) : (await condition(pending), true);
+      // the idle time comes from the activity (operator setting); histories from before it carry none
+      const woke = idleTimer ? await condition(pending, info.idleMs ?? FREE_PLAN_IDLE_MS) : (await condition(pending), true);
       if (!woke) {
-        // 30 minutes without traffic: sleeping, scaled to zero, no event (contract: moves table).
+        // the idle time (30 minutes by default) without traffic: sleeping, scaled to zero, no event (contract: moves table).
         if (await move(['running'], 'sleeping')) {
           try {
             await acts.scaleAppToZero(appUuid);

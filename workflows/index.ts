@@ -33,3 +33,4 @@ export { appSendCommand } from './app-command';
 export { appDeploy } from './app-deploy';
 export { appClone } from './app-clone';
 export { appDelete } from './app-delete';
+export { quotaAlert } from './quota-alert';

@@ -37,6 +37,14 @@ export interface PreviewEnvironmentInput {
   provisioned?: boolean;
 }
 
+/**
+ * deploy_ended of a failed commit: the reason is data.message, as on every deploy_ended;
+ * histories from before that carried it as `error` (no marker).
+ */
+function failedDeployData(error: string): Record<string, unknown> {
+  return patched('preview-deploy-ended-message') ? { status: 'failed', message: error } : { status: 'failed', error };
+}
+
 function failureMessage(err: unknown): string {
   if (err instanceof ActivityFailure && err.cause) return err.cause.message;
   if (err instanceof ApplicationFailure) return err.message;
@@ -99,7 +107,7 @@ export async function previewEnvironment(input: PreviewEnvironmentInput): Promis
           });
           const done = await recordPreviewDeployment({ environmentId: id, generation: intent.generation, commitSha: intent.headSha, deploymentUuid });
           await emit(input.workspaceUuid, 'deploy_ended', intent.appUuid,
-            done.ok ? { ...eventData, status: 'succeeded' } : { ...eventData, status: 'failed', error: done.error });
+            done.ok ? { ...eventData, status: 'succeeded' } : { ...eventData, ...failedDeployData(done.error ?? 'the deployment failed') });
           continue;
         }
         await deployPreviewCommit({ environmentId: id, commitSha: intent.headSha });
@@ -108,7 +116,7 @@ export async function previewEnvironment(input: PreviewEnvironmentInput): Promis
       } catch (err) {
         const error = failureMessage(err);
         await recordPreviewFailed({ environmentId: id, generation: intent.generation, error });
-        await emit(input.workspaceUuid, 'deploy_ended', intent.appUuid, { ...eventData, status: 'failed', error });
+        await emit(input.workspaceUuid, 'deploy_ended', intent.appUuid, { ...eventData, ...failedDeployData(error) });
       }
       continue;
     }

@@ -35,59 +35,65 @@ export function authenticate(ds: DataSource): Koa.Middleware {
     if (!header) throw unauthorized('missing Authorization header; send "Authorization: Bearer <token>"');
     const match = /^Bearer[ ]+([^\s]+)$/i.exec(header);
     if (!match) throw unauthorized('the Authorization header must read "Bearer <token>"');
-    const selected = ctx.get(WORKSPACE_HEADER) || null;
-    if (selected !== null && !UUID.test(selected)) throw badRequest(`${WORKSPACE_HEADER} must be a workspace UUID`);
-
-    const rows: TokenRow[] = await ds.query(
-      `SELECT t.uuid AS token_uuid, t.workspace_uuid AS token_workspace, t.member_uuid AS token_member,
-              t.permissions AS token_permissions, t.expires_at, t.revoked_at, t.last_used_at,
-              m.uuid AS member_uuid, m.user_uuid, r.name AS role_name, r.builtin, r.permissions AS role_permissions
-         FROM api_tokens t
-         LEFT JOIN members tm ON tm.uuid = t.member_uuid
-         LEFT JOIN members m ON m.user_uuid = tm.user_uuid AND m.workspace_uuid = COALESCE($2::uuid, t.workspace_uuid)
-         LEFT JOIN roles r ON r.uuid = m.role_uuid
-        WHERE t.token_hash = $1`,
-      [hashToken(match[1]!), selected],
-    );
-    const row = rows[0];
-    if (!row || row.revoked_at) throw unauthorized('the bearer token is not valid');
-    if (row.expires_at && row.expires_at.getTime() <= Date.now()) throw unauthorized('the bearer token has expired');
-
-    const workspaceUuid = selected ?? row.token_workspace;
-    let caller: Caller;
-    if (row.token_member === null) {
-      if (workspaceUuid !== row.token_workspace) throw forbidden('this workspace token belongs to another workspace');
-      caller = {
-        workspaceUuid,
-        tokenUuid: row.token_uuid,
-        memberUuid: null,
-        userUuid: null,
-        roleName: null,
-        builtinRole: null,
-        permissions: new Set((row.token_permissions ?? []).filter(isPermission)),
-      };
-    } else {
-      if (!row.member_uuid) throw forbidden('the token\'s user is not a member of this workspace');
-      const builtinRole = row.builtin ? (row.role_name as BuiltinRole) : null;
-      caller = {
-        workspaceUuid,
-        tokenUuid: row.token_uuid,
-        memberUuid: row.member_uuid,
-        userUuid: row.user_uuid,
-        roleName: row.role_name,
-        builtinRole,
-        permissions: new Set<Permission>((row.role_permissions ?? []).filter(isPermission)),
-      };
-    }
-    ctx.state.caller = caller;
-
-    if (!row.last_used_at || Date.now() - row.last_used_at.getTime() > 60_000) {
-      await ds.query(
-        `UPDATE api_tokens SET last_used_at = now()
-          WHERE uuid = $1 AND (last_used_at IS NULL OR last_used_at < now() - interval '60 seconds')`,
-        [row.token_uuid],
-      );
-    }
+    ctx.state.caller = await callerOfToken(ds, match[1]!, ctx.get(WORKSPACE_HEADER) || null);
     await next();
   };
+}
+
+/**
+ * The caller a token stands for in the selected workspace (null: the token's own), or a
+ * 401 (unknown, revoked, expired) / 403 (a workspace the token does not reach) problem.
+ * Marks the token used. Shared by bearer authentication and the git endpoint (api/git-http.ts).
+ */
+export async function callerOfToken(ds: DataSource, token: string, selected: string | null): Promise<Caller> {
+  if (selected !== null && !UUID.test(selected)) throw badRequest(`${WORKSPACE_HEADER} must be a workspace UUID`);
+  const rows: TokenRow[] = await ds.query(
+    `SELECT t.uuid AS token_uuid, t.workspace_uuid AS token_workspace, t.member_uuid AS token_member,
+            t.permissions AS token_permissions, t.expires_at, t.revoked_at, t.last_used_at,
+            m.uuid AS member_uuid, m.user_uuid, r.name AS role_name, r.builtin, r.permissions AS role_permissions
+       FROM api_tokens t
+       LEFT JOIN members tm ON tm.uuid = t.member_uuid
+       LEFT JOIN members m ON m.user_uuid = tm.user_uuid AND m.workspace_uuid = COALESCE($2::uuid, t.workspace_uuid)
+       LEFT JOIN roles r ON r.uuid = m.role_uuid
+      WHERE t.token_hash = $1`,
+    [hashToken(token), selected],
+  );
+  const row = rows[0];
+  if (!row || row.revoked_at) throw unauthorized('the bearer token is not valid');
+  if (row.expires_at && row.expires_at.getTime() <= Date.now()) throw unauthorized('the bearer token has expired');
+
+  const workspaceUuid = selected ?? row.token_workspace;
+  let caller: Caller;
+  if (row.token_member === null) {
+    if (workspaceUuid !== row.token_workspace) throw forbidden('this workspace token belongs to another workspace');
+    caller = {
+      workspaceUuid,
+      tokenUuid: row.token_uuid,
+      memberUuid: null,
+      userUuid: null,
+      roleName: null,
+      builtinRole: null,
+      permissions: new Set((row.token_permissions ?? []).filter(isPermission)),
+    };
+  } else {
+    if (!row.member_uuid) throw forbidden('the token\'s user is not a member of this workspace');
+    const builtinRole = row.builtin ? (row.role_name as BuiltinRole) : null;
+    caller = {
+      workspaceUuid,
+      tokenUuid: row.token_uuid,
+      memberUuid: row.member_uuid,
+      userUuid: row.user_uuid,
+      roleName: row.role_name,
+      builtinRole,
+      permissions: new Set<Permission>((row.role_permissions ?? []).filter(isPermission)),
+    };
+  }
+  if (!row.last_used_at || Date.now() - row.last_used_at.getTime() > 60_000) {
+    await ds.query(
+      `UPDATE api_tokens SET last_used_at = now()
+        WHERE uuid = $1 AND (last_used_at IS NULL OR last_used_at < now() - interval '60 seconds')`,
+      [row.token_uuid],
+    );
+  }
+  return caller;
 }

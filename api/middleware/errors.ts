@@ -2,7 +2,7 @@ import type Koa from 'koa';
 import type { Logger } from 'pino';
 import { QueryFailedError } from 'typeorm';
 import { ValidationError } from 'yup';
-import { Problem, badRequest } from '../problem';
+import { Problem, badRequest, unavailable } from '../problem';
 
 /** Turns a yup error into a 400 with one entry per failing field. */
 export function validationProblem(err: ValidationError, where: string): Problem {
@@ -25,8 +25,28 @@ function databaseProblem(err: QueryFailedError): Problem | null {
   return null;
 }
 
+/** Seconds a client is asked to wait while the database is unreachable. */
+export const DATABASE_RETRY_AFTER_S = 5;
+const CONNECTION_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH']);
+/** SQLSTATE classes 08 (connection exception) and 57P (operator intervention: shutdown, starting up), 53300 too many connections. */
+const UNAVAILABLE_SQLSTATE = /^(08...|57P0[1-3]|53300)$/;
+const CONNECTION_MESSAGES = /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|terminating connection)/;
+
+/**
+ * PostgreSQL unreachable (down, restarting, the pool cannot connect in time, a connection
+ * cut mid-query): a transient condition, answered 503 with Retry-After rather than 500.
+ */
+export function isDatabaseUnavailable(err: unknown): boolean {
+  const e = (err instanceof QueryFailedError ? err.driverError : err) as { code?: unknown; message?: unknown; cause?: unknown } | null;
+  if (!e || typeof e !== 'object') return false;
+  if (typeof e.code === 'string' && (CONNECTION_ERRNOS.has(e.code) || UNAVAILABLE_SQLSTATE.test(e.code))) return true;
+  if (typeof e.message === 'string' && CONNECTION_MESSAGES.test(e.message)) return true;
+  return e.cause !== undefined && e.cause !== err && isDatabaseUnavailable(e.cause);
+}
+
 function toProblem(err: unknown): Problem | null {
   if (err instanceof Problem) return err;
+  if (isDatabaseUnavailable(err)) return unavailable('the database is unreachable for a moment; retry after the given delay', DATABASE_RETRY_AFTER_S);
   if (err instanceof ValidationError) return validationProblem(err, 'body');
   if (err instanceof QueryFailedError) return databaseProblem(err);
   const e = err as { status?: number; expose?: boolean; message?: string; type?: string };
@@ -49,6 +69,9 @@ export function problemErrors(logger: Logger): Koa.Middleware {
       await next();
     } catch (err) {
       let problem = toProblem(err);
+      if (problem?.status === 503 && isDatabaseUnavailable(err)) {
+        logger.warn({ requestId: ctx.state.requestId, method: ctx.method, path: ctx.path, code: (err as { code?: string }).code }, 'database unreachable');
+      }
       if (!problem) {
         logger.error({ err, requestId: ctx.state.requestId, method: ctx.method, path: ctx.path }, 'unhandled error');
         problem = new Problem(500, 'an unexpected error occurred; quote the request id when reporting it');

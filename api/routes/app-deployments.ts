@@ -1,16 +1,67 @@
 import { randomUUID } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
 import * as yup from 'yup';
 import { DEPLOYABLE_STATES, isGitMethod, PERIOD_DAYS } from '../../domain/apps';
 import { one, rows } from '../../entities/sql';
+import { parseBuildLog, type BuildLogEntry } from '../../platform/build-log';
 import { recordAudit, snapshot } from '../audit';
 import { selectPage, type Page } from '../pagination';
 import { conflict, notFound, unprocessable } from '../problem';
 import { route } from '../route';
 import { deployBody, listDeploymentsQuery } from '../schemas/apps';
-import { DEPLOYMENT_COLUMNS, deploymentSchema, deploymentView, type DeploymentRow } from '../views/apps';
-import { findApp } from './app-support';
+import { buildLogEntrySchema, DEPLOYMENT_COLUMNS, deploymentSchema, deploymentView, type DeploymentRow, type DeploymentView } from '../views/apps';
+import { findApp, type Ctx } from './app-support';
 
 const TAG = 'deployments';
+
+/**
+ * Deploys an app, as POST /apps/{uuid}/deployments: the app (visible to the caller, in a
+ * deployable state, no deployment in progress) gets a pending deployment of the commit
+ * given (git methods; else the branch head, resolved by the workflow), its audit entry
+ * (`deployment.create`, the caller as actor) and its `app-deploy` workflow via the outbox.
+ * Also the git endpoint's post-receive callback (api/git-push-hook.ts), with the pushed commit.
+ */
+export async function createDeployment(ctx: Ctx, appUuid: string, body: { commit_sha?: string; branch?: string }): Promise<DeploymentView> {
+  const { view, op } = await ctx.deps.dataSource.transaction(async (m) => {
+    const app = await findApp(ctx, appUuid, m, true);
+    if (app.state === 'deploying') throw conflict('a deployment of this app is in progress');
+    if (!(DEPLOYABLE_STATES as readonly string[]).includes(app.state)) {
+      throw unprocessable(`an app in state ${app.state} cannot be deployed`, [{ path: 'path.uuid', message: `app is ${app.state}` }]);
+    }
+    const git = isGitMethod(app.deployment_method);
+    if (!git && (body.commit_sha || body.branch)) {
+      throw unprocessable(`a ${app.deployment_method} app has no commits: commit_sha and branch are for git deployment methods`,
+        [{ path: body.commit_sha ? 'body.commit_sha' : 'body.branch', message: 'only for git deployment methods' }]);
+    }
+    const uuid = randomUUID();
+    const branch = git ? body.branch ?? (app.deployment_config.branch as string | undefined) ?? 'main' : null;
+    const inserted = await rows<DeploymentRow>(m,
+      `INSERT INTO app_deployments (uuid, app_uuid, workspace_uuid, deployment_method, commit_sha, branch)
+       VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING RETURNING ${DEPLOYMENT_COLUMNS}`,
+      [uuid, app.uuid, ctx.caller.workspaceUuid, app.deployment_method, git ? body.commit_sha ?? null : null, branch]);
+    if (inserted.length === 0) throw conflict('a deployment of this app is in progress');
+    await recordAudit(m, ctx, { resourceUuid: uuid, after: await snapshot(m, 'app_deployments', uuid) });
+    const op = await ctx.deps.outbox.enqueue(m, {
+      operation: 'app-deploy', workflowType: 'appDeploy', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: app.uuid, subId: uuid,
+      args: [{ deploymentUuid: uuid }],
+    });
+    return { view: deploymentView(inserted[0]!), op };
+  });
+  await ctx.deps.outbox.dispatch(op.uuid);
+  return view;
+}
+
+/** POST /apps/{uuid}/deployments (its declaration also names the audit action of a git push's deployment). */
+export const DEPLOY_ROUTE = route<{ uuid: string }, {}, yup.InferType<typeof deployBody>>({
+  method: 'post', path: '/apps/{uuid}/deployments', operation: 'apps.deploy_commit', tag: TAG, status: 202, audit: 'deployment.create',
+  summary: 'Deploy: for git methods the branch head (resolved with git ls-remote) or the commit_sha given; otherwise the configured source',
+  body: deployBody, response: deploymentSchema,
+  async handler(ctx) {
+    const view = await createDeployment(ctx, ctx.params.uuid, ctx.body);
+    ctx.koa.set('Location', `/api/v1/apps/${ctx.params.uuid}/deployments/${view.uuid}`);
+    return view;
+  },
+});
 
 export const appDeploymentRoutes = [
   route<{ uuid: string }, Page & yup.InferType<typeof listDeploymentsQuery>, unknown>({
@@ -28,41 +79,7 @@ export const appDeploymentRoutes = [
       return found.map(deploymentView);
     },
   }),
-  route<{ uuid: string }, {}, yup.InferType<typeof deployBody>>({
-    method: 'post', path: '/apps/{uuid}/deployments', operation: 'apps.deploy_commit', tag: TAG, status: 202, audit: 'deployment.create',
-    summary: 'Deploy: for git methods the branch head (resolved with git ls-remote) or the commit_sha given; otherwise the configured source',
-    body: deployBody, response: deploymentSchema,
-    async handler(ctx) {
-      const { view, op } = await ctx.deps.dataSource.transaction(async (m) => {
-        const app = await findApp(ctx, ctx.params.uuid, m, true);
-        if (app.state === 'deploying') throw conflict('a deployment of this app is in progress');
-        if (!(DEPLOYABLE_STATES as readonly string[]).includes(app.state)) {
-          throw unprocessable(`an app in state ${app.state} cannot be deployed`, [{ path: 'path.uuid', message: `app is ${app.state}` }]);
-        }
-        const git = isGitMethod(app.deployment_method);
-        if (!git && (ctx.body.commit_sha || ctx.body.branch)) {
-          throw unprocessable(`a ${app.deployment_method} app has no commits: commit_sha and branch are for git deployment methods`,
-            [{ path: ctx.body.commit_sha ? 'body.commit_sha' : 'body.branch', message: 'only for git deployment methods' }]);
-        }
-        const uuid = randomUUID();
-        const branch = git ? ctx.body.branch ?? (app.deployment_config.branch as string | undefined) ?? 'main' : null;
-        const inserted = await rows<DeploymentRow>(m,
-          `INSERT INTO app_deployments (uuid, app_uuid, workspace_uuid, deployment_method, commit_sha, branch)
-           VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING RETURNING ${DEPLOYMENT_COLUMNS}`,
-          [uuid, app.uuid, ctx.caller.workspaceUuid, app.deployment_method, git ? ctx.body.commit_sha ?? null : null, branch]);
-        if (inserted.length === 0) throw conflict('a deployment of this app is in progress');
-        await recordAudit(m, ctx, { resourceUuid: uuid, after: await snapshot(m, 'app_deployments', uuid) });
-        const op = await ctx.deps.outbox.enqueue(m, {
-          operation: 'app-deploy', workflowType: 'appDeploy', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: app.uuid, subId: uuid,
-          args: [{ deploymentUuid: uuid }],
-        });
-        ctx.koa.set('Location', `/api/v1/apps/${app.uuid}/deployments/${uuid}`);
-        return { view: deploymentView(inserted[0]!), op };
-      });
-      await ctx.deps.outbox.dispatch(op.uuid);
-      return view;
-    },
-  }),
+  DEPLOY_ROUTE,
   route<{ uuid: string; deployment_uuid: string }>({
     method: 'get', path: '/apps/{uuid}/deployments/{deployment_uuid}', operation: 'apps.read', tag: TAG,
     summary: 'Show a deployment', response: deploymentSchema,
@@ -72,6 +89,18 @@ export const appDeploymentRoutes = [
         [ctx.params.deployment_uuid, app.uuid]);
       if (!d) throw notFound('deployment');
       return deploymentView(d);
+    },
+  }),
+  route<{ uuid: string; deployment_uuid: string }>({
+    method: 'get', path: '/apps/{uuid}/deployments/{deployment_uuid}/logs', operation: 'apps.read', tag: TAG,
+    summary: 'A deployment\'s build output, oldest line first (empty while nothing was written, and with a data plane that keeps no build logs)',
+    response: yup.array(buildLogEntrySchema),
+    async handler(ctx) {
+      const app = await findApp(ctx, ctx.params.uuid);
+      const d = await one<{ uuid: string }>(ctx.deps.dataSource, `SELECT uuid FROM app_deployments WHERE uuid = $1 AND app_uuid = $2`,
+        [ctx.params.deployment_uuid, app.uuid]);
+      if (!d) throw notFound('deployment');
+      return readBuildLog(ctx.deps.localLayout?.buildLogFile(d.uuid) ?? null);
     },
   }),
   route<{ uuid: string; deployment_uuid: string }>({
@@ -100,3 +129,13 @@ export const appDeploymentRoutes = [
     },
   }),
 ];
+
+async function readBuildLog(file: string | null): Promise<BuildLogEntry[]> {
+  if (!file) return [];
+  try {
+    return parseBuildLog(await readFile(file, 'utf8'));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw err;
+  }
+}

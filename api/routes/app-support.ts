@@ -8,6 +8,7 @@ import { one } from '../../entities/sql';
 import { assertProjectVisible, hiddenProjects } from '../access';
 import { validationProblem } from '../middleware/errors';
 import { conflict, notFound, unprocessable } from '../problem';
+import { withQuotaAlerts } from '../quota-alerts';
 import type { RouteContext } from '../route';
 import { DEPLOYMENT_CONFIG } from '../schemas/apps';
 import { loadApp, withAddons, type AppView } from '../views/apps';
@@ -56,7 +57,7 @@ export function assertChangeable(app: FoundApp): void {
 }
 
 export async function appResponse(ctx: Ctx, appUuid: string, db: Pick<EntityManager, 'query'> = ctx.deps.dataSource.manager): Promise<AppView> {
-  const view = await loadApp(db, ctx.caller.workspaceUuid, appUuid);
+  const view = await loadApp(db, ctx.caller.workspaceUuid, appUuid, ctx.deps.config.publicUrl);
   if (!view) throw notFound('app');
   return (await withAddons(db, ctx.deps.secretBox, [view]))[0]!;
 }
@@ -85,9 +86,9 @@ export async function checkPlacement(ctx: Ctx, m: Pick<EntityManager, 'query'>, 
   }
 }
 
-/** Holds the quota on the resource (locked while summed, so two creations cannot both take the last capacity). */
-export async function reserveCapacity(m: Pick<EntityManager, 'query'>, appUuid: string, resourceUuid: string, quota: AppQuota): Promise<void> {
-  const short = await holdAppCapacity(m, appUuid, resourceUuid, quota);
+/** Holds the quota on the resource (locked while summed, so two creations cannot both take the last capacity); crossing 80% or 100% alerts. */
+export async function reserveCapacity(ctx: Ctx, m: Pick<EntityManager, 'query'>, appUuid: string, resourceUuid: string, quota: AppQuota): Promise<void> {
+  const short = await withQuotaAlerts(ctx, m, resourceUuid, () => holdAppCapacity(m, appUuid, resourceUuid, quota));
   if (short.length > 0) {
     throw unprocessable(`not enough ${short.join(', ')} left on the compute resource for this quota`,
       short.map((s) => ({ path: `body.quota.${s}_size`, message: 'exceeds the available capacity of the compute resource' })));

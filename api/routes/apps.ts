@@ -60,7 +60,7 @@ const updateHandler = async (ctx: Ctx) => {
     }
     if (b.quota) {
       const quota = { ...app.quota, ...Object.fromEntries(Object.entries(b.quota).filter(([, v]) => v !== undefined)) };
-      await reserveCapacity(m, app.uuid, app.resource_uuid, quota as FoundApp['quota']);
+      await reserveCapacity(ctx, m, app.uuid, app.resource_uuid, quota as FoundApp['quota']);
       extra.quota = quota;
     }
     return extra;
@@ -93,7 +93,7 @@ export const appRoutes = [
           basic_auth_password_sealed: b.basic_auth_password ? ctx.deps.secretBox.seal(b.basic_auth_password) : null,
           quota, internal_port: b.internal_port ?? 8080, parent_app_uuid: deployment.parentAppUuid, created_by_member_uuid: ctx.caller.memberUuid,
         });
-        await reserveCapacity(m, uuid, b.resource_id, quota);
+        await reserveCapacity(ctx, m, uuid, b.resource_id, quota);
         if (join) {
           const [{ name }] = await m.query(`SELECT name FROM apps WHERE uuid = $1`, [uuid]);
           await recordVpcJoin(m, join, { uuid, name });
@@ -117,7 +117,7 @@ export const appRoutes = [
       const where = `a.workspace_uuid = $1 AND ${visible.sql} AND ($3::uuid IS NULL OR a.project_id = $3) AND ($4::text IS NULL OR a.state = $4)`;
       const params = [ctx.caller.workspaceUuid, visible.param, ctx.query.project_id ?? null, ctx.query.state ?? null];
       const found = await selectPage<JoinedRow>(ctx, { from: 'apps a', select: APP_SELECT, where, params, order: 'a.created_at DESC, a.uuid DESC' });
-      return withAddons(ctx.deps.dataSource, ctx.deps.secretBox, found.map(appView));
+      return withAddons(ctx.deps.dataSource, ctx.deps.secretBox, found.map((r) => appView(r, ctx.deps.config.publicUrl)));
     },
   }),
   route<{ uuid: string }>({
@@ -125,7 +125,7 @@ export const appRoutes = [
     summary: 'Show an app with its platform, region, add-ons and cron jobs', response: appSchema,
     async handler(ctx) {
       // one query: the App and its project's restrictions (PRJ-04/05 checked here, not by a second query)
-      const found = await loadAppWithRestrictions(ctx.deps.dataSource, ctx.caller.workspaceUuid, ctx.params.uuid);
+      const found = await loadAppWithRestrictions(ctx.deps.dataSource, ctx.caller.workspaceUuid, ctx.params.uuid, ctx.deps.config.publicUrl);
       if (!found || !canReachProject(ctx.caller, found.restrictions)) throw notFound('app');
       return (await withAddons(ctx.deps.dataSource, ctx.deps.secretBox, [found.view]))[0];
     },
@@ -337,7 +337,7 @@ export const appRoutes = [
           quota: full!.quota, parent_app_uuid: b.use_parent_image ? source.uuid : null, parent_image_auto_sync: b.use_parent_image ? b.parent_image_auto_sync : false,
           created_by_member_uuid: ctx.caller.memberUuid,
         });
-        await reserveCapacity(m, uuid, resourceUuid, full!.quota);
+        await reserveCapacity(ctx, m, uuid, resourceUuid, full!.quota);
         // the new app is the resource; the entry names its source
         await recordAudit(m, ctx, { resourceUuid: uuid, after: { ...(await snapshot(m, 'apps', uuid)), cloned_from: source.uuid } });
         const op = await ctx.deps.outbox.enqueue(m, {

@@ -9,6 +9,7 @@ import { recordAudit, snapshot } from '../audit';
 import { selectPage, type Page } from '../pagination';
 import { checkPlacement, checkProject } from '../placement';
 import { conflict, notFound, Problem, unavailable, unprocessable } from '../problem';
+import { withQuotaAlerts } from '../quota-alerts';
 import { route, type RouteContext } from '../route';
 import { int, obj, oneOf, str, uuid } from '../schemas/common';
 import { BUCKET_SELECT, bucketListSchema, bucketSchema, bucketViews, downloadUrlSchema, objectSchema, type BucketRow } from '../views/buckets';
@@ -142,8 +143,8 @@ export const bucketRoutes = [
            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
           [uuid, ctx.caller.workspaceUuid, b.project_id ?? null, resourceId, name, b.label, visibility, disk, storage.endpoint,
             accessKey, ctx.deps.secretBox.seal(secret), defaultPolicy(visibility, name), defaultAcl(visibility, accessKey)]);
-        await m.query(`INSERT INTO resource_allocations (owner_uuid, owner_type, resource_uuid, disk_size) VALUES ($1, 'bucket', $2, $3)`,
-          [uuid, resourceId, quotaBytes(disk)]);
+        await withQuotaAlerts(ctx, m, resourceId, () => m.query(
+          `INSERT INTO resource_allocations (owner_uuid, owner_type, resource_uuid, disk_size) VALUES ($1, 'bucket', $2, $3)`, [uuid, resourceId, quotaBytes(disk)]));
         await recordAudit(m, ctx, { resourceUuid: uuid, before: null, after: await snapshot(m, 'buckets', uuid) });
         const op = await ctx.deps.outbox.enqueue(m, {
           operation: 'bucket-provision', workflowType: 'bucketProvision', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: uuid,
@@ -191,7 +192,8 @@ export const bucketRoutes = [
               throw unprocessable(`the bucket holds ${usageBytes} bytes, more than ${disk} GiB`, [{ path: 'body.disk_size', message: 'smaller than the current usage' }]);
             }
           }
-          await m.query(`UPDATE resource_allocations SET disk_size = $2 WHERE owner_uuid = $1`, [current.uuid, quotaBytes(disk)]);
+          await withQuotaAlerts(ctx, m, current.resource_uuid,
+            () => m.query(`UPDATE resource_allocations SET disk_size = $2 WHERE owner_uuid = $1`, [current.uuid, quotaBytes(disk)]));
         }
         const visibility = b.visibility ?? current.visibility;
         const visibilityChanged = visibility !== current.visibility;

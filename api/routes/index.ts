@@ -5,6 +5,7 @@ import { previewRoutes } from './previews';
 import { addonRoutes } from './addons';
 import { cronjobRoutes } from './cronjobs';
 import { appDeploymentRoutes } from './app-deployments';
+import { appLogRoutes } from './app-logs';
 import { appPortRoutes } from './app-ports';
 import { appTlsRoutes } from './app-tls';
 import { appVariableRoutes } from './app-variables';
@@ -51,6 +52,7 @@ export const routes: RouteDef[] = [
   ...cronjobRoutes,
   ...appRoutes,
   ...appDeploymentRoutes,
+  ...appLogRoutes,
   ...appPortRoutes,
   ...appVariableRoutes,
   ...appTlsRoutes,

@@ -16,6 +16,7 @@ import {
 } from '../schemas/addons';
 import { obj, str, timestamp, uuid } from '../schemas/common';
 import { ADDON_COLUMNS, ADDON_FROM, addonSchema, addonView, backupsSchema, messageSchema, type AddonRow } from '../views/addons';
+import { markNeedsRedeploy } from '../variables';
 import { isoRequired } from '../views/common';
 
 const TAG = 'services';
@@ -152,6 +153,8 @@ export const serviceRoutes = [
            ON CONFLICT (app_uuid, mount_path) DO NOTHING RETURNING uuid, mount_path, sub_path, state, created_at`,
           [randomUUID(), service.uuid, app.uuid, ctx.body.mount_path, ctx.body.sub_path ?? null]);
         if (!inserted) throw unprocessable(`the app already has a mount at ${ctx.body.mount_path}`, [{ path: 'body.mount_path', message: 'already mounted' }]);
+        // a mount reaches the app's processes when they start: like a variable change, it waits for a redeploy
+        await markNeedsRedeploy(m, { kind: 'app', uuid: app.uuid });
         const gen = await one<{ g: number }>(m, `UPDATE addons SET settings_generation = settings_generation + 1 WHERE uuid = $1 RETURNING settings_generation AS g`, [service.uuid]);
         const enq = await ctx.deps.outbox.enqueue(m, {
           operation: 'service-mount', workflowType: 'addonSync', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: service.uuid,

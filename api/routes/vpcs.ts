@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { QueryFailedError, type EntityManager } from 'typeorm';
 import * as yup from 'yup';
-import { DEFAULT_VPC_CIDR, defaultSubnet, formatCidr4, vpcRangeProblems, cidr4 } from '../../domain/vpc';
+import { DEFAULT_VPC_CIDR, defaultSubnet, formatCidr4, LOCAL_NO_VPC_FABRIC, vpcRangeProblems, cidr4 } from '../../domain/vpc';
 import { one } from '../../entities/sql';
 import { recordAudit, snapshot } from '../audit';
 import { selectPage, type Page } from '../pagination';
@@ -45,6 +45,7 @@ export const vpcRoutes = [
     method: 'post', path: '/vpcs', operation: 'vpcs.manage', tag: TAG, status: 201, audit: 'vpc.create', body: createVpcBody, response: vpcSchema,
     summary: 'Create a VPC (status pending; a workflow derives its IPv6 range, resolver and VPN pool, then makes it active)',
     async handler(ctx) {
+      if (ctx.deps.config.provider === 'local') throw unprocessable(LOCAL_NO_VPC_FABRIC, [{ path: 'body', message: 'no VPC fabric on the local driver' }]);
       const name = ctx.body.name ?? 'default';
       const range = ctx.body.cidr_v4 ?? DEFAULT_VPC_CIDR;
       const problems = vpcRangeProblems(range, ctx.deps.config.platformNetworks);

@@ -1,7 +1,7 @@
 import type { Addon } from '../../entities/addon';
 import type { EntityManager } from 'typeorm';
 import * as yup from 'yup';
-import { DEFAULT_PORTS, type DataType } from '../../domain/data';
+import { addonConnection } from '../../domain/addon-connection';
 import type { SecretBox } from '../../domain/secret-box';
 import { arr, int, json, num, obj, str, timestamp, uuid } from '../schemas/common';
 import { isoRequired } from './common';
@@ -9,7 +9,7 @@ import { isoRequired } from './common';
 /** Columns every add-on view reads (with the primary's credentials for a replica, and the region's domain). */
 export const ADDON_COLUMNS = `a.uuid, a.workspace_uuid, a.kind, a.app_uuid, a.project_id, a.resource_uuid, a.type, a.name, a.label, a.state,
   a.quota, a.settings, a.public_access, a.backup_enabled, a.backup_active, a.settings_generation, a.replica_of, a.restored_from,
-  a.cluster_id, a.created_at, a.updated_at,
+  a.cluster_id, a.endpoint, a.created_at, a.updated_at,
   COALESCE(p.database_name, a.database_name) AS database_name, COALESCE(p.username, a.username) AS username,
   COALESCE(p.password_sealed, a.password_sealed) AS password_sealed, COALESCE(p.public_access, a.public_access) AS effective_public_access,
   g.domain AS region_domain, (c.plan->>'plan_type') AS plan_type`;
@@ -53,8 +53,6 @@ export const addonSchema = obj({
 });
 export type AddonView = yup.InferType<typeof addonSchema>;
 
-const SCHEMES: Record<string, string> = { postgres: 'postgresql', mysql: 'mysql', valkey: 'redis' };
-
 /**
  * The contract's Add-on (also a cron job entry). Connection details and `var` carry the
  * generated credentials (the contract shows them there, placeholders <DB_PASSWORD> and
@@ -69,35 +67,12 @@ export function addonView(row: AddonRow, secretBox: SecretBox): AddonView {
     public_access: row.effective_public_access, backup_enabled: row.backup_enabled, backup_active: row.backup_active,
     replica_of: row.replica_of, app_uuid: row.app_uuid, project_id: row.project_id, resource_id: row.resource_uuid,
   };
-  const scheme = SCHEMES[row.type];
-  if (!scheme) {
-    const vars = row.type === 'storage' ? { STORAGE_VOLUME: row.name, ...(row.settings.sub_path ? { STORAGE_SUB_PATH: String(row.settings.sub_path) } : {}) } : {};
-    return { ...base, var: vars, connection_details: null };
-  }
-  const password = row.password_sealed ? secretBox.open(row.password_sealed) : null;
-  const port = DEFAULT_PORTS[row.type as DataType];
-  const hostname = `${row.name}.internal`;
-  const user = row.username ?? 'default';
-  const db = row.database_name;
-  const auth = `${encodeURIComponent(user)}:${encodeURIComponent(password ?? '')}@`;
-  const path = db ? `/${db}` : '';
-  const connectionUrl = `${scheme}://${auth}${hostname}:${port}${path}`;
-  const externalHost = `${row.name}.db.${row.region_domain}`;
-  const externalUrl = row.effective_public_access ? `${scheme}://${auth}${externalHost}:${port}${path}` : null;
-  const psql = row.effective_public_access && row.type === 'postgres' ? `psql "${externalUrl}"` : null;
-  const vars: Record<string, string> = row.type === 'postgres'
-    ? { DATABASE_URL: connectionUrl, PGHOST: hostname, PGPORT: String(port), PGUSER: user, PGPASSWORD: password ?? '', PGDATABASE: db ?? '' }
-    : row.type === 'mysql'
-      ? { MYSQL_URL: connectionUrl, MYSQL_HOST: hostname, MYSQL_PORT: String(port), MYSQL_USER: user, MYSQL_PASSWORD: password ?? '', MYSQL_DATABASE: db ?? '' }
-      : { REDIS_URL: connectionUrl, VALKEY_URL: connectionUrl, VALKEY_HOST: hostname, VALKEY_PORT: String(port), VALKEY_PASSWORD: password ?? '' };
-  return {
-    ...base,
-    var: vars,
-    connection_details: {
-      internal: { hostname, database: db, username: user, password, connection_url: connectionUrl, port },
-      external: { external_connection_url: externalUrl, psql_command: psql },
-    },
-  };
+  const connection = addonConnection({
+    type: row.type, name: row.name, settings: row.settings, username: row.username, database_name: row.database_name,
+    password: row.password_sealed ? secretBox.open(row.password_sealed) : null, public_access: row.effective_public_access, region_domain: row.region_domain,
+    endpoint: row.endpoint,
+  });
+  return { ...base, ...connection };
 }
 
 /**

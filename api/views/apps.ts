@@ -28,6 +28,8 @@ export const appSchema = obj({
   service_name: str().required(),
   internal_url: str().required(),
   public_url: str().required(),
+  /** git_push: where to push (`<origin>/git/<name>.git`, HTTP Basic with a token as password); null for other methods. */
+  git_url: str().nullable().defined(),
   allow_connections: bool().required(),
   basic_auth_enabled: bool().required(),
   needs_redeploy: bool().required(),
@@ -114,8 +116,13 @@ function platformOf(r: JoinedRow): ResourceView {
   });
 }
 
-/** The App response: an allow-list of fields (the basic-auth credentials are never read). */
-export function appView(r: JoinedRow): AppView {
+/** The Smart HTTP address a git_push app is pushed to (api/git-http.ts); `origin` is Config.publicUrl. */
+export function gitUrl(origin: string, appName: string): string {
+  return `${origin}/git/${appName}.git`;
+}
+
+/** The App response: an allow-list of fields (the basic-auth credentials are never read); `origin` is Config.publicUrl. */
+export function appView(r: JoinedRow, origin: string): AppView {
   return {
     uuid: r.uuid,
     name: r.name,
@@ -131,6 +138,7 @@ export function appView(r: JoinedRow): AppView {
     service_name: r.service_name,
     internal_url: internalUrl(r.service_name, r.internal_port),
     public_url: publicUrl(r.name, r.region_domain),
+    git_url: r.deployment_method === 'git_push' ? gitUrl(origin, r.name) : null,
     allow_connections: r.allow_connections,
     basic_auth_enabled: r.basic_auth_enabled,
     needs_redeploy: r.needs_redeploy,
@@ -151,22 +159,22 @@ export async function withAddons(db: Db, secretBox: SecretBox, views: AppView[])
   return views.map((v) => ({ ...v, ...(byApp.get(v.uuid) ?? { addons: [], cronjobs: [] }) }));
 }
 
-export async function loadApp(db: Db, workspaceUuid: string, appUuid: string): Promise<AppView | null> {
+export async function loadApp(db: Db, workspaceUuid: string, appUuid: string, origin: string): Promise<AppView | null> {
   const [row] = await rows<JoinedRow>(db, `${APP_SELECT} WHERE a.workspace_uuid = $1 AND a.uuid = $2`, [workspaceUuid, appUuid]);
-  return row ? appView(row) : null;
+  return row ? appView(row, origin) : null;
 }
 
 /**
  * The hot path of GET /apps/{uuid}: the App and the restrictions of its project in one
  * query, so the project check needs no query of its own.
  */
-export async function loadAppWithRestrictions(db: Db, workspaceUuid: string, appUuid: string): Promise<{ view: AppView; restrictions: RestrictionRule[] } | null> {
+export async function loadAppWithRestrictions(db: Db, workspaceUuid: string, appUuid: string, origin: string): Promise<{ view: AppView; restrictions: RestrictionRule[] } | null> {
   const [row] = await rows<JoinedRow & { restrictions: RestrictionRule[] | null }>(db,
     `${APP_SELECT.replace('FROM apps a', `, rs.rules AS restrictions FROM apps a`)}
      LEFT JOIN LATERAL (SELECT json_agg(json_build_object('subject_type', subject_type, 'user_uuid', user_uuid, 'role_name', role_name)) AS rules
                           FROM project_restrictions WHERE project_uuid = a.project_id) rs ON true
      WHERE a.workspace_uuid = $1 AND a.uuid = $2`, [workspaceUuid, appUuid]);
-  return row ? { view: appView(row), restrictions: row.restrictions ?? [] } : null;
+  return row ? { view: appView(row, origin), restrictions: row.restrictions ?? [] } : null;
 }
 
 // --- deployments ---
@@ -186,6 +194,12 @@ export const deploymentSchema = obj({
   logs_stored_at: timestamp().nullable().defined(),
 });
 
+/** One line of a deployment's build output (GET /apps/{uuid}/deployments/{d}/logs). */
+export const buildLogEntrySchema = obj({
+  timestamp: timestamp().required(),
+  message: str().defined(),
+});
+
 export interface DeploymentRow {
   uuid: string;
   state: string;
@@ -203,7 +217,9 @@ export interface DeploymentRow {
 
 export const DEPLOYMENT_COLUMNS = 'uuid, state, commit_sha, commit_message, branch, deployment_method, image, message, created_at, updated_at, finished_at, logs_stored_at';
 
-export function deploymentView(d: DeploymentRow): yup.InferType<typeof deploymentSchema> {
+export type DeploymentView = yup.InferType<typeof deploymentSchema>;
+
+export function deploymentView(d: DeploymentRow): DeploymentView {
   return {
     uuid: d.uuid, state: d.state as never, commit_sha: d.commit_sha, commit_message: d.commit_message, branch: d.branch,
     deployment_method: d.deployment_method as never, image: d.image, message: d.message,

@@ -1,4 +1,5 @@
 import { createActivities } from '../../activities';
+import { effectiveEnvironment } from '../../activities/app-environment';
 import { loadAppAddons } from '../../api/views/addons';
 import { UNHEALTHY_STATES } from '../../domain/data';
 import { insertApp, simData, clusterOf } from '../support/data';
@@ -244,6 +245,54 @@ describe('add-ons attached to apps', () => {
     expect((await simData(stack).clusterInfo(cluster))!.running).toBe(true);
     expect(await simData(stack).readRows(cluster)).toEqual({ keep: 'me' });
     expect((await stack.http.patch(`/api/v1/apps/${appUuid}/addons/${created.uuid}/state`).set(owner()).send({ action: 'pause' })).status).toBe(400);
+  });
+
+  it('an app\'s environment carries its add-ons\' var (its own variables win); creating or deleting an add-on marks the app needs_redeploy', async () => {
+    const app = await insertApp(stack.ds, ws);
+    const env = () => effectiveEnvironment(stack.ds, stack.activityDeps.secretBox, app);
+    const needsRedeploy = async () => (await stack.http.get(`/api/v1/apps/${app}`).set(owner()).expect(200)).body.needs_redeploy;
+    const settle = () => stack.ds.query(`UPDATE apps SET needs_redeploy_since = NULL WHERE uuid = $1`, [app]); // as a deployment does
+    expect(await needsRedeploy()).toBe(false);
+
+    const db = await live((await addon({ type: 'postgres' }, app)).uuid, app);
+    expect(await needsRedeploy()).toBe(true);
+    expect(db.var.DATABASE_URL).toBe(db.connection_details.internal.connection_url);
+    expect(await env()).toEqual(db.var);
+    // the password is sealed at rest and in no operation's arguments
+    const [row] = await stack.ds.query(`SELECT password_sealed FROM addons WHERE uuid = $1`, [db.uuid]);
+    expect(row.password_sealed).not.toContain(db.var.PGPASSWORD);
+    expect(JSON.stringify(await stack.ds.query(`SELECT args, signal_args FROM operations`))).not.toContain(db.var.PGPASSWORD);
+
+    // a second database keeps DATABASE_URL on the first; a cache adds its own keys; a replica adds nothing
+    await settle();
+    const second = await live((await addon({ type: 'postgres' }, app)).uuid, app);
+    const cache = await live((await addon({ type: 'valkey' }, app)).uuid, app);
+    await stack.http.post(`/api/v1/apps/${app}/addons/${db.uuid}/create_replica`).set(owner()).send({ cpu_size: 0.5, ram_size: 2 ** 29 }).expect(201);
+    expect(await needsRedeploy()).toBe(true);
+    expect(await env()).toEqual({ ...cache.var, ...db.var });
+    expect((await env()).DATABASE_URL).not.toBe(second.var.DATABASE_URL);
+
+    // the app's own variable wins over an add-on's
+    await stack.http.put(`/api/v1/apps/${app}/variables`).set(owner()).send({ variables: [{ key: 'PGHOST', value: 'pooler.internal' }] }).expect(200);
+    expect((await env()).PGHOST).toBe('pooler.internal');
+
+    // the rollout hands them to the data plane
+    await stack.ds.query(`INSERT INTO sim_apps (app_uuid) VALUES ($1) ON CONFLICT DO NOTHING`, [app]);
+    await createActivities(stack.activityDeps).rolloutImage(app, 'registry.local/addon-vars:1');
+    const [sim] = await stack.ds.query(`SELECT env_keys FROM sim_apps WHERE app_uuid = $1`, [app]);
+    expect(sim.env_keys).toEqual(expect.arrayContaining(['DATABASE_URL', 'PGPASSWORD', 'REDIS_URL', 'VALKEY_PASSWORD']));
+
+    // deleting the first database: its variables leave, the second's take over, and the app is marked again
+    await settle();
+    await stack.http.delete(`/api/v1/apps/${app}/addons/${db.uuid}`).set(owner()).expect(202);
+    expect(await needsRedeploy()).toBe(true);
+    expect((await env()).DATABASE_URL).toBe(second.var.DATABASE_URL);
+    expect(await env()).not.toHaveProperty('PGPASSWORD', db.var.PGPASSWORD);
+    // another app's add-ons are not this app's
+    await settle();
+    await addon({ type: 'mysql' });
+    expect(await needsRedeploy()).toBe(false);
+    expect(await env()).not.toHaveProperty('MYSQL_URL');
   });
 
   it('checks the app: unknown app 404, app in a project closed to the caller 404', async () => {

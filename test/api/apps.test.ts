@@ -43,10 +43,12 @@ describe('POST /apps and the App', () => {
     expect(res.status).toBe(200);
     const app = res.body;
     expect(Object.keys(app).sort()).toEqual(['addons', 'allow_connections', 'basic_auth_enabled', 'builder', 'created_at', 'cronjobs', 'deployment_config',
-      'deployment_method', 'internal_url', 'label', 'maintenance', 'manage_dns_records', 'name', 'needs_redeploy', 'platform', 'private_access', 'project_id', 'public_url',
+      'deployment_method', 'git_url', 'internal_url', 'label', 'maintenance', 'manage_dns_records', 'name', 'needs_redeploy', 'platform', 'private_access', 'project_id', 'public_url',
       'quota', 'region', 'service_name', 'state', 'updated_at', 'uuid']);
     expect(app).toMatchObject({ label: 'Full app', project_id: null, manage_dns_records: true, maintenance: false, private_access: false, allow_connections: true,
       basic_auth_enabled: false, addons: [], cronjobs: [], deployment_config: {} });
+    expect(app.deployment_method).toBe('git_push');
+    expect(app.git_url).toBe(`${stack.config.publicUrl}/git/${app.name}.git`);
     expect(typeof app.quota).toBe('object');
     expect(Number.isInteger(app.region.id)).toBe(true);
     expect(typeof app.region.name).toBe('string');

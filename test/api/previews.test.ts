@@ -266,7 +266,7 @@ describe('code-host deliveries', () => {
     expect(again.closed_at).toBeNull();
   });
 
-  it('PRV-07 a failed deploy ends failed with deployment_error; redeploy (apps:deploy) brings it back to active', async () => {
+  it('PRV-07 EVT-02 a failed deploy ends failed with deployment_error and deploy_ended data.message the reason; redeploy (apps:deploy) brings it back to active', async () => {
     const { app, secret } = await enabledApp();
     await SimulatedCore.injectFault(stack.ds, 'apps.startBuild', 1, { retryable: false, message: 'build failed: npm ERR! missing script: start' });
     const head = sha();
@@ -277,7 +277,8 @@ describe('code-host deliveries', () => {
     expect(failed.last_deployed_at).toBeNull();
     const ended = await eventually(async () => (await stack.ds.query(`SELECT payload FROM events WHERE app_uuid = $1 AND type = 'deploy_ended'`, [failed.app_uuid]))[0],
       { what: 'deploy_ended' });
-    expect(ended.payload.data).toMatchObject({ status: 'failed', error: 'build failed: npm ERR! missing script: start' });
+    expect(ended.payload.data).toMatchObject({ status: 'failed', message: 'build failed: npm ERR! missing script: start' });
+    expect(ended.payload.data).not.toHaveProperty('error');
 
     const viewer = await tokenWith(stack.ds, ws.uuid, ['apps:view', 'apps:manage', 'apps:operate']);
     expect((await stack.http.post(`/api/v1/apps/${app.uuid}/preview_environments/${id}/redeploy`).set(auth(viewer))).status).toBe(403);

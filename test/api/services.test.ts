@@ -94,6 +94,8 @@ describe('standalone services', () => {
     const ok = await stack.http.post(`/api/v1/services/${vol.uuid}/mount_app`).set(owner()).send({ app_uuid: appUuid, mount_path: '/mnt/files', sub_path: 'tenant/a' });
     expect(ok.status).toBe(201);
     expect(ok.body).toMatchObject({ service_id: vol.uuid, app_uuid: appUuid, sub_path: 'tenant/a', access_mode: 'shared' });
+    // the mount reaches the app's processes at their next start: the app is marked for a redeploy
+    expect((await stack.http.get(`/api/v1/apps/${appUuid}`).set(owner()).expect(200)).body.needs_redeploy).toBe(true);
     await eventually(async () => (await simData(stack).dirs(await clusterOf(stack.ds, vol.uuid))).includes('tenant/a'), { what: 'sub_path created' });
     const excl = await stack.http.post(`/api/v1/services/${vol.uuid}/mount_app`).set(owner()).send({ app_uuid: appUuid, mount_path: '/mnt/y', sub_path: 'b', access_mode: 'exclusive' });
     expect(excl.status).toBe(422);

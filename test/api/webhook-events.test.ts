@@ -3,6 +3,7 @@ import { createActivities } from '../../activities';
 import type { EmitEventInput } from '../../activities/events';
 import { APP_STATE_EVENT_STATES, EVENT_TYPES, SUBSCRIBABLE_EVENT_TYPES, eventData } from '../../domain/events';
 import { createResource, seedWorkspace, type Workspace } from '../support/fixtures';
+import { startObjectStore } from '../support/object-store';
 import { eventually, startStack, type TestStack } from '../support/stack';
 import { insertApp, RECEIVER_ALLOW, startReceiver, type Receiver } from '../support/webhooks';
 
@@ -14,18 +15,21 @@ import { insertApp, RECEIVER_ALLOW, startReceiver, type Receiver } from '../supp
 let stack: TestStack;
 let ws: Workspace;
 let receiver: Receiver;
+let store: Awaited<ReturnType<typeof startObjectStore>>;
 let auth: { Authorization: string };
 let emitEvent: (input: EmitEventInput) => Promise<{ id: string; type: string; timestamp: string; data: Record<string, unknown> }>;
 
 beforeAll(async () => {
   receiver = await startReceiver();
-  stack = await startStack({ env: { BERTH_WEBHOOK_ALLOW_CIDRS: RECEIVER_ALLOW } });
+  store = await startObjectStore();
+  stack = await startStack({ env: { BERTH_WEBHOOK_ALLOW_CIDRS: RECEIVER_ALLOW }, objectStore: store });
   await stack.startWorker();
   emitEvent = createActivities(stack.activityDeps).emitEvent;
 });
 afterAll(async () => {
   await stack?.close();
   await receiver?.close();
+  await store?.dispose();
 });
 beforeEach(async () => {
   ws = await seedWorkspace(stack.ds);
@@ -110,6 +114,47 @@ describe('scoping', () => {
     expect(await reached(event.id)).toEqual([scoped.uuid, all.uuid, quotaOnly.uuid].sort());
     expect(arrived(notSubscribed.path, event.id)).toHaveLength(0);
     expect(arrived(elsewhere.path, event.id)).toHaveLength(0);
+  });
+
+  it('WH-06 EVT-07 allocations crossing 80% and 100% of a compute resource raise quota_alert once per crossing, to every subscribed webhook', async () => {
+    const [{ region_id }] = await stack.ds.query(`SELECT region_id FROM compute_resources WHERE uuid = $1`, [ws.resourceUuid]);
+    const GIB = 2 ** 30;
+    const resource = await createResource(stack.ds, ws.uuid, region_id, `quota-${randomUUID().slice(0, 6)}`, { cpu_size: 1, ram_size: 64 * GIB, disk_size: 10 * GIB });
+    const app = await insertApp(stack.ds, ws.uuid, ws.resourceUuid);
+    const scoped = await hook({ app_uuids: [app] });
+    const quotaOnly = await hook({ events: ['quota_alert'] });
+    const notSubscribed = await hook({ events: ['deploy_started'] });
+    type Alert = { id: string; data: Record<string, unknown> };
+    const alerts = async (): Promise<Alert[]> => (await stack.ds.query(`SELECT payload FROM events WHERE workspace_uuid = $1 AND type = 'quota_alert' ORDER BY created_at, uuid`, [ws.uuid]))
+      .map((r: { payload: Alert }) => r.payload);
+    const bucket = async (gib: number) => (await stack.http.post('/api/v1/buckets').set(auth).send({ label: `b${gib}`, resource_id: resource, disk_size: gib }).expect(201)).body.uuid as string;
+
+    await bucket(7);
+    const small = await bucket(1); // 80%
+    await bucket(1); // 90%: no new crossing
+    const grown = await bucket(1); // 100%
+    const two = await eventually(async () => { const a = await alerts(); return a.length >= 2 ? a : undefined; }, { what: 'two alerts' });
+    expect(two.map((e) => e.data)).toEqual([
+      { resource_id: resource, resource_name: expect.any(String), dimension: 'disk', threshold_percent: 80, allocated: 8 * GIB, total: 10 * GIB },
+      { resource_id: resource, resource_name: expect.any(String), dimension: 'disk', threshold_percent: 100, allocated: 10 * GIB, total: 10 * GIB },
+    ]);
+    for (const e of two) {
+      expect(await reached(e.id)).toEqual([scoped.uuid, quotaOnly.uuid].sort());
+      expect(arrived(scoped.path, e.id)).toHaveLength(1);
+      expect(arrived(notSubscribed.path, e.id)).toHaveLength(0);
+    }
+    // below 100% again, then back to it: a new crossing; staying above 80% is none
+    await stack.http.delete(`/api/v1/buckets/${small}`).set(auth).expect(204);
+    await stack.http.put(`/api/v1/buckets/${grown}`).set(auth).send({ disk_size: 2 }).expect(200);
+    const three = await eventually(async () => { const a = await alerts(); return a.length >= 3 ? a : undefined; }, { what: 'third alert' });
+    expect(three.slice(2).map((e) => [e.data.dimension, e.data.threshold_percent])).toEqual([['disk', 100]]);
+
+    // an app's reservation (POST /apps) counts the same way: 0.85 of 1 cpu crosses 80%
+    await stack.http.post('/api/v1/apps').set(auth).send({ name: `q-${randomUUID().slice(0, 6)}`, resource_id: resource, quota: { cpu_size: 0.85, ram_size: GIB, disk_size: 0 } })
+      .expect((res) => { if (res.status !== 201) throw new Error(JSON.stringify(res.body)); });
+    const cpu = await eventually(async () => (await alerts()).find((e) => e.data.dimension === 'cpu'), { what: 'cpu alert' });
+    expect(cpu.data).toMatchObject({ resource_id: resource, threshold_percent: 80, allocated: 0.85, total: 1 });
+    expect((await alerts()).filter((e) => e.data.dimension === 'disk')).toHaveLength(3);
   });
 
   it('WH-07 every event but quota_alert carries data.app_id and respects app scoping; emitting one without an app is refused', async () => {
