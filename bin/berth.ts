@@ -1,4 +1,5 @@
 import { runDev } from './dev';
+import { runResource, UsageError } from './resource';
 import { runApi, runMigrate, runWorkerProcess } from './serve';
 import { resolveTemporal } from './temporal-cli';
 import { runToken } from './token';
@@ -14,6 +15,9 @@ const USAGE = `usage: berth <command>
   token create --workspace <uuid|name> (--role <name> [--email <e>] | --permissions a,b) [--name <n>] [--expires-in-days <n>]
   token revoke <token-uuid>
   token list --workspace <uuid|name>
+  resource create --name <n> --region <code> --plan free|standard [--cpu <cores>] [--ram <GiB>] [--disk <GiB>] [--workspace <uuid|name>]
+                          a compute resource (prints its uuid)
+  resource list [--workspace <uuid|name>]
 `;
 
 async function main(argv: string[]): Promise<void> {
@@ -37,6 +41,8 @@ async function main(argv: string[]): Promise<void> {
     }
     case 'token':
       return runToken(config, rest);
+    case 'resource':
+      return runResource(config, rest);
     default:
       process.stderr.write(USAGE);
       process.exitCode = command && command !== 'help' && command !== '--help' ? 2 : 0;
@@ -45,5 +51,5 @@ async function main(argv: string[]): Promise<void> {
 
 main(process.argv.slice(2)).catch((err) => {
   process.stderr.write(`berth: ${err instanceof Error ? err.message : String(err)}\n`);
-  process.exit(1);
+  process.exit(err instanceof UsageError ? 2 : 1);
 });

@@ -22,6 +22,18 @@ export interface Seeded {
   ownerToken?: string;
 }
 
+/** A compute resource whose capacity is its plan's (cpu in cores, ram and disk in bytes). */
+export async function insertComputeResource(m: Pick<EntityManager, 'query'>, r: { workspaceUuid: string; regionId: number; name: string; labels: string[];
+  plan: typeof DEFAULT_PLAN; createdBy: string | null }): Promise<string> {
+  const uuid = randomUUID();
+  await m.query(
+    `INSERT INTO compute_resources (uuid, workspace_uuid, region_id, name, labels, total_cpu_size, total_ram_size, total_disk_size, plan, components, created_by_member_uuid)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+    [uuid, r.workspaceUuid, r.regionId, r.name, r.labels, r.plan.cpu_size, r.plan.ram_size, r.plan.disk_size, JSON.stringify(r.plan),
+      JSON.stringify([{ name: 'Load balancer', code_name: 'load-balancer', unit_price: 10 }]), r.createdBy]);
+  return uuid;
+}
+
 /** Creates a workspace with its built-in roles. */
 export async function createWorkspace(m: EntityManager, name: string): Promise<string> {
   const uuid = randomUUID();
@@ -89,11 +101,23 @@ export async function seedDefaults(ds: DataSource, options: { bootstrapToken?: s
     const region = await one<{ id: number }>(m,
       `INSERT INTO regions (name, code, domain) VALUES ($1, $2, $3) ON CONFLICT (code) DO UPDATE SET code = EXCLUDED.code RETURNING id`,
       [DEFAULT_REGION.name, DEFAULT_REGION.code, DEFAULT_REGION.domain]);
-    await m.query(
-      `INSERT INTO compute_resources (uuid, workspace_uuid, region_id, name, labels, total_cpu_size, total_ram_size, total_disk_size, plan, components, created_by_member_uuid)
-       VALUES ($1, $2, $3, 'local-1', '{embedded}', $4, $5, $6, $7, $8, $9)`,
-      [randomUUID(), workspaceUuid, region!.id, DEFAULT_PLAN.cpu_size, DEFAULT_PLAN.ram_size, DEFAULT_PLAN.disk_size, JSON.stringify(DEFAULT_PLAN),
-        JSON.stringify([{ name: 'Load balancer', code_name: 'load-balancer', unit_price: 10 }]), memberUuid]);
+    await insertComputeResource(m, { workspaceUuid, regionId: region!.id, name: 'local-1', labels: ['embedded'], plan: DEFAULT_PLAN, createdBy: memberUuid });
     return { workspaceUuid, ownerToken: token };
   });
+}
+
+/** The label that says which data-plane driver runs a compute resource (GET /resources, event labels). */
+export const DRIVER_LABEL_PREFIX = 'berth.driver=';
+
+/**
+ * Labels every compute resource with the driver this installation runs (`berth.driver=local`),
+ * replacing a label a start with another BERTH_PROVIDER left: one Berth drives all its
+ * resources with one driver. Called at each start of a process that runs the data plane.
+ */
+export async function labelResourcesWithDriver(ds: DataSource, driver: string): Promise<void> {
+  await ds.query(
+    `UPDATE compute_resources
+        SET labels = array_append(ARRAY(SELECT l FROM unnest(labels) l WHERE l NOT LIKE $1 || '%'), $1 || $2), updated_at = now()
+      WHERE NOT ($1 || $2 = ANY(labels))`,
+    [DRIVER_LABEL_PREFIX, driver]);
 }

@@ -1,4 +1,3 @@
-import { mkdirSync } from 'node:fs';
 import type { Server } from 'node:http';
 import path from 'node:path';
 import { DefaultLogger, Runtime as TemporalRuntime } from '@temporalio/worker';
@@ -10,7 +9,9 @@ import { startWorker, type WorkerHandle } from '../worker/main';
 import { startEmbeddedObjectStore } from '../worker/object-store';
 import { objectStoreFromConfig, openRuntime, type Runtime } from '../worker/runtime';
 import { startSimulatedIngress } from '../activities/provider/simulated/ingress';
-import { seedDefaults } from './bootstrap';
+import { labelResourcesWithDriver, seedDefaults } from './bootstrap';
+import { superviseDev } from './lifecycle';
+import { closeDataDir } from './data-dir';
 import { startEmbeddedPostgres, type EmbeddedPostgresHandle } from './embedded-postgres';
 import { resolveTemporal } from './temporal-cli';
 import { startTemporalDevServer, type TemporalDevServer } from './temporal-server';
@@ -19,38 +20,22 @@ import { startTemporalDevServer, type TemporalDevServer } from './temporal-serve
  * `berth dev` (npm start): the whole stack on one machine. Embedded PostgreSQL unless
  * DATABASE_URL is set, the Temporal CLI dev server unless TEMPORAL_ADDRESS is set, the
  * embedded object store (S3-compatible, on loopback) unless BERTH_S3_ENDPOINT is set, then
- * migrations, the worker and the API. Ctrl-C stops everything; data stays under .berth/.
+ * migrations, the worker and the API. Ctrl-C stops everything (bin/lifecycle.ts); data stays under .berth/.
  */
 export async function runDev(config: Config): Promise<void> {
   const logger = createLogger(config.logLevel);
   TemporalRuntime.install({ logger: new DefaultLogger('WARN') });
   const say = (msg: string) => process.stdout.write(`${msg}\n`);
-  mkdirSync(config.dataDir, { recursive: true });
+  closeDataDir(config.dataDir);
   const stops: Array<() => Promise<void>> = [];
-  let stopping = false;
-  const stopAll = async (code: number) => {
-    if (stopping) return;
-    stopping = true;
-    say('\nberth: stopping…');
-    for (const stop of stops.reverse()) {
-      try {
-        await stop();
-      } catch (err) {
-        logger.error({ err }, 'error while stopping');
-      }
-    }
-    say('berth: stopped');
-    process.exit(code);
-  };
-  process.once('SIGINT', () => void stopAll(0));
-  process.once('SIGTERM', () => void stopAll(0));
+  const stopAll = superviseDev({ stops, say, logger });
 
   try {
     let databaseUrl = config.databaseUrl;
     if (!databaseUrl) {
       say(`berth: starting embedded PostgreSQL (data in ${path.join(config.dataDir, 'postgres')})`);
       const pg: EmbeddedPostgresHandle = await startEmbeddedPostgres({
-        dir: path.join(config.dataDir, 'postgres'), port: config.embeddedPgPort, database: 'berth', log: (m) => logger.warn(m),
+        dir: path.join(config.dataDir, 'postgres'), port: config.embeddedPgPort, database: 'berth', log: (m) => logger.warn(m), say: (m) => say(`berth: ${m}`),
       });
       stops.push(() => pg.stop());
       databaseUrl = pg.url;
@@ -88,9 +73,11 @@ export async function runDev(config: Config): Promise<void> {
       logger.warn({ cidrs: config.webhookAllowCidrs }, 'BERTH_WEBHOOK_ALLOW_CIDRS lets webhooks reach these private ranges');
     }
 
+    const deps = await runtime.activityDeps();
+    await labelResourcesWithDriver(runtime.dataSource, deps.provider.name);
     const worker: WorkerHandle = await startWorker({
       connection: await runtime.nativeConnection(), namespace: config.temporalNamespace, taskQueue: config.taskQueue,
-      deps: runtime.activityDeps, outbox: runtime.outbox, logger, reconcileIntervalMs: config.reconcileIntervalMs,
+      deps, outbox: runtime.outbox, logger, reconcileIntervalMs: config.reconcileIntervalMs,
     });
     stops.push(() => worker.shutdown());
     void worker.done.catch((err) => {
@@ -99,7 +86,7 @@ export async function runDev(config: Config): Promise<void> {
     });
 
     let ingressUrl: string | null = null;
-    if (config.simIngressPort > 0) {
+    if (deps.provider.name === 'simulated' && config.simIngressPort > 0) {
       const ingress = await startSimulatedIngress({
         dataSource: runtime.dataSource, temporal: runtime.temporal, secretBox: runtime.secretBox, logger, port: config.simIngressPort, host: config.host,
       });
@@ -115,12 +102,15 @@ export async function runDev(config: Config): Promise<void> {
     stops.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
 
     const apiUrl = `http://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${config.port}`;
+    closeDataDir(config.dataDir); // temporal.db, objects/ and local/ exist now
     say('');
     say(`  Berth API        ${apiUrl}/api/v1   (reference: ${apiUrl}/docs)`);
     if (uiUrl) say(`  Temporal UI      ${uiUrl}   (find an operation: BerthResource = "<uuid>")`);
     else say(`  Temporal         ${temporalAddress}`);
     say(`  Object store     ${storeSummary}`);
     if (ingressUrl) say(`  Apps (simulated) ${ingressUrl}   (curl -H "Host: <app name>.local" ${ingressUrl}/)`);
+    say(`  Data plane       ${deps.provider.name} driver (BERTH_PROVIDER)`);
+    for (const line of deps.provider.summary ?? []) say(`  ${line}`);
     say(`  Data             ${config.dataDir}${config.databaseUrl ? ' (PostgreSQL: DATABASE_URL)' : ''}`);
     say(`  Workspace        ${seeded.workspaceUuid}`);
     if (seeded.ownerToken) {

@@ -5,7 +5,7 @@ import type { Config } from '../worker/config';
 import { createLogger } from '../worker/logger';
 import { startWorker } from '../worker/main';
 import { openRuntime } from '../worker/runtime';
-import { seedDefaults } from './bootstrap';
+import { labelResourcesWithDriver, seedDefaults } from './bootstrap';
 
 function required(config: Config): { databaseUrl: string; temporalAddress: string } {
   if (!config.databaseUrl) throw new Error('DATABASE_URL is required (use `berth dev` for the embedded stack)');
@@ -42,9 +42,12 @@ export async function runWorkerProcess(config: Config): Promise<void> {
   const logger = createLogger(config.logLevel);
   Runtime.install({ logger: new DefaultLogger('WARN') });
   const runtime = await openRuntime(config, logger, required(config));
+  const deps = await runtime.activityDeps();
+  await labelResourcesWithDriver(runtime.dataSource, deps.provider.name);
+  logger.info({ driver: deps.provider.name, summary: deps.provider.summary }, 'data plane started');
   const handle = await startWorker({
     connection: await runtime.nativeConnection(), namespace: config.temporalNamespace, taskQueue: config.taskQueue,
-    deps: runtime.activityDeps, outbox: runtime.outbox, logger, reconcileIntervalMs: config.reconcileIntervalMs,
+    deps, outbox: runtime.outbox, logger, reconcileIntervalMs: config.reconcileIntervalMs,
   });
   logger.info({ taskQueue: config.taskQueue }, 'berth worker running');
   onSignal(async () => {

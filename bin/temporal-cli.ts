@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process';
-import { accessSync, constants, existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
+import { isExecutable } from '../platform/executable';
 
 /**
  * Finds the Temporal binaries: the CLI (`temporal server start-dev`) and the
@@ -20,20 +21,11 @@ export type TemporalBinary = keyof typeof PINNED;
 
 export type Executable = { type: 'existing-path'; path: string } | { type: 'cached-download'; downloadDir: string };
 
-function executable(file: string): boolean {
-  try {
-    accessSync(file, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 function onPath(binary: string, env: NodeJS.ProcessEnv): string | undefined {
   for (const dir of (env.PATH ?? '').split(path.delimiter)) {
     if (!dir) continue;
     const candidate = path.join(dir, binary);
-    if (executable(candidate)) return candidate;
+    if (isExecutable(candidate)) return candidate;
   }
   return undefined;
 }
@@ -65,16 +57,16 @@ export function resolveTemporal(kind: TemporalBinary, options: ResolveOptions): 
   const pin = PINNED[kind];
   const fromEnv = env[pin.env];
   if (fromEnv) {
-    if (!executable(fromEnv)) throw new Error(`${pin.env}=${fromEnv} is not an executable file`);
+    if (!isExecutable(fromEnv)) throw new Error(`${pin.env}=${fromEnv} is not an executable file`);
     return { type: 'existing-path', path: fromEnv };
   }
   const found = onPath(pin.binary, env);
   if (found) return { type: 'existing-path', path: found };
   const target = path.join(options.dataDir, 'tools', `${pin.pkg}-${pin.version}`);
   const cached = path.join(target, 'bin', pin.binary);
-  if (executable(cached)) return { type: 'existing-path', path: cached };
+  if (isExecutable(cached)) return { type: 'existing-path', path: cached };
   mkdirSync(target, { recursive: true });
-  if (pipInstall(pin.pkg, pin.version, target, log) && executable(cached)) return { type: 'existing-path', path: cached };
+  if (pipInstall(pin.pkg, pin.version, target, log) && isExecutable(cached)) return { type: 'existing-path', path: cached };
   log(`falling back to the Temporal SDK's own download of the ${kind} (needs internet access)`);
   const downloadDir = path.join(options.dataDir, 'tools', 'sdk-download');
   if (!existsSync(downloadDir)) mkdirSync(downloadDir, { recursive: true });

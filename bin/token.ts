@@ -16,7 +16,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
  * Opens the database the stack uses: DATABASE_URL, or the embedded cluster under the data
  * directory (reached while `npm start` runs, started for the duration otherwise).
  */
-async function withDatabase<T>(config: Config, fn: (ds: DataSource) => Promise<T>): Promise<T> {
+export async function withDatabase<T>(config: Config, fn: (ds: DataSource) => Promise<T>): Promise<T> {
   let url = config.databaseUrl;
   let stop: (() => Promise<void>) | undefined;
   if (!url) {
@@ -44,7 +44,7 @@ async function withDatabase<T>(config: Config, fn: (ds: DataSource) => Promise<T
   }
 }
 
-async function findWorkspace(ds: DataSource, ref: string): Promise<string> {
+export async function findWorkspace(ds: DataSource, ref: string): Promise<string> {
   const ws = await one<{ uuid: string }>(ds,
     UUID.test(ref) ? `SELECT uuid FROM workspaces WHERE uuid = $1` : `SELECT uuid FROM workspaces WHERE name = $1`, [ref]);
   if (!ws) throw new Error(`no workspace "${ref}"`);

@@ -30,7 +30,12 @@ export interface Config {
   dnsServers: string[];
   smtpUrl: string | undefined;
   mailFrom: string;
-  provider: 'simulated';
+  /** The data-plane driver: `local` (this machine, everything real; the default) or `simulated` (fault-injection tests). */
+  provider: ProviderName;
+  /** Where app code's files live when Berth is root (platform/local-layout.ts); unset: the default. */
+  appsDir: string | undefined;
+  /** Free-plan apps sleep after this many seconds without a request through the ingress. */
+  appIdleTimeoutS: number;
   providerFaultRate: number;
   providerLatencyMs: number;
   s3Endpoint: string | undefined;
@@ -52,7 +57,38 @@ export interface Config {
   gitCaFile: string | undefined;
   /** Port of the simulated ingress `berth dev` runs (0: none). */
   simIngressPort: number;
+  /** Port of the local driver's ingress, the reverse proxy in front of every app (BERTH_PROVIDER=local). */
+  ingressPort: number;
+  /** The API's public origin (no trailing slash), shown in links such as an app's `git_url`. */
+  publicUrl: string;
+  /** The local driver's valkey server binary (BERTH_VALKEY_SERVER); unset: `valkey-server` or `redis-server` on PATH. */
+  valkeyServer: string | undefined;
+  /** The local driver's MySQL server binary (BERTH_MYSQL_SERVER); unset: `mariadbd` or `mysqld` on PATH or in /usr/sbin. */
+  mysqlServer: string | undefined;
+  /** Requests each caller (token, or app + client address) may make per window (BERTH_RATE_LIMIT). */
+  rateLimit: RateLimit;
 }
+
+export interface RateLimit {
+  points: number;
+  durationSeconds: number;
+}
+
+const DURATION_UNITS: Record<string, number> = { s: 1, m: 60, h: 3600 };
+
+/** "600/60s", "100/1m", "5000/1h" -> { points, durationSeconds } (BERTH_RATE_LIMIT). */
+export function parseRateLimit(value: string): RateLimit {
+  const m = /^\s*([0-9]+)\s*\/\s*([0-9]+)\s*([smh])\s*$/.exec(value);
+  const points = Number(m?.[1]);
+  const durationSeconds = Number(m?.[2]) * DURATION_UNITS[m?.[3] ?? 's']!;
+  if (!m || points < 1 || durationSeconds < 1) {
+    throw new Error(`BERTH_RATE_LIMIT must read <requests>/<window> such as 600/60s, 100/1m or 5000/1h, got "${value}"`);
+  }
+  return { points, durationSeconds };
+}
+
+export const PROVIDERS = ['local', 'simulated'] as const;
+export type ProviderName = (typeof PROVIDERS)[number];
 
 function int(value: string | undefined, fallback: number, name: string): number {
   if (value === undefined || value === '') return fallback;
@@ -108,10 +144,12 @@ export function dnsServer(entry: string): string {
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): Config {
-  const provider = env.BERTH_PROVIDER ?? 'simulated';
-  if (provider !== 'simulated') {
-    throw new Error(`BERTH_PROVIDER "${provider}" is not available; the only data-plane driver is "simulated"`);
+  const provider = (env.BERTH_PROVIDER || 'local') as ProviderName;
+  if (!(PROVIDERS as readonly string[]).includes(provider)) {
+    throw new Error(`BERTH_PROVIDER "${provider}" is not a data-plane driver; choose one of ${PROVIDERS.join(', ')}`);
   }
+  const idle = int(env.BERTH_APP_IDLE_TIMEOUT_S, 1800, 'BERTH_APP_IDLE_TIMEOUT_S');
+  if (idle < 1) throw new Error('BERTH_APP_IDLE_TIMEOUT_S must be at least 1');
   const faultRate = int(env.BERTH_PROVIDER_FAULT_RATE, 0, 'BERTH_PROVIDER_FAULT_RATE');
   if (faultRate < 0 || faultRate > 1) throw new Error('BERTH_PROVIDER_FAULT_RATE must be between 0 and 1');
   parseAllowList(list(env.BERTH_WEBHOOK_ALLOW_CIDRS)); // a malformed range stops the start instead of failing every webhook request
@@ -136,6 +174,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     smtpUrl: env.BERTH_SMTP_URL || undefined,
     mailFrom: env.BERTH_MAIL_FROM || 'Berth <berth@localhost>',
     provider,
+    appsDir: env.BERTH_APPS_DIR ? path.resolve(cwd, env.BERTH_APPS_DIR) : undefined,
+    appIdleTimeoutS: idle,
     providerFaultRate: faultRate,
     providerLatencyMs: int(env.BERTH_PROVIDER_LATENCY_MS, 1000, 'BERTH_PROVIDER_LATENCY_MS'),
     s3Endpoint: env.BERTH_S3_ENDPOINT || undefined,
@@ -149,5 +189,28 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     gitAllowFileUrls: env.BERTH_GIT_ALLOW_FILE_URLS === '1' || env.BERTH_GIT_ALLOW_FILE_URLS === 'true',
     gitCaFile: env.BERTH_GIT_CA_FILE || undefined,
     simIngressPort: int(env.BERTH_SIM_INGRESS_PORT, 8081, 'BERTH_SIM_INGRESS_PORT'),
+    ingressPort: int(env.BERTH_INGRESS_PORT, 8081, 'BERTH_INGRESS_PORT'),
+    publicUrl: publicOrigin(env.BERTH_PUBLIC_URL, env.BERTH_HOST || '127.0.0.1', int(env.PORT ?? env.BERTH_PORT, 8080, 'PORT')),
+    valkeyServer: env.BERTH_VALKEY_SERVER || undefined,
+    mysqlServer: env.BERTH_MYSQL_SERVER || undefined,
+    rateLimit: parseRateLimit(env.BERTH_RATE_LIMIT || '600/60s'),
   };
+}
+
+/** BERTH_PUBLIC_URL as an origin (`http(s)://host[:port][/prefix]`, no trailing slash); by default where the API listens. */
+function publicOrigin(value: string | undefined, host: string, port: number): string {
+  if (!value) {
+    const shown = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : isIP(host) === 6 ? `[${host}]` : host;
+    return `http://${shown}:${port}`;
+  }
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new Error(`BERTH_PUBLIC_URL must be an http(s) URL, got "${value}"`);
+  }
+  if (!['http:', 'https:'].includes(url.protocol) || url.search || url.hash || url.username) {
+    throw new Error(`BERTH_PUBLIC_URL must be an http(s) URL without credentials, query or fragment, got "${value}"`);
+  }
+  return `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
 }

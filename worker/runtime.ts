@@ -5,8 +5,12 @@ import { NativeConnection } from '@temporalio/worker';
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import type { ActivityDeps } from '../activities';
+import type { Provider } from '../activities/provider/provider';
 import { createSimulatedProvider } from '../activities/provider/simulated';
+import { createObjectStoreStorage } from '../activities/provider/object-store-storage';
 import type { ObjectStoreOptions } from '../activities/provider/storage';
+import { localLayoutFor, startLocalProvider } from '../activities/provider/local';
+import { localEngineSupport } from '../activities/provider/local/data';
 import type { ApiDeps } from '../api/context';
 import { SecretBox } from '../domain/secret-box';
 import { createDataSource } from '../entities/data-source';
@@ -39,8 +43,13 @@ export interface Runtime {
   secretBox: SecretBox;
   temporal: Client;
   outbox: Outbox;
-  activityDeps: ActivityDeps;
   apiDeps: ApiDeps;
+  /**
+   * Starts the data-plane driver (once) and answers what activities are built from. Only
+   * processes that run a worker call it: the local driver runs app processes, the ingress
+   * and add-on servers in the process that starts it.
+   */
+  activityDeps(): Promise<ActivityDeps>;
   /** Opens a worker connection (only processes that run a worker need one). */
   nativeConnection(): Promise<NativeConnection>;
   close(): Promise<void>;
@@ -54,11 +63,18 @@ export async function openRuntime(config: Config, logger: Logger, addresses: { d
   const connection = Connection.lazy({ address: addresses.temporalAddress });
   const temporal = new Client({ connection, namespace: config.temporalNamespace });
   const outbox = new Outbox(dataSource, temporal, { taskQueue: config.taskQueue, logger });
-  const provider = createSimulatedProvider({
-    dataSource, faultRate: config.providerFaultRate, latencyMs: config.providerLatencyMs,
-    objectStore: addresses.objectStore ?? objectStoreFromConfig(config),
-  });
+  const objectStore = addresses.objectStore ?? objectStoreFromConfig(config);
+  const simulated = () => createSimulatedProvider({ dataSource, faultRate: config.providerFaultRate, latencyMs: config.providerLatencyMs, objectStore });
+  // The API reaches the object store directly (bucket objects, download links); it starts no data plane.
+  const storage = createObjectStoreStorage({ db: dataSource, store: objectStore });
   let native: NativeConnection | undefined;
+  let provider: Promise<Provider> | undefined;
+  const startProvider = (): Promise<Provider> => {
+    provider ??= config.provider === 'local'
+      ? startLocalProvider({ config, dataSource, secretBox, temporal, logger, objectStore })
+      : Promise.resolve(simulated());
+    return provider;
+  };
   return {
     config,
     logger,
@@ -66,13 +82,24 @@ export async function openRuntime(config: Config, logger: Logger, addresses: { d
     secretBox,
     temporal,
     outbox,
-    activityDeps: { dataSource, logger, config, secretBox, provider, temporal },
-    apiDeps: { dataSource, temporal, outbox, secretBox, logger, config, storage: provider.storage },
+    async activityDeps() {
+      return { dataSource, logger, config, secretBox, provider: await startProvider(), temporal };
+    },
+    apiDeps: {
+      dataSource, temporal, outbox, secretBox, logger, config, storage,
+      // the API reads build and app logs and serves git repositories where the local driver keeps them
+      localLayout: config.provider === 'local' ? localLayoutFor(config, { uidSwitch: process.getuid?.() === 0 }) : undefined,
+      // which engines the data plane can run: an add-on it cannot run is refused at create (422)
+      data: config.provider === 'local' ? { supports: localEngineSupport({ valkey: config.valkeyServer, mysql: config.mysqlServer }) } : undefined,
+    },
     async nativeConnection() {
       native ??= await NativeConnection.connect({ address: addresses.temporalAddress });
       return native;
     },
     async close() {
+      // a data plane that failed to start has nothing to stop
+      const started = await provider?.catch(() => undefined);
+      await started?.close?.();
       await native?.close();
       await connection.close();
       await dataSource.destroy();
