@@ -11,7 +11,7 @@ import { createDataSource, migrate } from '../../entities/data-source';
 import { WORKFLOWS_PATH } from '../../worker/main';
 import { TEST_DATA_DIR, TEST_ENV, TOOLS_DATA_DIR } from './env';
 
-async function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const s = createServer();
     s.listen(0, '127.0.0.1', () => {

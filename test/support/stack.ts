@@ -1,6 +1,10 @@
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
-import { Client, Connection } from '@temporalio/client';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import type { Logger } from 'pino';
 import request from 'supertest';
@@ -11,6 +15,7 @@ import type { ObjectStoreOptions } from '../../activities/provider/storage';
 import { createApp } from '../../api/app';
 import type { ApiDeps } from '../../api/context';
 import { SecretBox } from '../../domain/secret-box';
+import { localLayout } from '../../platform/local-layout';
 import { loadConfig, type Config } from '../../worker/config';
 import { createLogger } from '../../worker/logger';
 import { startWorker, type WorkerHandle } from '../../worker/main';
@@ -51,23 +56,25 @@ export interface TestStack {
  * The real stack for one test file: its own database, the suite's Temporal dev server
  * on a task queue of its own, the API served over real HTTP, logs captured.
  */
-export async function startStack(options: { env?: NodeJS.ProcessEnv; objectStore?: ObjectStoreOptions } = {}): Promise<TestStack> {
+export async function startStack(options: { env?: NodeJS.ProcessEnv; objectStore?: ObjectStoreOptions; secretKeyring?: string } = {}): Promise<TestStack> {
   const db = await freshDatabase();
   const taskQueue = `test-${randomBytes(6).toString('hex')}`;
   const config: Config = {
-    ...loadConfig({ BERTH_PROVIDER_LATENCY_MS: '0', ...options.env }),
+    ...loadConfig({ BERTH_PROVIDER: 'simulated', BERTH_PROVIDER_LATENCY_MS: '0', BERTH_RATE_LIMIT: '100000/60s', ...options.env }),
     databaseUrl: db.url,
     temporalAddress: testEnv('temporalAddress'),
     taskQueue,
     reconcileIntervalMs: 500,
   };
   const { logger, lines } = captureLogger();
-  const secretBox = new SecretBox([{ kid: 'test', key: randomBytes(32) }]);
+  const secretBox = options.secretKeyring ? SecretBox.fromKeyring(options.secretKeyring) : new SecretBox([{ kid: 'test', key: randomBytes(32) }]);
   const connection = Connection.lazy({ address: config.temporalAddress! });
   const temporal = new Client({ connection, namespace: config.temporalNamespace });
   const outbox = new Outbox(db.ds, temporal, { taskQueue, logger });
   const provider = createSimulatedProvider({ dataSource: db.ds, faultRate: 0, latencyMs: 0, objectStore: options.objectStore });
-  const apiDeps: ApiDeps = { dataSource: db.ds, temporal, outbox, secretBox, logger, config, storage: provider.storage, validateResponses: true,
+  const layout = localLayout({ dataDir: mkdtempSync(path.join(tmpdir(), 'berth-data-')) });
+  const apiDeps: ApiDeps = { dataSource: db.ds, temporal, outbox, secretBox, logger, config, storage: provider.storage, localLayout: layout, data: provider.data,
+    validateResponses: true,
     verifyAudit: true, onAuditVerified: tallyAudit };
   const activityDeps: ActivityDeps = { dataSource: db.ds, logger, config, secretBox, provider, temporal };
   const responseBodies: string[] = [];
@@ -85,6 +92,8 @@ export async function startStack(options: { env?: NodeJS.ProcessEnv; objectStore
     void handler(req, res);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  // Links the API shows (an app's git_url) point at this server.
+  config.publicUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const workers: WorkerHandle[] = [];
   let native: NativeConnection | undefined;
   return {
@@ -119,6 +128,17 @@ export async function eventually<T>(check: () => Promise<T | undefined | null | 
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${options.what ?? 'condition'}`);
     await new Promise((r) => setTimeout(r, options.intervalMs ?? 100));
   }
+}
+
+/**
+ * The result of a workflow that may not have started yet (a row written by one workflow
+ * before it starts the child that runs it): waits for the workflow to exist, then for its end.
+ */
+export async function resultOnceStarted<T = unknown>(client: Client, workflowId: string): Promise<T> {
+  const handle = client.workflow.getHandle(workflowId);
+  const started = () => handle.describe().then(() => true, (e: unknown) => (e instanceof WorkflowNotFoundError ? false : Promise.reject(e)));
+  await eventually(started, { what: `workflow ${workflowId} to start` });
+  return handle.result() as Promise<T>;
 }
 
 /**

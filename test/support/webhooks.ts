@@ -16,12 +16,18 @@ export interface Hit {
   body: string;
 }
 
+export interface Answer {
+  status: number;
+  body?: string;
+  headers?: Record<string, string>;
+}
+
 export interface Receiver {
   url: string;
   port: number;
   hits: Hit[];
   /** Decides each answer (default 200 "ok"). */
-  respond: (hit: Hit, index: number) => { status: number; body?: string; headers?: Record<string, string> };
+  respond: (hit: Hit, index: number) => Answer | Promise<Answer>;
   hitsFor(eventId: string): Hit[];
   close(): Promise<void>;
 }
@@ -46,9 +52,11 @@ export async function startReceiver(respond?: Receiver['respond']): Promise<Rece
     req.on('end', () => {
       const hit: Hit = { at: Date.now(), path: req.url ?? '/', headers: req.headers, body: Buffer.concat(chunks).toString('utf8') };
       hits.push(hit);
-      const answer = receiver.respond(hit, hits.length - 1);
-      res.writeHead(answer.status, { 'content-type': 'text/plain', ...answer.headers });
-      res.end(answer.body ?? '');
+      void Promise.resolve(receiver.respond(hit, hits.length - 1)).then((answer) => {
+        if (res.destroyed) return;
+        res.writeHead(answer.status, { 'content-type': 'text/plain', ...answer.headers });
+        res.end(answer.body ?? '');
+      });
     });
   });
   await new Promise<void>((resolve) => server.listen(0, RECEIVER_HOST, resolve));

@@ -3,7 +3,7 @@ import { SimulatedAppsControl } from '../../activities/provider/simulated/apps';
 import { SimulatedCore } from '../../activities/provider/simulated';
 import { auth, appWorkflowHarness, BIG_PLAN, gitRepository } from '../support/apps';
 import { createResource, memberWith, seedWorkspace, tokenWith, type Workspace } from '../support/fixtures';
-import { eventually, startStack, type TestStack } from '../support/stack';
+import { eventually, resultOnceStarted, startStack, type TestStack } from '../support/stack';
 
 let stack: TestStack;
 let h: Awaited<ReturnType<typeof appWorkflowHarness>>;
@@ -35,13 +35,25 @@ async function deploy(appUuid: string, body: Record<string, unknown> = {}) {
 
 const result = (appUuid: string, deploymentUuid: string) => h.ts.client.workflow.getHandle(`app-deploy/${appUuid}/${deploymentUuid}`).result();
 
+/** The deployment a public_git / github app made of its branch head at creation, once it has ended. */
+async function initialDeployment(appUuid: string): Promise<{ uuid: string; outcome: string }> {
+  const [d] = await eventually(async () => {
+    const found: Array<{ uuid: string }> = await stack.ds.query(`SELECT uuid FROM app_deployments WHERE app_uuid = $1`, [appUuid]);
+    return found.length > 0 && found;
+  }, { what: 'the deployment made at creation' });
+  // the row is written before the workflow that runs it starts
+  return { uuid: d!.uuid, outcome: await resultOnceStarted<string>(h.ts.client, `app-deploy/${appUuid}/${d!.uuid}`) };
+}
+
 describe('deployments', () => {
-  it('EVT-02 EVT-08 DEP-02 DEP-06 a git deployment resolves the branch head with real git, runs pending -> running -> completed; deploy_started then deploy_ended with message null', async () => {
+  it('EVT-02 EVT-08 DEP-02 DEP-06 creating a public_git app deploys its branch head at once: resolved with real git, pending -> running -> completed; deploy_started then deploy_ended with message null', async () => {
     const repo = gitRepository(['first commit', 'add the homepage']);
     await h.ts.withWorker(async () => {
       const app = await runningApp('gitty', { deployment_method: 'public_git', deployment_config: { repository: repo.url, branch: 'main' } });
-      const d = await deploy(app.uuid);
-      expect(await result(app.uuid, d.uuid)).toBe('completed');
+      const d = await initialDeployment(app.uuid);
+      expect(d.outcome).toBe('completed');
+      const [audit] = await stack.ds.query(`SELECT actor_type, source, action FROM audit_events WHERE resource_uuid = $1`, [d.uuid]);
+      expect(audit).toEqual({ actor_type: 'system', source: 'workflow', action: 'deployment.create' });
       const shown = (await h.api.get(`/api/v1/apps/${app.uuid}/deployments/${d.uuid}`).set(auth(ws.ownerToken))).body;
       expect(shown).toMatchObject({ state: 'completed', commit_sha: repo.head, commit_message: 'add the homepage', branch: 'main', message: null });
       expect(shown.logs_stored_at).toEqual(expect.any(String));
@@ -75,8 +87,7 @@ describe('deployments', () => {
       expect(ended.data.message).toBe('npm ERR! missing script: build');
       // an unreachable repository fails with git's reason when no commit is given
       const lost = await runningApp('lost', { deployment_method: 'public_git', deployment_config: { repository: 'file:///nonexistent/repo.git' } });
-      const d2 = await deploy(lost.uuid);
-      expect(await result(lost.uuid, d2.uuid)).toBe('failed');
+      expect((await initialDeployment(lost.uuid)).outcome).toBe('failed');
       const ended2 = (await h.events(lost.uuid)).find((e) => e.type === 'deploy_ended')!;
       expect(ended2.data.message).toMatch(/not reachable/);
       // a driver fault mid-way is a failure with its message too
@@ -199,6 +210,61 @@ describe('clone', () => {
       expect(vol.source_volume_uuid).toBe(srcSim.volume_uuid);
       // the clone has its own app workflow
       expect(await h.ts.client.workflow.getHandle(`app/${full.body.uuid}`).query('state')).toMatch(/^supervising:/);
+    });
+  });
+
+  it('CLN-02 CLN-03 clone_scaling_settings and clone_health_checks copy them (default: the defaults); use_parent_image shares the release; parent_image_auto_sync redeploys the clone when its parent deploys', async () => {
+    await h.ts.withWorker(async () => {
+      const src = await source();
+      const owner = auth(ws.ownerToken);
+      const checks = [{ kind: 'readiness', protocol: 'http', path: '/ready', port: 8080, period_seconds: 5, failure_threshold: 2 }];
+      await h.api.put(`/api/v1/apps/${src.uuid}/health_checks`).set(owner).send({ health_checks: checks }).expect(200);
+      await h.api.put(`/api/v1/apps/${src.uuid}/scaling_profile`).set(owner).send({ min_replicas: 2, max_replicas: 5, target_cpu_percent: 65 }).expect(200);
+      const srcChecks = (await h.api.get(`/api/v1/apps/${src.uuid}/health_checks`).set(owner)).body;
+      const srcScaling = (await h.api.get(`/api/v1/apps/${src.uuid}/scaling_profile`).set(owner)).body;
+      const clone = async (body: Record<string, unknown>) => {
+        const res = await h.api.post(`/api/v1/apps/${src.uuid}/clone`).set(owner).send(body).expect(201);
+        await h.ts.client.workflow.getHandle(`app-clone/${res.body.uuid}`).result();
+        await eventually(async () => (await h.state(res.body.uuid)) === 'running', { what: 'clone running' });
+        return res.body.uuid as string;
+      };
+      const plain = await clone({});
+      const copied = await clone({ clone_scaling_settings: true, clone_health_checks: true });
+      const follower = await clone({ use_parent_image: true, parent_image_auto_sync: true });
+      const pinned = await clone({ use_parent_image: true });
+
+      const settings = async (uuid: string) => ({
+        checks: (await h.api.get(`/api/v1/apps/${uuid}/health_checks`).set(owner)).body,
+        scaling: (await h.api.get(`/api/v1/apps/${uuid}/scaling_profile`).set(owner)).body,
+      });
+      expect(await settings(copied)).toEqual({ checks: srcChecks, scaling: srcScaling });
+      const defaults = await settings(plain);
+      expect(defaults.checks).not.toEqual(srcChecks);
+      expect(defaults.scaling).not.toEqual(srcScaling);
+
+      // use_parent_image: the clones run the parent's release; a copy has its own
+      const image = async (uuid: string) => (await snapshot(uuid)).sim.image as string;
+      const first = await image(src.uuid);
+      expect(await image(follower)).toBe(first);
+      expect(await image(pinned)).toBe(first);
+      const deployments = async (uuid: string) => (await h.api.get(`/api/v1/apps/${uuid}/deployments`).set(owner)).body as Array<{ uuid: string; state: string }>;
+      const before = { follower: (await deployments(follower)).length, pinned: (await deployments(pinned)).length, plain: (await deployments(plain)).length };
+
+      const d = await deploy(src.uuid);
+      expect(await result(src.uuid, d.uuid)).toBe('completed');
+      const second = await image(src.uuid);
+      expect(second).not.toBe(first);
+      const synced = await eventually(async () => {
+        const list = await deployments(follower);
+        return list.length > before.follower && list[0]!.state === 'completed' ? list[0] : undefined;
+      }, { what: 'the follower redeployed' });
+      expect(synced).toMatchObject({ deployment_method: 'parent_image', commit_sha: null });
+      await eventually(async () => (await h.state(follower)) === 'running', { what: 'follower running' });
+      expect(await image(follower)).toBe(second);
+      // without auto sync, and for a clone not on the parent's image, nothing is deployed
+      expect((await deployments(pinned)).length).toBe(before.pinned);
+      expect(await image(pinned)).toBe(first);
+      expect((await deployments(plain)).length).toBe(before.plain);
     });
   });
 

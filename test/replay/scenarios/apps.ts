@@ -1,7 +1,7 @@
 import { SimulatedAppsControl } from '../../../activities/provider/simulated/apps';
 import { auth, appWorkflowHarness, BIG_PLAN } from '../../support/apps';
 import { seedWorkspace, type Workspace } from '../../support/fixtures';
-import { eventually, type TestStack } from '../../support/stack';
+import { eventually, resultOnceStarted, type TestStack } from '../../support/stack';
 import type { History, ReplayScenario } from './types';
 
 async function runningApp(stack: TestStack, ws: Workspace, name: string, extra: Record<string, unknown> = {}) {
@@ -45,6 +45,20 @@ export const appScenarios: ReplayScenario[] = [
       await stack.http.patch(`/api/v1/apps/${app.uuid}/state`).set(auth(ws.ownerToken)).send({ action: 'stop' }).expect(202);
       const [op] = await stack.ds.query(`SELECT workflow_id FROM operations WHERE workflow_type = 'appSendCommand' AND resource_uuid = $1`, [app.uuid]);
       return completed(stack, op.workflow_id);
+    },
+  },
+  {
+    // a public_git app deploys its branch head once provisioned (the repository is unreachable here: that deployment fails)
+    name: 'app-initial-deployment',
+    async record(stack) {
+      const ws = await seedWorkspace(stack.ds, { plan: BIG_PLAN });
+      const app = await runningApp(stack, ws, 'initial', { deployment_method: 'public_git', deployment_config: { repository: 'https://example.invalid/acme/web.git' } });
+      const [d] = await eventually(async () => {
+        const found: Array<{ uuid: string }> = await stack.ds.query(`SELECT uuid FROM app_deployments WHERE app_uuid = $1`, [app.uuid]);
+        return found.length > 0 && found;
+      }, { what: 'the deployment made at creation' });
+      await resultOnceStarted(stack.temporal, `app-deploy/${app.uuid}/${d!.uuid}`);
+      return stack.temporal.workflow.getHandle(`app/${app.uuid}`).fetchHistory();
     },
   },
   { name: 'app-deploy-success', record: (stack) => deployment(stack, 'deployed') },

@@ -3,6 +3,7 @@ import { previewScenarios } from './previews';
 import { dataScenarios } from './data';
 import { appScenarios } from './apps';
 import { projectScenarios } from './projects';
+import { quotaAlertScenarios } from './quota-alerts';
 import { storageScenarios } from './storage';
 import type { ReplayScenario } from './types';
 import { vpcScenarios } from './vpc';
@@ -18,4 +19,5 @@ export const scenarios: ReplayScenario[] = [
   ...previewScenarios,
   ...dataScenarios,
   ...appScenarios,
+  ...quotaAlertScenarios,
 ];

@@ -1,3 +1,4 @@
+import { SimulatedCore } from '../../../activities/provider/simulated';
 import { insertApp } from '../../support/app-rows';
 import { deliver, pullRequestPayload, sha } from '../../support/code-host';
 import { seedWorkspace } from '../../support/fixtures';
@@ -39,6 +40,25 @@ export const previewScenarios: ReplayScenario[] = [
       await eventually(async () => (await stack.http.get(`/api/v1/apps/${app.uuid}/preview_environments/${id}`).set(auth)).body.status === 'active', { what: 'active' });
       await stack.http.delete(`/api/v1/apps/${app.uuid}`).set(auth).expect(202);
       const handle = stack.temporal.workflow.getHandle(`app-delete/${app.uuid}`);
+      await handle.result();
+      return handle.fetchHistory();
+    },
+  },
+  {
+    // A pull request whose build fails: creating -> failed (deploy_ended with the reason), then closed: destroying -> gone.
+    name: 'preview-environment-failed',
+    async record(stack) {
+      const ws = await seedWorkspace(stack.ds);
+      const app = await insertApp(stack.ds, ws);
+      const auth = { Authorization: `Bearer ${ws.ownerToken}` };
+      const config = await stack.http.put(`/api/v1/apps/${app.uuid}/preview_environments/config`).set(auth).send({ enabled: true }).expect(200);
+      const secret: string = config.body.webhook_secret;
+      await SimulatedCore.injectFault(stack.ds, 'apps.startBuild', 1, { retryable: false, message: 'build failed: exit code 1' });
+      const opened = await deliver(stack, app.uuid, secret, 'pull_request', pullRequestPayload({ action: 'opened', number: 1, headSha: sha() })).expect(202);
+      const id: number = opened.body.preview_environment_id;
+      await eventually(async () => (await stack.http.get(`/api/v1/apps/${app.uuid}/preview_environments/${id}`).set(auth)).body.status === 'failed', { what: 'failed' });
+      await deliver(stack, app.uuid, secret, 'pull_request', pullRequestPayload({ action: 'closed', number: 1, headSha: sha() })).expect(202);
+      const handle = stack.temporal.workflow.getHandle(`preview/${app.uuid}/pr-1`);
       await handle.result();
       return handle.fetchHistory();
     },

@@ -1,0 +1,255 @@
+import { execFileSync, spawnSync } from 'node:child_process';
+import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import request from 'supertest';
+import { eventually } from '../support/stack';
+import { RECEIVER_ALLOW, startReceiver, type Receiver } from '../support/webhooks';
+import { startBerthDev, type BerthDev } from './support/berth-dev';
+
+/**
+ * The platform really hosts: `berth dev` (npm start) on the local driver, apps pushed with
+ * the real git client, built from their commit, run as real processes behind the real
+ * ingress. One stack for the whole file; each test uses apps of its own.
+ */
+jest.setTimeout(300_000);
+
+const FIXTURES = path.join(__dirname, '..', 'fixtures', 'apps');
+const IDLE_S = 12;
+let berth: BerthDev;
+let receiver: Receiver;
+let api: ReturnType<typeof request>;
+let auth: Record<string, string>;
+let standard: string;
+let free: string;
+
+function git(dir: string, ...args: string[]): string {
+  return execFileSync('git', ['-C', dir, ...args], {
+    env: { ...process.env, GIT_AUTHOR_NAME: 'Dev', GIT_AUTHOR_EMAIL: 'dev@example.test', GIT_COMMITTER_NAME: 'Dev', GIT_COMMITTER_EMAIL: 'dev@example.test', GIT_CONFIG_NOSYSTEM: '1', HOME: dir, GIT_TERMINAL_PROMPT: '0' },
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+}
+
+/** A working copy of a fixture app, as a developer has it before `git push`. */
+function workingCopy(fixture: string, extra: Record<string, string> = {}): { dir: string; commit(files: Record<string, string>, message: string): void; dispose(): void } {
+  const dir = mkdtempSync(path.join(tmpdir(), `berth-wc-${fixture}-`));
+  cpSync(path.join(FIXTURES, fixture), dir, { recursive: true });
+  for (const [name, text] of Object.entries(extra)) writeFileSync(path.join(dir, name), text);
+  git(dir, 'init', '--quiet', '--initial-branch', 'main');
+  git(dir, 'add', '-A');
+  git(dir, 'commit', '--quiet', '-m', `${fixture}: first version`);
+  return {
+    dir,
+    commit(files, message) {
+      for (const [name, text] of Object.entries(files)) writeFileSync(path.join(dir, name), text);
+      git(dir, 'add', '-A');
+      git(dir, 'commit', '--quiet', '-m', message);
+    },
+    dispose: () => rmSync(dir, { recursive: true, force: true }),
+  };
+}
+
+/** `git push` with the token as the password; answers what the pusher's terminal shows. */
+function push(dir: string, gitUrl: string): string {
+  const url = new URL(gitUrl);
+  url.username = 'dev';
+  url.password = berth.token;
+  // git writes its progress and the remote's lines to stderr
+  const run = spawnSync('git', ['-C', dir, 'push', '--progress', url.toString(), 'HEAD:main'], {
+    env: { ...process.env, GIT_TERMINAL_PROMPT: '0', GIT_CONFIG_NOSYSTEM: '1', HOME: dir }, encoding: 'utf8', timeout: 600_000,
+  });
+  return `${run.stdout ?? ''}${run.stderr ?? ''}`;
+}
+
+async function createApp(name: string, resource: string, body: Record<string, unknown> = {}): Promise<any> {
+  return (await api.post('/api/v1/apps').set(auth).send({ name, resource_id: resource, deployment_method: 'git_push', ...body }).expect(201)).body;
+}
+
+async function appState(uuid: string): Promise<string> {
+  return (await api.get(`/api/v1/apps/${uuid}`).set(auth).expect(200)).body.state;
+}
+
+async function deployments(uuid: string): Promise<any[]> {
+  return (await api.get(`/api/v1/apps/${uuid}/deployments`).set(auth).expect(200)).body;
+}
+
+/** A request through the ingress with the app's public host name. */
+function viaIngress(app: { url?: string; name: string; public_url?: string }, pathname = '/') {
+  const host = new URL(app.public_url ?? app.url ?? `https://${app.name}.invalid`).host;
+  return request(berth.ingressUrl).get(pathname).set('Host', host);
+}
+
+function eventsOf(type: string, appUuid: string): any[] {
+  return receiver.hits.map((h) => JSON.parse(h.body)).filter((e) => e.type === type && e.data?.app_id === appUuid);
+}
+
+beforeAll(async () => {
+  receiver = await startReceiver();
+  berth = await startBerthDev({ BERTH_WEBHOOK_ALLOW_CIDRS: RECEIVER_ALLOW, BERTH_APP_IDLE_TIMEOUT_S: String(IDLE_S) });
+  api = request(berth.apiUrl);
+  auth = { Authorization: `Bearer ${berth.token}` };
+  await api.post('/api/v1/webhooks').set(auth).send({ url: receiver.url }).expect(201);
+  const resources = (await api.get('/api/v1/resources').set(auth).expect(200)).body;
+  standard = resources[0].uuid;
+  const created = await berth.cli(['resource', 'create', '--name', 'free-tier', '--region', resources[0].region.code, '--plan', 'free']);
+  expect(created).toMatchObject({ code: 0 });
+  free = created.stdout.trim().split('\n').pop()!.trim();
+});
+
+afterAll(async () => {
+  await berth?.stop();
+  await receiver?.close();
+});
+
+describe('the local driver hosts pushed apps', () => {
+  it('boots with the local driver and says so in the banner and the resource labels', async () => {
+    expect(berth.output()).toMatch(/local/i);
+    const resources = (await api.get('/api/v1/resources').set(auth).expect(200)).body;
+    for (const r of resources) expect(r.labels).toContain('berth.driver=local');
+  });
+
+  let web: any;
+  let wc: ReturnType<typeof workingCopy>;
+
+  it('APP-01 DEP-06 a git push to <name>.git builds the app, runs it and serves it through the ingress; its boot line is in its logs', async () => {
+    web = await createApp('web', standard);
+    expect(web.git_url).toBe(`${berth.apiUrl}/git/${web.name}.git`);
+    wc = workingCopy('e2e-web');
+    const out = push(wc.dir, web.git_url);
+    expect(out).toMatch(/remote: /);
+    expect(out).toMatch(new RegExp(`deployed: https?://${web.name}`));
+    const [d] = await deployments(web.uuid);
+    expect(d).toMatchObject({ state: 'completed', commit_sha: git(wc.dir, 'rev-parse', 'HEAD').trim() });
+    expect(d.logs_stored_at).not.toBeNull();
+    const build = (await api.get(`/api/v1/apps/${web.uuid}/deployments/${d.uuid}/logs`).set(auth).expect(200)).body;
+    expect(build.map((l: any) => l.message).join('\n')).toMatch(/npm/);
+    await eventually(async () => (await appState(web.uuid)) === 'running', { what: 'running', timeoutMs: 60_000 });
+    const res = await viaIngress(web).expect(200);
+    expect(res.text).toBe('hello from e2e-web v1\n');
+    const logs = (await api.get(`/api/v1/apps/${web.uuid}/logs`).query({ tail: 50 }).set(auth).expect(200)).body;
+    expect(logs.map((l: any) => l.message)).toEqual(expect.arrayContaining([expect.stringMatching(/^e2e-web listening on \d+$/)]));
+  });
+
+  it('restart changes the serving process; stop leaves nothing listening', async () => {
+    const before = (await viaIngress(web, '/pid').expect(200)).text.trim();
+    const port = Number((await viaIngress(web, '/port').expect(200)).text.trim());
+    await api.patch(`/api/v1/apps/${web.uuid}/state`).set(auth).send({ action: 'restart' }).expect(202);
+    const after = await eventually(async () => {
+      const r = await viaIngress(web, '/pid');
+      return r.status === 200 && r.text.trim() !== before ? r.text.trim() : undefined;
+    }, { what: 'a new process', timeoutMs: 60_000 });
+    expect(Number(after)).toBeGreaterThan(0);
+    // the old replica is stopped once the new one serves
+    await eventually(async () => { try { process.kill(Number(before), 0); return false; } catch { return true; } }, { what: 'the old process gone', timeoutMs: 20_000 });
+
+    const servingPort = Number((await viaIngress(web, '/port').expect(200)).text.trim());
+    await eventually(async () => ['running'].includes(await appState(web.uuid)), { what: 'running after restart' });
+    await api.patch(`/api/v1/apps/${web.uuid}/state`).set(auth).send({ action: 'stop' }).expect(202);
+    await eventually(async () => (await appState(web.uuid)) === 'stopped', { what: 'stopped' });
+    for (const p of new Set([port, servingPort])) {
+      const refused = await new Promise<boolean>((resolve) => {
+        const s = connect(p, '127.0.0.1');
+        s.once('connect', () => { s.destroy(); resolve(false); });
+        s.once('error', () => resolve(true));
+      });
+      expect(refused).toBe(true);
+    }
+    expect((await viaIngress(web)).status).toBe(503);
+    await api.patch(`/api/v1/apps/${web.uuid}/state`).set(auth).send({ action: 'start' }).expect(202);
+    await eventually(async () => (await viaIngress(web)).status === 200, { what: 'served again', timeoutMs: 60_000 });
+  });
+
+  it('EVT-02 a pushed release that exits at boot fails its deployment with the reason, and the previous release still serves', async () => {
+    wc.commit({ 'server.js': "console.error('boot failed: missing DATABASE_URL'); process.exit(1);\n" }, 'break the boot');
+    const out = push(wc.dir, web.git_url);
+    expect(out).toMatch(/failed: /);
+    const [d] = await deployments(web.uuid);
+    expect(d.state).toBe('failed');
+    const ended = await eventually(async () => eventsOf('deploy_ended', web.uuid).find((e) => e.data.deployment_id === d.uuid), { what: 'deploy_ended' });
+    expect(ended.data.state).toBe('failed');
+    expect(ended.data.message).toMatch(/exit|boot/i);
+    expect((await viaIngress(web).expect(200)).text).toBe('hello from e2e-web v1\n');
+  });
+
+  it('APP-05 basic auth answers 401 without and 200 with credentials; a private app is not routed', async () => {
+    await api.put(`/api/v1/apps/${web.uuid}/security`).set(auth).send({ basic_auth_enabled: true, basic_auth_username: 'guest', basic_auth_password: 'let-me-in-please' }).expect(200);
+    await eventually(async () => (await viaIngress(web)).status === 401, { what: '401' });
+    await viaIngress(web).auth('guest', 'let-me-in-please').expect(200);
+    await api.put(`/api/v1/apps/${web.uuid}/security`).set(auth).send({ basic_auth_enabled: false, private_access: true }).expect(200);
+    await eventually(async () => (await viaIngress(web)).status === 404, { what: 'not routed' });
+    await api.put(`/api/v1/apps/${web.uuid}/security`).set(auth).send({ private_access: false }).expect(200);
+    await eventually(async () => (await viaIngress(web)).status === 200, { what: 'routed again' });
+  });
+
+  it('a TCP client on the external port reaches the app', async () => {
+    const internalPort = Number(web.internal_url.split(':').pop());
+    const port = (await api.post(`/api/v1/apps/${web.uuid}/ports`).set(auth).send({ port: internalPort, public: true }).expect(201)).body;
+    expect(port.external_port).not.toBe(internalPort);
+    const answer = await eventually(() => new Promise<string | undefined>((resolve) => {
+      const s = connect(port.external_port, '127.0.0.1');
+      let text = '';
+      s.once('connect', () => s.write('GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'));
+      s.on('data', (d) => { text += d.toString(); });
+      s.once('end', () => resolve(text));
+      s.once('error', () => resolve(undefined));
+    }), { what: 'the forwarded port' });
+    expect(answer).toMatch(/hello from e2e-web/);
+  });
+
+  it('an app process cannot read Berth\'s secret key nor its databases, and one allocating past its ram quota is killed and reported', async () => {
+    const denied = await viaIngress(web, `/read?path=${encodeURIComponent(path.join(berth.dataDir, 'secret.key'))}`);
+    expect(denied.status).toBe(403);
+    expect(denied.text).toMatch(/EACCES/);
+    for (const file of ['temporal.db', 'postgres/password']) {
+      const closed = await viaIngress(web, `/read?path=${encodeURIComponent(path.join(berth.dataDir, file))}`);
+      expect(`${file}: ${closed.status} ${closed.text.trim()}`).toBe(`${file}: 403 EACCES`);
+    }
+    const pid = (await viaIngress(web, '/pid').expect(200)).text.trim();
+    const quotaMb = web.quota.ram_size / 2 ** 20;
+    await viaIngress(web, `/alloc?mb=${Math.ceil(quotaMb * 2)}`).catch(() => undefined);
+    await eventually(async () => {
+      const logs = (await api.get(`/api/v1/apps/${web.uuid}/logs`).query({ tail: 200 }).set(auth).expect(200)).body;
+      return logs.some((l: any) => /ram quota/.test(l.message));
+    }, { what: 'the OOM kill in the app log', timeoutMs: 60_000 });
+    await eventually(async () => {
+      const r = await viaIngress(web, '/pid');
+      return r.status === 200 && r.text.trim() !== pid;
+    }, { what: 'a restarted replica', timeoutMs: 60_000 });
+  });
+
+  it('EVT-05 a crashing app yields app_crash_loop and then app_stopped', async () => {
+    const crash = await createApp('crash', standard);
+    await api.put(`/api/v1/apps/${crash.uuid}/variables`).set(auth).send({ variables: [{ key: 'CRASH_AFTER_MS', value: '4000' }] }).expect(200);
+    const copy = workingCopy('crash-loop');
+    push(copy.dir, crash.git_url);
+    const loop = await eventually(async () => eventsOf('app_crash_loop', crash.uuid)[0], { what: 'app_crash_loop', timeoutMs: 120_000 });
+    const stopped = await eventually(async () => eventsOf('app_stopped', crash.uuid)[0], { what: 'app_stopped', timeoutMs: 180_000 });
+    for (const e of [loop, stopped]) {
+      expect(e.data).toMatchObject({ resource_name: 'local-1', labels: expect.arrayContaining(['berth.driver=local']) });
+      expect(e.data.message).toMatch(/exited with code 3/);
+    }
+    await eventually(async () => (await appState(crash.uuid)) === 'stopped', { what: 'stopped' });
+    copy.dispose();
+  });
+
+  it('APP-15 APP-16 a free-plan app sleeps after the idle time, wakes on a request with 503 + Retry-After, and sends no event', async () => {
+    const nap = await createApp('nap', free);
+    const copy = workingCopy('e2e-web');
+    expect(push(copy.dir, nap.git_url)).toMatch(/deployed: /);
+    await viaIngress(nap).expect(200);
+    const pid = Number((await viaIngress(nap, '/pid').expect(200)).text.trim());
+    const stateEvents = () => eventsOf('app_state_changed', nap.uuid).length + eventsOf('app_stopped', nap.uuid).length;
+    const eventsBefore = stateEvents();
+    await eventually(async () => (await appState(nap.uuid)) === 'sleeping', { what: 'sleeping', timeoutMs: (IDLE_S + 60) * 1000 });
+    await eventually(async () => { try { process.kill(pid, 0); return false; } catch { return true; } }, { what: 'process gone' });
+    const woke = await viaIngress(nap);
+    expect(woke.status).toBe(503);
+    expect(woke.headers['retry-after']).toBeDefined();
+    await eventually(async () => (await viaIngress(nap)).status === 200, { what: 'served after waking', timeoutMs: 60_000 });
+    expect(stateEvents()).toBe(eventsBefore);
+    copy.dispose();
+    wc.dispose();
+  });
+});

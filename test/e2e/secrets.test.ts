@@ -1,0 +1,23 @@
+import { secretsNeverLeave, SECRETS_ENV } from '../../chaos/scenarios/secrets';
+import { startStack, type TestStack } from '../support/stack';
+import { RECEIVER_ALLOW, startReceiver, type Receiver } from '../support/webhooks';
+
+/** The chaos suite's secrets scenario (also run by `npm run chaos`). */
+let stack: TestStack;
+let receiver: Receiver;
+
+beforeAll(async () => {
+  receiver = await startReceiver();
+  stack = await startStack({ env: { BERTH_WEBHOOK_ALLOW_CIDRS: RECEIVER_ALLOW, ...SECRETS_ENV } });
+  await stack.startWorker();
+});
+afterAll(async () => {
+  await stack?.close();
+  await receiver?.close();
+});
+
+describe('secrets after a full run', () => {
+  it('WH-10 no secret in any API response, log line or workflow history, and only ciphertext in the database', async () => {
+    await secretsNeverLeave(stack, receiver);
+  }, 120_000);
+});

@@ -1,0 +1,95 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { systemAppsDir } from '../../../platform/local-layout';
+import { ROOT, testEnv } from '../../support/env';
+
+/** A free loopback TCP port (asked of the kernel, then released). */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+export interface BerthDev {
+  proc: ChildProcess;
+  dataDir: string;
+  apiUrl: string;
+  ingressUrl: string;
+  ingressPort: number;
+  token: string;
+  env: NodeJS.ProcessEnv;
+  /** Everything the process printed (stdout and stderr). */
+  output(): string;
+  /** Runs `berth <args>` (the operator CLI) against this stack's data. */
+  cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }>;
+  stop(): Promise<void>;
+}
+
+/**
+ * `berth dev` (what `npm start` runs) as a user runs it, in a data directory of its own and
+ * on free ports, with the given extra environment. Resolves once the start banner is out.
+ */
+export async function startBerthDev(extraEnv: NodeJS.ProcessEnv = {}): Promise<BerthDev> {
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'berth-dev-'));
+  const [api, pg, temporal, ui, s3, ingress] = await Promise.all([freePort(), freePort(), freePort(), freePort(), freePort(), freePort()]);
+  const token = `brt_${randomBytes(32).toString('base64url')}`;
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    BERTH_DATA_DIR: dataDir, PORT: String(api), BERTH_PG_PORT: String(pg), BERTH_TEMPORAL_PORT: String(temporal),
+    BERTH_TEMPORAL_UI_PORT: String(ui), BERTH_S3_PORT: String(s3), BERTH_INGRESS_PORT: String(ingress),
+    BERTH_BOOTSTRAP_TOKEN: token, TEMPORAL_CLI: testEnv('cli'), LOG_LEVEL: 'warn', ...extraEnv,
+  };
+  delete env.DATABASE_URL;
+  delete env.TEMPORAL_ADDRESS;
+  const proc = spawn(process.execPath, [path.join(ROOT, 'bin', 'berth.js'), 'dev'], { env, cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  proc.stdout!.on('data', (d: Buffer) => { out += d.toString(); });
+  proc.stderr!.on('data', (d: Buffer) => { out += d.toString(); });
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`berth dev did not start in 180 s:\n${out.slice(-3000)}`)), 180_000);
+    const check = () => {
+      if (out.includes('Ctrl-C stops everything')) {
+        clearTimeout(timer);
+        resolve();
+      }
+    };
+    proc.stdout!.on('data', check);
+    proc.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`berth dev exited (${code}) before it started:\n${out.slice(-3000)}`));
+    });
+  });
+  const stop = async () => {
+    if (proc.exitCode === null && proc.signalCode === null) {
+      const exited = new Promise((resolve) => proc.once('exit', resolve));
+      proc.kill('SIGINT');
+      const timer = setTimeout(() => proc.kill('SIGKILL'), 20_000);
+      await exited;
+      clearTimeout(timer);
+    }
+    rmSync(dataDir, { recursive: true, force: true });
+    rmSync(systemAppsDir(dataDir), { recursive: true, force: true });
+  };
+  return {
+    proc, dataDir, token, env,
+    apiUrl: `http://127.0.0.1:${api}`,
+    ingressUrl: `http://127.0.0.1:${ingress}`,
+    ingressPort: ingress,
+    output: () => out,
+    cli: (args) => new Promise((resolve) => {
+      const child = spawn(process.execPath, [path.join(ROOT, 'bin', 'berth.js'), ...args], { env, cwd: ROOT });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (d: Buffer) => { stdout += d.toString(); });
+      child.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
+      child.on('exit', (code) => resolve({ code, stdout, stderr }));
+    }),
+    stop,
+  };
+}
