@@ -8,35 +8,21 @@
  * DATABASE_URL (else an embedded PostgreSQL in a temp dir).
  */
 import { randomUUID } from 'node:crypto';
-import { mkdirSync, rmSync } from 'node:fs';
-import { createServer as netServer } from 'node:net';
 import type { Server } from 'node:http';
-import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import Koa from 'koa';
 import { Pool } from 'pg';
 import { request } from 'undici';
 import { createApp } from '../api/app';
 import { addMember, createRole, createWorkspace, DEFAULT_PLAN, issueToken } from '../bin/bootstrap';
-import { startEmbeddedPostgres } from '../bin/embedded-postgres';
 import { SecretBox } from '../domain/secret-box';
-import { createDataSource, migrate } from '../entities/data-source';
 import { loadConfig } from '../worker/config';
 import { createLogger } from '../worker/logger';
 import { Outbox } from '../worker/outbox';
+import { benchDatabase } from './database';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 4);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = netServer();
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 async function listen(app: Koa): Promise<{ server: Server; url: string }> {
   const server = await new Promise<Server>((resolve) => { const s = app.listen(0, '127.0.0.1', () => resolve(s)); });
@@ -61,20 +47,7 @@ async function load(url: string, headers: Record<string, string>, seconds: numbe
 }
 
 async function main(): Promise<void> {
-  let dir: string | null = null;
-  let stopPg: (() => Promise<void>) | null = null;
-  let url = process.env.DATABASE_URL;
-  if (!url) {
-    // under .berth/ like the test stack (the embedded cluster's user must reach it)
-    dir = path.join(__dirname, '..', '.berth', `bench-${process.pid}`);
-    mkdirSync(dir, { recursive: true });
-    const pg = await startEmbeddedPostgres({ dir: path.join(dir, 'pg'), port: await freePort(), database: 'bench' });
-    stopPg = () => pg.stop();
-    url = pg.url;
-  }
-  const ds = createDataSource({ url, poolSize: 10 });
-  await ds.initialize();
-  await migrate(ds);
+  const { ds, url, stop } = await benchDatabase();
 
   // A workspace, a member with a custom role (so the project-restriction check runs), an app in a project.
   const appUuid = randomUUID();
@@ -96,7 +69,7 @@ async function main(): Promise<void> {
   });
 
   const logger = createLogger('error');
-  const config = { ...loadConfig({}), databaseUrl: url };
+  const config = { ...loadConfig({ BERTH_RATE_LIMIT: '1000000000/1h' }), databaseUrl: url }; // the limiter stays on the path, never refusing
   // GET never reaches Temporal; a lazy client to nowhere is enough.
   const temporal = new Client({ connection: Connection.lazy({ address: '127.0.0.1:1' }) });
   const berth = await listen(createApp({ dataSource: ds, temporal, outbox: new Outbox(ds, temporal, { taskQueue: 'bench', logger }),
@@ -132,9 +105,7 @@ async function main(): Promise<void> {
   await new Promise<void>((r) => berth.server.close(() => r()));
   await new Promise<void>((r) => baseline.server.close(() => r()));
   await pool.end();
-  await ds.destroy();
-  await stopPg?.();
-  if (dir) rmSync(dir, { recursive: true, force: true });
+  await stop();
 }
 
 main().then(() => process.exit(0), (err) => {

@@ -1,0 +1,130 @@
+/**
+ * `npm run bench:ingress`: requests per second of a real Node HTTP app (a process of its
+ * own, bench/ingress/app.ts) reached straight and through the local ingress (routing by
+ * Host, settings from PostgreSQL through its cache, round-robin, X-Forwarded-*, traffic
+ * signals), measured in the same run. Load comes from a separate process
+ * (bench/ingress/load.ts) so the ingress process measured does only the ingress's work.
+ * Rounds alternate straight and through, after a warm-up of each; each round's ratio pairs
+ * two measurements taken seconds apart, so a change in the machine's load hits both. It
+ * also prints the CPU each process spent per request (load generator, app, ingress): on a
+ * shared machine that says more than requests per second. Goal: through/straight >= 0.7.
+ *
+ * Options (env): BENCH_SECONDS (per round, default 5), BENCH_ROUNDS (default 5), BENCH_CONCURRENCY (default 16),
+ * BENCH_APP_WORK_MS (CPU the app spends per request, default 0: the proxy's worst case),
+ * DATABASE_URL (else an embedded PostgreSQL).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { loadavg } from 'node:os';
+import path from 'node:path';
+import { startLocalIngress } from '../activities/provider/local/ingress';
+import { SecretBox } from '../domain/secret-box';
+import { createWorkspace, DEFAULT_PLAN } from '../bin/bootstrap';
+import { createLogger } from '../worker/logger';
+import { benchDatabase, freePort } from './database';
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
+const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
+const TSX = path.join(__dirname, '..', 'node_modules', '.bin', 'tsx');
+const GOAL = 0.7;
+const APP_WORK_MS = Number(process.env.BENCH_APP_WORK_MS ?? 0);
+
+function run(file: string, args: string[], env: NodeJS.ProcessEnv = {}): ChildProcess {
+  return spawn(TSX, [path.join(__dirname, 'ingress', file), ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+}
+
+function firstLine(child: ChildProcess): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+      if (out.includes('\n')) resolve(out.split('\n')[0]!);
+    });
+    child.once('exit', (code) => reject(new Error(`${child.spawnargs.join(' ')} exited ${code} before answering`)));
+  });
+}
+
+interface Round { rps: number; loadUs: number; appUs: number; ingressUs: number }
+
+/** The CPU microseconds the app process has used so far. */
+async function appCpu(appUrl: string): Promise<number> {
+  return Number(await (await fetch(`${appUrl}__cpu`)).text());
+}
+
+/** One round of load from its own process: requests per second, and each process's CPU per request. */
+async function load(url: string, host: string, seconds: number, appUrl: string): Promise<Round> {
+  const app0 = await appCpu(appUrl);
+  const own0 = process.cpuUsage();
+  const result = JSON.parse(await firstLine(run('load.ts', [url, host, String(seconds), String(CONCURRENCY)]))) as { ok: number; bad: number; rps: number; cpuUs: number };
+  const own = process.cpuUsage(own0);
+  const app = await appCpu(appUrl) - app0;
+  if (result.bad > 0) throw new Error(`${result.bad} requests to ${url} (Host ${host}) did not answer 200`);
+  const per = (us: number) => us / Math.max(1, result.ok);
+  return { rps: result.rps, loadUs: per(result.cpuUs), appUs: per(app), ingressUs: per(own.user + own.system) };
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+async function main(): Promise<void> {
+  const db = await benchDatabase();
+  const appUuid = randomUUID();
+  const name = `bench-${randomUUID().slice(0, 6)}`;
+  await db.ds.transaction(async (m) => {
+    const ws = await createWorkspace(m, `bench-${randomUUID().slice(0, 8)}`);
+    const [region] = await m.query(`INSERT INTO regions (name, code, domain) VALUES ('Bench', $1, 'bench.localhost') RETURNING id`, [`bench-${randomUUID().slice(0, 6)}`]);
+    const resource = randomUUID();
+    await m.query(`INSERT INTO compute_resources (uuid, workspace_uuid, region_id, name, total_cpu_size, total_ram_size, total_disk_size, plan)
+                   VALUES ($1, $2, $3, 'bench', 8, $4, $5, $6)`, [resource, ws, region.id, 16 * 2 ** 30, 100 * 2 ** 30, JSON.stringify(DEFAULT_PLAN)]);
+    await m.query(`INSERT INTO apps (uuid, workspace_uuid, resource_uuid, name, service_name, label, state) VALUES ($1, $2, $3, $4, 'bench', 'Bench', 'running')`,
+      [appUuid, ws, resource, name]);
+  });
+
+  const appPort = await freePort();
+  const app = run('app.ts', [], { PORT: String(appPort), WORK_MS: String(APP_WORK_MS) });
+  await firstLine(app);
+  const logger = createLogger('error');
+  const ingress = await startLocalIngress({
+    dataSource: db.ds, secretBox: new SecretBox([{ kid: 'bench', key: Buffer.alloc(32, 7) }]), logger, port: 0,
+    events: { health: async () => undefined, liveStatus: async () => undefined, traffic: async () => undefined },
+  });
+  ingress.routes.setBackends(appUuid, [{ kind: 'process', host: '127.0.0.1', port: appPort }]);
+
+  const straight = `http://127.0.0.1:${appPort}/`;
+  const through = `${ingress.url}/`;
+  const host = `${name}.bench.localhost`;
+  const out = (text: string) => process.stdout.write(`${text}\n`);
+  const us = (n: number) => n.toFixed(0).padStart(4);
+  try {
+    await load(straight, host, 2, straight);
+    await load(through, host, 2, straight);
+    out(`GET / of a Node HTTP app (${APP_WORK_MS} ms of CPU per request), ${CONCURRENCY} concurrent keep-alive clients from another process, ${ROUNDS} rounds of ${SECONDS} s each way`);
+    out('CPU us per request of each process: gen = load generator');
+    out('round  straight req/s  through req/s  ratio  load avg | straight: gen  app | through: gen  app  ingress');
+    const rounds: Array<{ straight: Round; through: Round }> = [];
+    for (let i = 0; i < ROUNDS; i++) {
+      const r = { straight: await load(straight, host, SECONDS, straight), through: await load(through, host, SECONDS, straight) };
+      rounds.push(r);
+      out(`${String(i + 1).padStart(5)}  ${r.straight.rps.toFixed(0).padStart(14)}  ${r.through.rps.toFixed(0).padStart(13)}  ${(r.through.rps / r.straight.rps).toFixed(2).padStart(5)}  `
+        + `${loadavg()[0]!.toFixed(1).padStart(8)} |       ${us(r.straight.loadUs)} ${us(r.straight.appUs)} |      ${us(r.through.loadUs)} ${us(r.through.appUs)} ${us(r.through.ingressUs).padStart(8)}`);
+    }
+    const best = { straight: Math.max(...rounds.map((r) => r.straight.rps)), through: Math.max(...rounds.map((r) => r.through.rps)) };
+    const ratio = best.through / best.straight;
+    out(`best: straight ${best.straight.toFixed(0)} req/s, through the local ingress ${best.through.toFixed(0)} req/s`);
+    out(`median of the rounds' ratios: ${median(rounds.map((r) => r.through.rps / r.straight.rps)).toFixed(2)}`);
+    out(`ratio ingress/straight (best of each): ${ratio.toFixed(2)} (goal >= ${GOAL}: ${ratio >= GOAL ? 'met' : 'NOT met'})`);
+  } finally {
+    await ingress.close();
+    app.kill('SIGTERM');
+    await db.stop();
+  }
+}
+
+main().then(() => process.exit(0), (err) => {
+  process.stderr.write(`bench:ingress failed: ${err instanceof Error ? err.stack : String(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,32 @@
+/**
+ * The load generator of `npm run bench:ingress`, in a process of its own so the measured
+ * process does not also pay for generating load. Closed loop: CONCURRENCY clients over
+ * keep-alive connections each send the next request when the last one answered.
+ * argv: url host seconds concurrency; prints {"ok": n, "bad": n, "rps": n, "cpuUs": CPU microseconds this process spent}.
+ */
+import { Agent, request } from 'undici';
+
+async function main(): Promise<void> {
+  const [url, host, seconds, concurrency] = process.argv.slice(2) as [string, string, string, string];
+  const dispatcher = new Agent({ connections: Number(concurrency), keepAliveTimeout: 30_000 });
+  const deadline = Date.now() + Number(seconds) * 1000;
+  let ok = 0;
+  let bad = 0;
+  const cpu = process.cpuUsage();
+  await Promise.all(Array.from({ length: Number(concurrency) }, async () => {
+    while (Date.now() < deadline) {
+      const res = await request(url, { headers: { host }, dispatcher });
+      await res.body.text();
+      if (res.statusCode === 200) ok++;
+      else bad++;
+    }
+  }));
+  const used = process.cpuUsage(cpu);
+  await dispatcher.close();
+  process.stdout.write(`${JSON.stringify({ ok, bad, rps: ok / Number(seconds), cpuUs: used.user + used.system })}\n`);
+}
+
+main().catch((err) => {
+  process.stderr.write(`load failed: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(1);
+});

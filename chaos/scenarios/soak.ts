@@ -1,0 +1,94 @@
+import type { AddressInfo } from 'node:net';
+import { Agent, request } from 'undici';
+import type { TestStack } from '../../test/support/stack';
+import type { Receiver } from '../../test/support/webhooks';
+import { check, emitEvents, percentile, subscribe, type Outcome } from '../common';
+import { memoryByCommand } from '../memory';
+
+const CLIENTS = 16;
+/** p99 on a shared 2-core machine jitters by a few ms; flat means within 10% or this much. */
+const P99_SLACK_MS = 5;
+/** A few-MB helper process (tsx's esbuild) moves by a MB or two; flat means within 10% or this much. */
+const MEMORY_SLACK_MB = 5;
+
+interface Sample { minute: number; rps: number; p99: number; rss: Record<string, number> }
+
+/**
+ * Measures the API's ceiling (closed loop, 16 clients, GET /webhooks), then holds half of
+ * it open-loop with one webhook event a second: one minute of warm-up, then `minutes`
+ * sampled, each process's memory (PSS, see memory.ts) and the API p99 once a minute. Passes
+ * when the last minute is within 10% of the first sampled one (or within 5 ms, 5 MB).
+ */
+export async function soak(stack: TestStack, receiver: Receiver, options: { minutes: number }): Promise<Outcome> {
+  const { ws, auth } = await subscribe(stack, receiver);
+  const url = `http://127.0.0.1:${(stack.server.address() as AddressInfo).port}/api/v1/webhooks`;
+  const headers = { authorization: auth.Authorization };
+  const dispatcher = new Agent({ connections: 64 });
+  const get = async (): Promise<number> => {
+    const t = performance.now();
+    const res = await request(url, { headers, dispatcher });
+    await res.body.dump();
+    check(res.statusCode === 200, `GET /webhooks answered ${res.statusCode}`);
+    return performance.now() - t;
+  };
+  // Logs, response bodies and hits are kept for other scenarios' scans; a soak must not keep them.
+  const forget = () => { stack.logLines.length = 0; stack.responseBodies.length = 0; receiver.hits.length = 0; };
+
+  let done = 0;
+  const until = Date.now() + 5_000;
+  await Promise.all(Array.from({ length: CLIENTS }, async () => { while (Date.now() < until) { await get(); done++; } }));
+  const ceiling = done / 5;
+  const rate = ceiling / 2;
+  forget();
+
+  const samples: Sample[] = [];
+  let latencies: number[] = [];
+  let errors = 0;
+  let running = true;
+  const inFlight = new Set<Promise<void>>();
+  const load = (async () => {
+    const started = performance.now();
+    for (let i = 0; running; i++) {
+      const due = started + (i * 1000) / rate;
+      const wait = due - performance.now();
+      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+      const p = get().then((ms) => { latencies.push(ms); }, () => { errors++; }).finally(() => inFlight.delete(p));
+      inFlight.add(p);
+    }
+  })();
+  const events = (async () => {
+    while (running) {
+      await emitEvents(stack, ws.uuid, 1).catch(() => { errors++; });
+      await new Promise((r) => setTimeout(r, 1_000));
+    }
+  })();
+  const forgetting = setInterval(forget, 1_000);
+  try {
+    await new Promise((r) => setTimeout(r, 60_000)); // warm-up: JIT, caches, pools
+    for (let minute = 1; minute <= options.minutes; minute++) {
+      latencies = [];
+      await new Promise((r) => setTimeout(r, 60_000));
+      samples.push({ minute, rps: latencies.length / 60, p99: percentile(latencies, 99), rss: memoryByCommand() });
+      const s = samples.at(-1)!;
+      process.stderr.write(`[soak] minute ${minute}: ${s.rps.toFixed(0)} req/s, p99 ${s.p99.toFixed(1)} ms, memory ${Object.entries(s.rss).map(([k, v]) => `${k} ${v.toFixed(0)} MB`).join(', ')}\n`);
+    }
+  } finally {
+    running = false;
+    clearInterval(forgetting);
+    await load;
+    await events;
+    await Promise.all(inFlight);
+    await dispatcher.close();
+  }
+  check(errors === 0, `${errors} requests or emits failed during the soak`);
+  const first = samples[0]!;
+  const last = samples.at(-1)!;
+  const grew = Object.keys(first.rss).filter((k) => (last.rss[k] ?? 0) > Math.max(first.rss[k]! * 1.1, first.rss[k]! + MEMORY_SLACK_MB));
+  const rssLine = Object.keys(first.rss).map((k) => `${k} ${first.rss[k]!.toFixed(0)}->${(last.rss[k] ?? 0).toFixed(0)} MB`).join(', ');
+  const figure = `${options.minutes} min at ${rate.toFixed(0)} req/s (half the ${ceiling.toFixed(0)} req/s ceiling) + 1 event/s: `
+    + `p99 ${samples.map((s) => s.p99.toFixed(1)).join('/')} ms per minute; memory (PSS) first->last minute: ${rssLine}`;
+  check(samples.length >= 2, `a soak needs at least 2 minutes (${figure})`);
+  check(last.p99 <= Math.max(first.p99 * 1.1, first.p99 + P99_SLACK_MS), `p99 grew: ${figure}`);
+  check(grew.length === 0, `memory grew more than 10% (${grew.join(', ')}): ${figure}`);
+  return { figure };
+}
