@@ -1,9 +1,15 @@
 import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { createActivities } from '../activities';
+import { startTemporalDevServer, type TemporalDevServer } from '../bin/temporal-server';
 import { WEBHOOK_DELIVERY_WORKFLOW } from '../domain/webhooks';
 import { seedWorkspace, type Workspace } from '../test/support/fixtures';
-import { eventually, type TestStack } from '../test/support/stack';
+import { TEST_ENV, testEnv } from '../test/support/env';
+import { freePort } from '../test/support/global-setup';
+import { eventually, startStack, type TestStack } from '../test/support/stack';
 import type { Hit, Receiver } from '../test/support/webhooks';
 
 /** What a scenario proves, in one line of figures; it throws when a check fails. */
@@ -134,4 +140,40 @@ export async function deliveriesCompleted(stack: TestStack, count: number, timeo
 export function percentile(values: number[], p: number): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
+}
+
+/** A Temporal dev server on a database file (what `berth dev` runs), restartable on its port. */
+export interface DevTemporal {
+  readonly server: TemporalDevServer | null;
+  stop(): Promise<void>;
+  start(): Promise<void>;
+}
+
+/**
+ * Runs `fn` on a stack whose Temporal is a dev server with its database file, as `npm start`
+ * has (not the suite's in-memory time-skipping server), with an in-process worker.
+ */
+export async function onDevTemporal<T>(env: NodeJS.ProcessEnv, fn: (stack: TestStack, temporal: DevTemporal) => Promise<T>): Promise<T> {
+  const dir = mkdtempSync(path.join(tmpdir(), 'berth-chaos-temporal-'));
+  const port = await freePort();
+  const launch = () => startTemporalDevServer({ executable: { type: 'existing-path', path: testEnv('cli') }, port, dbFilename: path.join(dir, 'temporal.db') });
+  let server: TemporalDevServer | null = await launch();
+  const temporal: DevTemporal = {
+    get server() { return server; },
+    async stop() { await server?.stop(); server = null; },
+    async start() { server ??= await launch(); },
+  };
+  const suiteAddress = process.env[TEST_ENV.temporalAddress];
+  process.env[TEST_ENV.temporalAddress] = server.address;
+  let stack: TestStack | undefined;
+  try {
+    stack = await startStack({ env }).finally(() => { process.env[TEST_ENV.temporalAddress] = suiteAddress; });
+    await stack.startWorker();
+    return await fn(stack, temporal);
+  } finally {
+    if (!server) await temporal.start().catch(() => undefined);
+    await stack?.close();
+    await temporal.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
 }

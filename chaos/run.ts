@@ -9,7 +9,7 @@ import globalSetup from '../test/support/global-setup';
 import globalTeardown from '../test/support/global-teardown';
 import { startStack, type TestStack } from '../test/support/stack';
 import { RECEIVER_ALLOW, startReceiver, type Receiver } from '../test/support/webhooks';
-import type { Outcome } from './common';
+import { onDevTemporal, type Outcome } from './common';
 import { chaosPostgres, type ChaosPostgres } from './postgres';
 import { manyEvents } from './scenarios/many-events';
 import { postgresRestarted } from './scenarios/postgres-restarted';
@@ -52,7 +52,7 @@ const SCENARIOS: Scenario[] = [
   { name: 'temporal restarted', limitMs: 300_000, run: temporalRestarted },
   { name: 'postgres restarted', limitMs: 300_000, run: postgresRestarted },
   { name: '10,000 events', limitMs: 1_800_000, run: onStack(manyEvents) },
-  { name: `soak ${soakMinutes} min`, limitMs: (soakMinutes + 6) * 60_000, run: onStack((stack, receiver) => soak(stack, receiver, { minutes: soakMinutes })) },
+  { name: `soak ${soakMinutes} min`, limitMs: (soakMinutes + 6) * 60_000, run: (receiver) => onDevTemporal({ BERTH_WEBHOOK_ALLOW_CIDRS: RECEIVER_ALLOW }, (stack) => soak(stack, receiver, { minutes: soakMinutes })) },
 ];
 
 async function within<T>(ms: number, work: Promise<T>): Promise<T> {

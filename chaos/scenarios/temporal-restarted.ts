@@ -1,12 +1,5 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { startTemporalDevServer, type TemporalDevServer } from '../../bin/temporal-server';
-import { TEST_ENV, testEnv } from '../../test/support/env';
-import { startStack } from '../../test/support/stack';
 import { RECEIVER_ALLOW, type Receiver } from '../../test/support/webhooks';
-import { allArrived, check, deliveriesCompleted, emitEvents, subscribe, verifyHits, type Outcome } from '../common';
-import { freePort } from '../../test/support/global-setup';
+import { allArrived, check, deliveriesCompleted, emitEvents, onDevTemporal, subscribe, verifyHits, type Outcome } from '../common';
 
 const N = 200;
 const DOWN_MS = 5_000;
@@ -16,41 +9,30 @@ const DOWN_MS = 5_000;
  * flight and started again on the same port: every event arrives, every workflow completes.
  */
 export async function temporalRestarted(receiver: Receiver): Promise<Outcome> {
-  const dir = mkdtempSync(path.join(tmpdir(), 'berth-chaos-temporal-'));
-  const port = await freePort();
-  const start = () => startTemporalDevServer({ executable: { type: 'existing-path', path: testEnv('cli') }, port, dbFilename: path.join(dir, 'temporal.db') });
-  let server: TemporalDevServer | null = await start();
-  const suiteAddress = process.env[TEST_ENV.temporalAddress];
-  process.env[TEST_ENV.temporalAddress] = server.address;
-  const stack = await startStack({ env: { BERTH_WEBHOOK_ALLOW_CIDRS: RECEIVER_ALLOW } }).finally(() => { process.env[TEST_ENV.temporalAddress] = suiteAddress; });
   try {
-    await stack.startWorker();
-    receiver.respond = () => new Promise((resolve) => setTimeout(() => resolve({ status: 200, body: 'ok' }), 500));
-    const { ws, secret } = await subscribe(stack, receiver);
-    const ids = await emitEvents(stack, ws.uuid, N);
-    while (receiver.hits.length < N / 4) await new Promise((r) => setTimeout(r, 20));
-    const before = receiver.hits.length;
-    const stoppedAt = Date.now();
-    await server.stop();
-    server = null;
-    await new Promise((r) => setTimeout(r, DOWN_MS));
-    server = await start();
-    const downS = (Date.now() - stoppedAt) / 1000;
-    const restartedAt = Date.now();
-    await allArrived(receiver, ids, 180_000);
-    const drainS = (Date.now() - restartedAt) / 1000;
-    await deliveriesCompleted(stack, N, 120_000);
-    const { distinct, duplicates } = verifyHits(receiver, secret);
-    check(distinct === N, `${distinct} distinct webhook-ids for ${N} events`);
-    return {
-      figure: `${N} events, server down ${downS.toFixed(1)} s after ${before} hits: ${distinct}/${N} arrived (last ${drainS.toFixed(1)} s after the restart), `
-        + `${N} delivery workflows completed, ${duplicates} duplicates (same id and body)`,
-    };
+    return await onDevTemporal({ BERTH_WEBHOOK_ALLOW_CIDRS: RECEIVER_ALLOW }, async (stack, temporal) => {
+      receiver.respond = () => new Promise((resolve) => setTimeout(() => resolve({ status: 200, body: 'ok' }), 500));
+      const { ws, secret } = await subscribe(stack, receiver);
+      const ids = await emitEvents(stack, ws.uuid, N);
+      while (receiver.hits.length < N / 4) await new Promise((r) => setTimeout(r, 20));
+      const before = receiver.hits.length;
+      const stoppedAt = Date.now();
+      await temporal.stop();
+      await new Promise((r) => setTimeout(r, DOWN_MS));
+      await temporal.start();
+      const downS = (Date.now() - stoppedAt) / 1000;
+      const restartedAt = Date.now();
+      await allArrived(receiver, ids, 180_000);
+      const drainS = (Date.now() - restartedAt) / 1000;
+      await deliveriesCompleted(stack, N, 120_000);
+      const { distinct, duplicates } = verifyHits(receiver, secret);
+      check(distinct === N, `${distinct} distinct webhook-ids for ${N} events`);
+      return {
+        figure: `${N} events, server down ${downS.toFixed(1)} s after ${before} hits: ${distinct}/${N} arrived (last ${drainS.toFixed(1)} s after the restart), `
+          + `${N} delivery workflows completed, ${duplicates} duplicates (same id and body)`,
+      };
+    });
   } finally {
     receiver.respond = () => ({ status: 200, body: 'ok' });
-    if (!server) server = await start().catch(() => null);
-    await stack.close();
-    await server?.stop();
-    rmSync(dir, { recursive: true, force: true });
   }
 }
