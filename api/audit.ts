@@ -1,7 +1,6 @@
-import { diffRecords } from '../domain/audit';
-import { insertAuditEvent } from '../entities/audit-events';
 import type { Db } from '../entities/sql';
 import { one } from '../entities/sql';
+import { requestOrigin, writeAuditEntry } from './commands/audited-write';
 import type { ApiDeps } from './context';
 import type { RouteContext, RouteDef } from './route';
 
@@ -24,39 +23,15 @@ export async function snapshot(db: Db, table: string, uuid: string): Promise<Rec
   return row?.s ?? null;
 }
 
-/** The app a change concerns: the app itself, else the app owning the row (a preview's parent app). */
-function owningApp(entry: AuditEntry, resourceType: string): string | null {
-  if (resourceType === 'app') return entry.resourceUuid;
-  const row = entry.after ?? entry.before;
-  const owner = row?.parent_app_uuid ?? row?.app_uuid;
-  return typeof owner === 'string' ? owner : null;
-}
-
 /**
  * Records one audit entry for an accepted mutating request, in the transaction of its
- * change (so a rolled-back change leaves none): the actor (member, or workspace token by
- * its uuid, never the token), action, resource, field-level diff with secrets redacted,
- * request id, client IP and user agent.
+ * change (so a rolled-back change leaves none), under the route's declared audit action.
+ * Commands record theirs through `Tx.audit` (api/commands/audited-write.ts) instead.
  */
 export async function recordAudit(db: Db, ctx: RouteContext<unknown, unknown, unknown>, entry: AuditEntry): Promise<void> {
   const action = ctx.route.audit;
   if (!action) throw new Error(`${ctx.route.method.toUpperCase()} ${ctx.route.path} records an audit entry but declares no audit action`);
-  const caller = ctx.caller;
-  const resourceType = entry.resourceType ?? action.split('.')[0]!;
-  await insertAuditEvent(db, {
-    workspaceUuid: caller.workspaceUuid,
-    actorType: caller.memberUuid ? 'member' : 'workspace_token',
-    actorUuid: caller.memberUuid ?? caller.tokenUuid,
-    source: 'api',
-    action,
-    resourceType,
-    resourceUuid: entry.resourceUuid,
-    appUuid: entry.appUuid ?? owningApp(entry, resourceType),
-    diff: diffRecords(entry.before ?? null, entry.after ?? null),
-    requestId: ctx.requestId,
-    clientIp: ctx.koa.ip || null,
-    userAgent: (ctx.koa.get('user-agent') || '').slice(0, 500) || null,
-  });
+  await writeAuditEntry(db, requestOrigin(ctx), { action, ...entry });
 }
 
 async function auditActions(deps: ApiDeps, requestId: string): Promise<string[]> {

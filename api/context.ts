@@ -44,6 +44,5 @@ declare module 'koa' {
   interface DefaultState {
     requestId: string;
     caller?: Caller;
-    hiddenProjects?: Set<string>;
   }
 }

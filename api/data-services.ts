@@ -5,12 +5,11 @@ import { subPathProblem } from '../domain/data';
 import { BerthOperation, BerthResource, BerthWorkspace } from '../domain/search-attributes';
 import { one, rows } from '../entities/sql';
 import type { RestoreChoice } from '../activities/data';
-import type { DataEngine } from '../activities/provider/data';
 import { assertProjectVisible } from './access';
 import { recordAudit, snapshot } from './audit';
 import { conflict, notFound, unprocessable } from './problem';
 import type { RouteContext } from './route';
-import type { AddonCreateBody, AddonUpdateBody, RestoreBody } from './schemas/addons';
+import type { AddonUpdateBody, RestoreBody } from './schemas/addons';
 import { markNeedsRedeploy } from './variables';
 import { ADDON_COLUMNS, ADDON_FROM, addonView, type AddonRow, type AddonView } from './views/addons';
 import { iso } from './views/common';
@@ -42,11 +41,6 @@ export async function viewOf(ctx: Ctx, uuid: string, db: Db = ctx.deps.dataSourc
   return addonView(row!, ctx.deps.secretBox);
 }
 
-async function planTypeOf(db: Db, resourceUuid: string): Promise<string> {
-  const r = await one<{ plan_type: string }>(db, `SELECT plan->>'plan_type' AS plan_type FROM compute_resources WHERE uuid = $1`, [resourceUuid]);
-  return r?.plan_type ?? 'standard';
-}
-
 /** BKP-03 and the per-type rules of the settings; every refusal is a 422 naming the field. */
 export function checkSettings(type: string, planType: string, body: { backup_enabled?: boolean; public_access?: boolean; s3_enabled?: boolean }): void {
   if (body.backup_enabled === true && planType === 'free') {
@@ -73,46 +67,6 @@ export function checkSubPath(type: string, subPath: string | undefined, accessMo
   if (accessMode === 'exclusive') {
     throw unprocessable('sub_path is accepted only for shared (RWX) access', [{ path: 'body.access_mode', message: 'must be shared when sub_path is set' }]);
   }
-}
-
-const slug = (s: string) => s.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 30) || 'db';
-
-/** Inserts an add-on or service in state `pending` with generated credentials and enqueues its provisioning. */
-export async function insertData(ctx: Ctx, m: EntityManager, input: {
-  kind: 'addon' | 'service'; appUuid: string | null; projectId: string | null; resourceUuid: string; body: AddonCreateBody;
-}): Promise<{ uuid: string; op: { uuid: string } }> {
-  const b = input.body;
-  checkSettings(b.type, await planTypeOf(m, input.resourceUuid), b);
-  checkSubPath(b.type, b.sub_path, b.access_mode);
-  const unsupported = ctx.deps.data?.supports(b.type as DataEngine) ?? null;
-  if (unsupported) throw unprocessable(unsupported, [{ path: 'body.type', message: unsupported }]);
-  const uuid = randomUUID();
-  const name = `${slug(b.name ?? (input.kind === 'service' ? b.label ?? b.type : b.type))}-${randomBytes(4).toString('hex')}`;
-  const isDb = b.type !== 'storage';
-  const dbName = b.type === 'postgres' || b.type === 'mysql' ? name.replace(/-/g, '_') : null;
-  const username = b.type === 'valkey' ? 'default' : isDb ? name.replace(/-/g, '_') : null;
-  // The password is generated here, sealed at once and never logged.
-  const passwordSealed = isDb ? ctx.deps.secretBox.seal(randomBytes(24).toString('base64url')) : null;
-  const settings: Record<string, unknown> = { s3_enabled: b.s3_enabled ?? false };
-  if (b.type === 'storage') {
-    settings.access_mode = b.access_mode ?? 'shared';
-    if (b.sub_path !== undefined) settings.sub_path = b.sub_path;
-  }
-  const quota = { cpu_size: 0.5, ram_size: 512 * 2 ** 20, disk_size: 10 * 2 ** 30, ...b.quota };
-  await m.query(
-    `INSERT INTO addons (uuid, workspace_uuid, kind, app_uuid, project_id, resource_uuid, type, name, label, state, quota, settings,
-                         public_access, backup_enabled, database_name, username, password_sealed, cluster_id)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'pending', $10, $11, $12, $13, $14, $15, $16, $17)`,
-    [uuid, ctx.caller.workspaceUuid, input.kind, input.appUuid, input.projectId, input.resourceUuid, b.type, name, b.label ?? name,
-      JSON.stringify(quota), JSON.stringify(settings), b.public_access ?? false, b.backup_enabled ?? false, dbName, username, passwordSealed, `c-${uuid}`]);
-  await recordAudit(m, ctx, { resourceUuid: uuid, before: null, after: await snapshot(m, 'addons', uuid) });
-  // the app's environment gains the add-on's connection variables (`var`) at its next deployment
-  if (input.appUuid) await markNeedsRedeploy(m, { kind: 'app', uuid: input.appUuid });
-  const op = await ctx.deps.outbox.enqueue(m, {
-    operation: input.kind === 'service' ? 'service-provision' : 'addon-provision', workflowType: 'addonProvision',
-    workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: uuid, args: [{ addonUuid: uuid, storage: b.type === 'storage' }],
-  });
-  return { uuid, op };
 }
 
 /**

@@ -1,4 +1,5 @@
-import type { EntityManager } from 'typeorm';
+import type { DeepPartial, EntityManager, EntityTarget, ObjectLiteral } from 'typeorm';
+import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
 
 /** Anything that runs SQL: a DataSource, an EntityManager (in or out of a transaction). */
 export type Db = Pick<EntityManager, 'query'>;
@@ -17,4 +18,26 @@ export async function rows<T = any>(db: Db, sql: string, params: unknown[] = [])
 
 export async function one<T = any>(db: Db, sql: string, params: unknown[] = []): Promise<T | undefined> {
   return (await rows<T>(db, sql, params))[0];
+}
+
+/**
+ * INSERT .. RETURNING * through TypeORM's query builder: the row as written (defaults
+ * included) as the entity, without reading it back; undefined when `ignoreConflict` skipped it.
+ * (`values` is cast: the builder's deep-partial type refuses JSON columns typed `unknown`.)
+ */
+export async function insertReturning<E extends ObjectLiteral>(m: EntityManager, target: EntityTarget<E>, values: Partial<E>,
+  options: { ignoreConflict?: boolean } = {}): Promise<E | undefined> {
+  const insert = m.createQueryBuilder().insert().into(target).values(values as QueryDeepPartialEntity<E>);
+  if (options.ignoreConflict) insert.orIgnore();
+  const result = await insert.returning('*').updateEntity(false).execute();
+  const row = (result.raw as E[])[0];
+  return row ? m.create(target, row as DeepPartial<E>) : undefined;
+}
+
+/** UPDATE .. RETURNING * of one row by uuid through the query builder: the row as changed, as the entity. */
+export async function updateReturning<E extends ObjectLiteral>(m: EntityManager, target: EntityTarget<E>, uuid: string, changes: Partial<E>): Promise<E | undefined> {
+  const result = await m.createQueryBuilder().update(target).set(changes as QueryDeepPartialEntity<E>).where('uuid = :uuid', { uuid })
+    .returning('*').updateEntity(false).execute();
+  const row = (result.raw as E[])[0];
+  return row ? m.create(target, row as DeepPartial<E>) : undefined;
 }

@@ -1,7 +1,9 @@
 import * as yup from 'yup';
+import { createAddon } from '../commands/addons';
+import { write } from '../commands/audited-write';
 import { route } from '../route';
 import {
-  backupsOf, changeState, createReplica, destroy, findAddon, findApp, insertData, setPublicAccess, startRestore, updateData, viewOf,
+  backupsOf, changeState, createReplica, destroy, findAddon, findApp, setPublicAccess, startRestore, updateData, viewOf,
 } from '../data-services';
 import {
   addonCreateBody, addonUpdateBody, publicAccessBody, replicaBody, restoreBody, stateBody,
@@ -26,15 +28,11 @@ export const addonRoutes = [
     method: 'post', path: '/apps/{uuid}/addons', operation: 'addons.write', tag: TAG, status: 201, body: addonCreateBody, audit: 'addon.create',
     summary: 'Attach a postgres, mysql, valkey or storage add-on; provisioning runs pending -> processing -> creating -> live status',
     response: addonSchema,
-    async handler(ctx) {
-      const { uuid, op } = await ctx.deps.dataSource.transaction(async (m) => {
-        const app = await findApp(ctx, ctx.params.uuid, m);
-        return insertData(ctx, m, { kind: 'addon', appUuid: app.uuid, projectId: app.project_id, resourceUuid: app.resource_uuid, body: ctx.body });
-      });
-      await ctx.deps.outbox.dispatch(op.uuid);
-      ctx.koa.set('Location', `/api/v1/apps/${ctx.params.uuid}/addons/${uuid}`);
-      return viewOf(ctx, uuid);
-    },
+    handler: (ctx) => write(ctx, async (tx) => {
+      const addon = await createAddon(tx, ctx.caller, { ...ctx.body, appUuid: ctx.params.uuid });
+      ctx.koa.set('Location', `/api/v1/apps/${addon.app_uuid}/addons/${addon.uuid}`);
+      return viewOf(ctx, addon.uuid, tx.m);
+    }),
   }),
   route<AddonParams>({
     method: 'get', path: '/apps/{uuid}/addons/{id}', operation: 'addons.read', tag: TAG,

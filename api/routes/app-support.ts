@@ -1,11 +1,10 @@
-import { randomInt } from 'node:crypto';
 import type { EntityManager } from 'typeorm';
 import * as yup from 'yup';
-import { suffixedName } from '../../domain/apps';
 import type { AppQuota } from '../../entities/app';
 import { holdAppCapacity } from '../../entities/capacity';
 import { one } from '../../entities/sql';
-import { assertProjectVisible, hiddenProjects } from '../access';
+import { assertProjectVisible, hiddenProjects, type Scope } from '../access';
+import type { ApiDeps } from '../context';
 import { validationProblem } from '../middleware/errors';
 import { conflict, notFound, unprocessable } from '../problem';
 import { withQuotaAlerts } from '../quota-alerts';
@@ -14,6 +13,13 @@ import { DEPLOYMENT_CONFIG } from '../schemas/apps';
 import { loadApp, withAddons, type AppView } from '../views/apps';
 
 export type Ctx = RouteContext<any, any, any>;
+
+/** What the rule checks need of a request or a command: the caller, the deps, where a helper's workflow start goes. */
+export interface RuleScope extends Scope {
+  deps: ApiDeps;
+  /** Starts, after commit, an operation a helper enqueued in the caller's transaction (a quota alert). */
+  dispatchAfter(operationUuid: string): void;
+}
 
 /** What routes read of an app row before they change it. */
 export interface FoundApp {
@@ -67,7 +73,7 @@ export async function appResponse(ctx: Ctx, appUuid: string, db: Pick<EntityMana
  * workspace's (open to the caller, not being deleted), and a resource assigned to
  * projects takes only apps of those projects (CLN-04).
  */
-export async function checkPlacement(ctx: Ctx, m: Pick<EntityManager, 'query'>, resourceUuid: string, projectId: string | null, field = 'body'): Promise<void> {
+export async function checkPlacement(ctx: RuleScope, m: Pick<EntityManager, 'query'>, resourceUuid: string, projectId: string | null, field = 'body'): Promise<void> {
   const resource = await one<{ uuid: string; project_ids: string[] }>(m,
     `SELECT c.uuid, COALESCE(array_agg(pr.project_uuid::text) FILTER (WHERE pr.project_uuid IS NOT NULL), '{}') AS project_ids
        FROM compute_resources c LEFT JOIN project_resources pr ON pr.resource_uuid = c.uuid
@@ -87,7 +93,7 @@ export async function checkPlacement(ctx: Ctx, m: Pick<EntityManager, 'query'>, 
 }
 
 /** Holds the quota on the resource (locked while summed, so two creations cannot both take the last capacity); crossing 80% or 100% alerts. */
-export async function reserveCapacity(ctx: Ctx, m: Pick<EntityManager, 'query'>, appUuid: string, resourceUuid: string, quota: AppQuota): Promise<void> {
+export async function reserveCapacity(ctx: RuleScope, m: Pick<EntityManager, 'query'>, appUuid: string, resourceUuid: string, quota: AppQuota): Promise<void> {
   const short = await withQuotaAlerts(ctx, m, resourceUuid, () => holdAppCapacity(m, appUuid, resourceUuid, quota));
   if (short.length > 0) {
     throw unprocessable(`not enough ${short.join(', ')} left on the compute resource for this quota`,
@@ -96,7 +102,7 @@ export async function reserveCapacity(ctx: Ctx, m: Pick<EntityManager, 'query'>,
 }
 
 /** A git repository URL the platform may reach (file:// only when the operator allows it). */
-function checkRepository(ctx: Ctx, method: string, repository: string): string {
+function checkRepository(ctx: RuleScope, method: string, repository: string): string {
   if (method === 'github' && /^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/.test(repository)) return `https://github.com/${repository}.git`;
   const ok = /^(https?|git|ssh):\/\/[^\s]+$/.test(repository) || /^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[^\s]+$/.test(repository)
     || (ctx.deps.config.gitAllowFileUrls && /^file:\/\/\/[^\s]+$/.test(repository));
@@ -112,7 +118,7 @@ function checkRepository(ctx: Ctx, method: string, repository: string): string {
  * container_registry app needs deployment_config.credential_id naming a registry
  * credential of the workspace; a parent_image app a parent app of the workspace.
  */
-export async function checkDeployment(ctx: Ctx, m: Pick<EntityManager, 'query'>, method: string, config: Record<string, unknown> | undefined):
+export async function checkDeployment(ctx: RuleScope, m: Pick<EntityManager, 'query'>, method: string, config: Record<string, unknown> | undefined):
   Promise<{ config: Record<string, unknown>; parentAppUuid: string | null }> {
   let valid: Record<string, unknown>;
   try {
@@ -145,17 +151,4 @@ export async function checkDeployment(ctx: Ctx, m: Pick<EntityManager, 'query'>,
     parentAppUuid = out.parent_app_id as string;
   }
   return { config: out, parentAppUuid };
-}
-
-/** Inserts the app row under a fresh suffixed name (the unique index decides; a clash retries). */
-export async function insertApp(m: Pick<EntityManager, 'query'>, values: Record<string, unknown> & { uuid: string; service_name: string }): Promise<string> {
-  const columns = Object.keys(values).concat('name');
-  for (let attempt = 0; attempt < 8; attempt++) {
-    const name = suffixedName(values.service_name, () => randomInt(0, 1_000_000) / 1_000_000);
-    const params = [...Object.values(values).map((v) => (v !== null && typeof v === 'object' && !Array.isArray(v) ? JSON.stringify(v) : v)), name];
-    const inserted = await one<{ name: string }>(m,
-      `INSERT INTO apps (${columns.join(', ')}) VALUES (${columns.map((_, i) => `$${i + 1}`).join(', ')}) ON CONFLICT (name) DO NOTHING RETURNING name`, params);
-    if (inserted) return inserted.name;
-  }
-  throw conflict('could not find a free app name; try again');
 }

@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import * as yup from 'yup';
-import { DEFAULT_QUOTA } from '../../domain/app-defaults';
 import { stateMove, type StateAction } from '../../domain/apps';
 import { canReachProject } from '../../domain/projects';
 import type { HealthCheck, ScalingProfile } from '../../entities/app';
-import { one, rows } from '../../entities/sql';
+import { one } from '../../entities/sql';
+import { cloneApp, createApp } from '../commands/apps';
+import { write } from '../commands/audited-write';
 import { visibleProjectsClause } from '../access';
 import { recordAudit, snapshot } from '../audit';
 import { selectPage, type Page } from '../pagination';
@@ -15,9 +16,8 @@ import {
 } from '../schemas/apps';
 import { int, json, obj } from '../schemas/common';
 import { wakePreview } from '../preview-envs';
-import { recordVpcJoin, resolveVpcJoin } from '../vpc-join';
 import { APP_SELECT, appSchema, appView, loadAppWithRestrictions, withAddons, type JoinedRow } from '../views/apps';
-import { appResponse, assertChangeable, checkDeployment, checkPlacement, findApp, insertApp, reserveCapacity, type Ctx, type FoundApp } from './app-support';
+import { appResponse, assertChangeable, checkDeployment, checkPlacement, findApp, reserveCapacity, type Ctx, type FoundApp } from './app-support';
 
 const TAG = 'apps';
 
@@ -72,42 +72,11 @@ export const appRoutes = [
     method: 'post', path: '/apps', operation: 'apps.create', tag: TAG, status: 201, audit: 'app.create',
     summary: 'Create an app: it is provisioned and started by its workflow (poll GET for the state)',
     body: createAppBody, response: appSchema,
-    async handler(ctx) {
-      const b = ctx.body;
-      if (b.basic_auth_enabled && (!b.basic_auth_username || !b.basic_auth_password)) {
-        throw unprocessable('basic_auth_enabled needs basic_auth_username and basic_auth_password', [{ path: 'body.basic_auth_password', message: 'required when basic_auth_enabled' }]);
-      }
-      const method = b.deployment_method ?? 'git_push';
-      const { view, op } = await ctx.deps.dataSource.transaction(async (m) => {
-        await checkPlacement(ctx, m, b.resource_id, b.project_id ?? null);
-        const join = await resolveVpcJoin(m, { workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: b.resource_id, vpcUuid: b.vpc_uuid, subnetUuid: b.vpc_subnet_uuid });
-        const deployment = await checkDeployment(ctx, m, method, b.deployment_config);
-        const uuid = randomUUID();
-        const quota = { ...DEFAULT_QUOTA, ...Object.fromEntries(Object.entries(b.quota ?? {}).filter(([, v]) => v !== undefined)) };
-        await insertApp(m, {
-          uuid, workspace_uuid: ctx.caller.workspaceUuid, project_id: b.project_id ?? null, resource_uuid: b.resource_id,
-          service_name: b.name, label: b.label ?? b.name, state: 'pending', deployment_method: method, deployment_config: deployment.config,
-          builder: b.builder ?? 'auto', manage_dns_records: b.manage_dns_records ?? true, maintenance: b.maintenance ?? false,
-          private_access: b.private_access ?? false, allow_connections: b.allow_connections ?? true, basic_auth_enabled: b.basic_auth_enabled ?? false,
-          basic_auth_username: b.basic_auth_username ?? null,
-          basic_auth_password_sealed: b.basic_auth_password ? ctx.deps.secretBox.seal(b.basic_auth_password) : null,
-          quota, internal_port: b.internal_port ?? 8080, parent_app_uuid: deployment.parentAppUuid, created_by_member_uuid: ctx.caller.memberUuid,
-        });
-        await reserveCapacity(ctx, m, uuid, b.resource_id, quota);
-        if (join) {
-          const [{ name }] = await m.query(`SELECT name FROM apps WHERE uuid = $1`, [uuid]);
-          await recordVpcJoin(m, join, { uuid, name });
-        }
-        await recordAudit(m, ctx, { resourceUuid: uuid, after: await snapshot(m, 'apps', uuid) });
-        const op = await ctx.deps.outbox.enqueue(m, {
-          operation: 'app', workflowType: 'appLifecycle', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: uuid, args: [{ appUuid: uuid }],
-        });
-        ctx.koa.set('Location', `/api/v1/apps/${uuid}`);
-        return { view: await appResponse(ctx, uuid, m), op };
-      });
-      await ctx.deps.outbox.dispatch(op.uuid);
-      return view;
-    },
+    handler: (ctx) => write(ctx, async (tx) => {
+      const app = await createApp(tx, ctx.caller, ctx.body);
+      ctx.koa.set('Location', `/api/v1/apps/${app.uuid}`);
+      return appResponse(ctx, app.uuid, tx.m);
+    }),
   }),
   route<{}, Page & yup.InferType<typeof listAppsQuery>, unknown>({
     method: 'get', path: '/apps', operation: 'apps.list', tag: TAG, paginated: true, query: listAppsQuery,
@@ -295,67 +264,10 @@ export const appRoutes = [
     method: 'post', path: '/apps/{uuid}/clone', operation: 'apps.clone', tag: TAG, status: 201, audit: 'app.clone',
     summary: 'Clone an app: the copy reads cloning while a saga copies it, then runs; a failed clone leaves nothing behind',
     body: cloneBody, response: appSchema,
-    async handler(ctx) {
-      const b = ctx.body;
-      const addons = b.addons ?? [];
-      const cronjobs = b.cronjobs ?? [];
-      const { view, op } = await ctx.deps.dataSource.transaction(async (m) => {
-        const source = await findApp(ctx, ctx.params.uuid, m, true);
-        if (['pending', 'assigned', 'cloning', 'deleting'].includes(source.state)) {
-          throw conflict(`an app in state ${source.state} cannot be cloned yet`);
-        }
-        // CLN-02/03: add-ons and cron jobs named must be this app's (a cron job is no add-on here, nor the reverse).
-        const owned = await rows<{ uuid: string; type: string }>(m,
-          `SELECT uuid, type FROM addons WHERE app_uuid = $1 AND kind = 'addon' AND state <> 'deleting' AND uuid = ANY($2::uuid[])`,
-          [source.uuid, [...addons.map((x) => x.uuid), ...cronjobs]]);
-        const isAddon = new Set(owned.filter((r) => r.type !== 'cronjob').map((r) => r.uuid));
-        const isCronjob = new Set(owned.filter((r) => r.type === 'cronjob').map((r) => r.uuid));
-        const errors = [
-          ...addons.flatMap((x, i) => (isAddon.has(x.uuid) ? [] : [{ path: `body.addons[${i}].uuid`, uuid: x.uuid,
-            message: isCronjob.has(x.uuid) ? `${x.uuid} is a cron job: list it in cronjobs` : `${x.uuid} is not an add-on of this app` }])),
-          ...cronjobs.flatMap((c, i) => (isCronjob.has(c) ? [] : [{ path: `body.cronjobs[${i}]`, uuid: c,
-            message: isAddon.has(c) ? `${c} is an add-on: list it in addons` : `${c} is not a cron job of this app` }])),
-        ];
-        if (errors.length > 0) {
-          throw unprocessable(`not add-ons or cron jobs of this app as listed: ${errors.map((x) => x.uuid).join(', ')}`,
-            errors.map(({ path, message }) => ({ path, message })));
-        }
-        const resourceUuid = b.resource_id ?? source.resource_uuid;
-        const projectId = b.project_id !== undefined ? b.project_id : source.project_id;
-        await checkPlacement(ctx, m, resourceUuid, projectId);
-        const full = await one<Record<string, any>>(m,
-          `SELECT builder, manage_dns_records, maintenance, private_access, allow_connections, internal_port, quota, health_checks, scaling_profile
-             FROM apps WHERE uuid = $1`, [source.uuid]);
-        const uuid = randomUUID();
-        const serviceName = b.name ?? source.service_name;
-        await insertApp(m, {
-          uuid, workspace_uuid: ctx.caller.workspaceUuid, project_id: projectId, resource_uuid: resourceUuid, service_name: serviceName,
-          label: b.label ?? `${source.label} (copy)`, state: 'cloning',
-          deployment_method: b.use_parent_image ? 'parent_image' : source.deployment_method,
-          deployment_config: b.use_parent_image ? { parent_app_id: source.uuid } : source.deployment_config,
-          builder: full!.builder, manage_dns_records: full!.manage_dns_records, maintenance: false, internal_port: full!.internal_port,
-          quota: full!.quota, parent_app_uuid: b.use_parent_image ? source.uuid : null, parent_image_auto_sync: b.use_parent_image ? b.parent_image_auto_sync : false,
-          created_by_member_uuid: ctx.caller.memberUuid,
-        });
-        await reserveCapacity(ctx, m, uuid, resourceUuid, full!.quota);
-        // the new app is the resource; the entry names its source
-        await recordAudit(m, ctx, { resourceUuid: uuid, after: { ...(await snapshot(m, 'apps', uuid)), cloned_from: source.uuid } });
-        const op = await ctx.deps.outbox.enqueue(m, {
-          operation: 'app-clone', workflowType: 'appClone', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: uuid,
-          args: [{
-            workspaceUuid: ctx.caller.workspaceUuid, sourceUuid: source.uuid, targetUuid: uuid, useParentImage: b.use_parent_image,
-            flags: {
-              clone_variables: b.clone_variables, clone_secret_files: b.clone_secret_files, clone_scaling_settings: b.clone_scaling_settings,
-              clone_health_checks: b.clone_health_checks, clone_security: b.clone_security,
-            },
-            addons: addons.map((x) => ({ uuid: x.uuid, clone_data: x.clone_data })), cronjobs,
-          }],
-        });
-        ctx.koa.set('Location', `/api/v1/apps/${uuid}`);
-        return { view: await appResponse(ctx, uuid, m), op };
-      });
-      await ctx.deps.outbox.dispatch(op.uuid);
-      return view;
-    },
+    handler: (ctx) => write(ctx, async (tx) => {
+      const app = await cloneApp(tx, ctx.caller, { ...ctx.body, sourceUuid: ctx.params.uuid });
+      ctx.koa.set('Location', `/api/v1/apps/${app.uuid}`);
+      return appResponse(ctx, app.uuid, tx.m);
+    }),
   }),
 ];

@@ -4,8 +4,10 @@ import * as yup from 'yup';
 import { one } from '../../entities/sql';
 import { assertProjectVisible, hiddenProjects, visibleProjectsClause } from '../access';
 import { recordAudit, snapshot } from '../audit';
+import { insertDataService } from '../commands/addons';
+import { write } from '../commands/audited-write';
 import {
-  backupsOf, changeState, checkSubPath, destroy, findAddon, findApp, insertData, setPublicAccess, startRestore, updateData, viewOf,
+  backupsOf, changeState, checkSubPath, destroy, findAddon, findApp, setPublicAccess, startRestore, updateData, viewOf,
 } from '../data-services';
 import { selectPage, type Page } from '../pagination';
 import { unprocessable } from '../problem';
@@ -57,15 +59,14 @@ export const serviceRoutes = [
   route<{}, {}, ServiceCreateBody>({
     method: 'post', path: '/services', operation: 'services.write', tag: TAG, status: 201, body: serviceCreateBody, audit: 'service.create',
     summary: 'Create a standalone service on a compute resource', response: addonSchema,
-    async handler(ctx) {
-      const { uuid, op } = await ctx.deps.dataSource.transaction(async (m) => {
-        await checkPlacement(ctx, m, ctx.body.resource_id, ctx.body.project_id);
-        return insertData(ctx, m, { kind: 'service', appUuid: null, projectId: ctx.body.project_id ?? null, resourceUuid: ctx.body.resource_id, body: ctx.body });
+    handler: (ctx) => write(ctx, async (tx) => {
+      await checkPlacement(ctx, tx.m, ctx.body.resource_id, ctx.body.project_id);
+      const service = await insertDataService(tx, ctx.caller, {
+        kind: 'service', appUuid: null, projectId: ctx.body.project_id ?? null, resourceUuid: ctx.body.resource_id, body: ctx.body,
       });
-      await ctx.deps.outbox.dispatch(op.uuid);
-      ctx.koa.set('Location', `/api/v1/services/${uuid}`);
-      return viewOf(ctx, uuid);
-    },
+      ctx.koa.set('Location', `/api/v1/services/${service.uuid}`);
+      return viewOf(ctx, service.uuid, tx.m);
+    }),
   }),
   route<Params>({
     method: 'get', path: '/services/{id}', operation: 'services.read', tag: TAG,

@@ -2,12 +2,11 @@ import { randomUUID } from 'node:crypto';
 import type { EntityManager } from 'typeorm';
 import * as yup from 'yup';
 import type { EventEnvelope } from '../../domain/events';
-import { checkDestination, parseAllowList, resolvedVerdict } from '../../domain/webhook-destination';
-import { generateWebhookSecret } from '../../domain/webhook-signature';
 import { WEBHOOK_ATTEMPT_TIMEOUT_MS, webhookDeliveryWorkflowId } from '../../domain/webhooks';
 import { one, rows } from '../../entities/sql';
 import { recordAudit, snapshot } from '../audit';
-import { createHostResolver, ResolutionError } from '../../worker/resolver';
+import { write } from '../commands/audited-write';
+import { createWebhook, updateWebhook } from '../commands/webhooks';
 import { redeliveryOperation, startWebhookDelivery } from '../../worker/webhook-starts';
 import { selectPage, type Page } from '../pagination';
 import { notFound, unprocessable } from '../problem';
@@ -41,50 +40,6 @@ async function findDelivery(ctx: Ctx, webhookUuid: string, deliveryUuid: string,
   return row;
 }
 
-/**
- * The destination rules (Delivery and verification, 9): http(s), no private address,
- * no internal name; a hostname must resolve now, and only to public addresses (it is
- * resolved again before every delivery attempt).
- */
-async function checkUrl(ctx: Ctx, url: string): Promise<void> {
-  const allow = parseAllowList(ctx.deps.config.webhookAllowCidrs);
-  const destination = checkDestination(url, allow);
-  const refuse = (reason: string) => unprocessable(`url ${reason}`, [{ path: 'body.url', message: reason }]);
-  if (!destination.ok) throw refuse(destination.reason);
-  if (destination.literal) return;
-  let addresses: string[];
-  try {
-    addresses = await createHostResolver(ctx.deps.config.dnsServers).resolve(destination.host);
-  } catch (err) {
-    if (err instanceof ResolutionError) throw refuse(`is refused: ${err.message}`);
-    throw err;
-  }
-  const verdict = resolvedVerdict(destination.host, addresses, allow);
-  if (!verdict.allowed) throw refuse(`is refused: ${verdict.reason}`);
-}
-
-function checkEvents(events: readonly string[] | undefined): string[] | undefined {
-  if (events === undefined) return undefined;
-  if (events.includes('ping')) {
-    throw unprocessable('ping is a test event and cannot be subscribed to', [{ path: 'body.events', message: 'ping is not subscribable' }]);
-  }
-  return [...new Set(events)];
-}
-
-async function checkApps(ctx: Ctx, m: EntityManager, appUuids: readonly string[] | undefined): Promise<string[] | undefined> {
-  if (appUuids === undefined) return undefined;
-  const ids = [...new Set(appUuids.map((a) => a.toLowerCase()))];
-  if (ids.length === 0) return ids;
-  const found = await rows<{ uuid: string }>(m, `SELECT uuid FROM apps WHERE workspace_uuid = $1 AND uuid = ANY($2::uuid[])`,
-    [ctx.caller.workspaceUuid, ids]);
-  const missing = ids.filter((id) => !found.some((f) => f.uuid === id));
-  if (missing.length > 0) {
-    throw unprocessable(`app_uuids must be apps of this workspace: ${missing.join(', ')}`,
-      missing.map((id) => ({ path: 'body.app_uuids', message: `${id} is not an app of this workspace` })));
-  }
-  return ids;
-}
-
 export const webhookRoutes = [
   route<{}, Page, unknown>({
     method: 'get', path: '/webhooks', operation: 'webhooks.manage', tag: TAG, paginated: true,
@@ -100,24 +55,12 @@ export const webhookRoutes = [
     method: 'post', path: '/webhooks', operation: 'webhooks.manage', tag: TAG, status: 201, audit: 'webhook.create',
     summary: 'Create a webhook; the response carries its signing secret, shown only this once',
     body: createWebhookBody, response: createdWebhookSchema,
-    async handler(ctx) {
-      const events = checkEvents(ctx.body.events) ?? [];
-      await checkUrl(ctx, ctx.body.url);
-      const secret = generateWebhookSecret();
-      const row = await ctx.deps.dataSource.transaction(async (m) => {
-        const apps = (await checkApps(ctx, m, ctx.body.app_uuids)) ?? [];
-        const inserted = await one<WebhookRow>(m,
-          `INSERT INTO webhooks (uuid, workspace_uuid, url, description, events, app_uuids, include_review_apps, enabled, secret_sealed)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING ${WEBHOOK_COLUMNS}`,
-          [randomUUID(), ctx.caller.workspaceUuid, ctx.body.url, ctx.body.description ?? '', events, apps,
-            ctx.body.include_review_apps ?? false, ctx.body.enabled ?? true, ctx.deps.secretBox.seal(secret)]);
-        await recordAudit(m, ctx, { resourceUuid: inserted!.uuid, before: null, after: await snapshot(m, 'webhooks', inserted!.uuid) });
-        return inserted;
-      });
-      ctx.koa.set('Location', `/api/v1/webhooks/${row!.uuid}`);
+    handler: (ctx) => write(ctx, async (tx) => {
+      const { webhook, secret } = await createWebhook(tx, ctx.caller, ctx.body);
+      ctx.koa.set('Location', `/api/v1/webhooks/${webhook.uuid}`);
       ctx.koa.set('Cache-Control', 'no-store');
-      return { ...webhookView(row!), secret };
-    },
+      return { ...webhookView(webhook), secret };
+    }),
   }),
   route<{ uuid: string }>({
     method: 'get', path: '/webhooks/{uuid}', operation: 'webhooks.manage', tag: TAG,
@@ -130,29 +73,7 @@ export const webhookRoutes = [
     method: 'put', path: '/webhooks/{uuid}', operation: 'webhooks.manage', tag: TAG, audit: 'webhook.update',
     summary: 'Update a webhook: url, description, events, app_uuids, include_review_apps, enabled (re-enabling resets the failure count)',
     body: updateWebhookBody, response: webhookSchema,
-    async handler(ctx) {
-      const events = checkEvents(ctx.body.events);
-      if (ctx.body.url !== undefined) await checkUrl(ctx, ctx.body.url);
-      return ctx.deps.dataSource.transaction(async (m) => {
-        const current = await findWebhook(ctx, ctx.params.uuid, m);
-        const apps = await checkApps(ctx, m, ctx.body.app_uuids);
-        const enabled = ctx.body.enabled ?? current.enabled;
-        const reenabled = enabled && !current.enabled;
-        const before = await snapshot(m, 'webhooks', current.uuid);
-        const row = await one<WebhookRow>(m,
-          `UPDATE webhooks SET url = COALESCE($2, url), description = COALESCE($3, description), events = COALESCE($4, events),
-                  app_uuids = COALESCE($5, app_uuids), include_review_apps = COALESCE($6, include_review_apps), enabled = $7,
-                  consecutive_failures = CASE WHEN $8 THEN 0 ELSE consecutive_failures END,
-                  disabled_at = CASE WHEN $7 THEN NULL WHEN enabled THEN now() ELSE disabled_at END,
-                  disable_notice_pending = CASE WHEN $7 THEN false ELSE disable_notice_pending END,
-                  updated_at = now()
-            WHERE uuid = $1 RETURNING ${WEBHOOK_COLUMNS}`,
-          [current.uuid, ctx.body.url ?? null, ctx.body.description ?? null, events ?? null, apps ?? null,
-            ctx.body.include_review_apps ?? null, enabled, reenabled]);
-        await recordAudit(m, ctx, { resourceUuid: current.uuid, before, after: await snapshot(m, 'webhooks', current.uuid) });
-        return webhookView(row!);
-      });
-    },
+    handler: (ctx) => write(ctx, async (tx) => webhookView(await updateWebhook(tx, ctx.caller, { ...ctx.body, uuid: ctx.params.uuid }))),
   }),
   route<{ uuid: string }>({
     method: 'delete', path: '/webhooks/{uuid}', operation: 'webhooks.manage', tag: TAG, status: 204, audit: 'webhook.delete',
