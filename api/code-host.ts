@@ -2,11 +2,9 @@ import { createHmac, randomBytes, randomUUID, timingSafeEqual } from 'node:crypt
 import Router from '@koa/router';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import type Koa from 'koa';
-import type { EntityManager } from 'typeorm';
-import { diffRecords } from '../domain/audit';
 import { branchMatches, previewAppName, previewKey } from '../domain/previews';
-import { insertAuditEvent } from '../entities/audit-events';
-import { one, rows, type Db } from '../entities/sql';
+import { one, rows } from '../entities/sql';
+import { auditedWrite, type Origin, type Tx } from './commands/audited-write';
 import type { ApiDeps } from './context';
 import { appAddressKey, rateLimit, type RequestLimiter } from './middleware/rate-limit';
 import { assertResourceFitsProject, effectiveTarget, PREVIEW_OPERATION, previewSnapshot, previewWorkflowId, wakePreview } from './preview-envs';
@@ -80,12 +78,6 @@ interface Source {
   sha: string;
 }
 
-/** Where a delivery came from, for its audit entry. */
-interface Origin {
-  requestId: string | null;
-  clientIp: string | null;
-  userAgent: string | null;
-}
 
 const str = (v: unknown): string => (typeof v === 'string' ? v : '');
 const ignored = (reason: string): HookOutcome => ({ result: 'ignored', reason });
@@ -110,7 +102,9 @@ export function codeHostRouter(deps: ApiDeps, limiter: RequestLimiter): Router {
       throw badRequest('the delivery body is not valid JSON');
     }
     if (payload === null || typeof payload !== 'object' || Array.isArray(payload)) throw badRequest('the delivery body is not a JSON object');
+    // the platform acting on the code host's behalf
     const origin: Origin = {
+      workspaceUuid: parent.workspace_uuid, actorType: 'system', actorUuid: null, source: 'code-host',
       requestId: ctx.state.requestId ?? null, clientIp: ctx.ip || null, userAgent: (ctx.get('user-agent') || '').slice(0, 500) || null,
     };
     const outcome = await handle(deps, parent, origin, ctx.get('X-GitHub-Event'), payload);
@@ -130,13 +124,10 @@ export function codeHostRouter(deps: ApiDeps, limiter: RequestLimiter): Router {
  * covers the whole row (branch, head_sha, status, ...); a delivery whose diff is empty changed
  * nothing and records nothing.
  */
-async function auditDelivery(m: Db, parent: ParentRow, origin: Origin, action: string,
+function auditDelivery(tx: Tx, parent: ParentRow, action: string,
   before: Record<string, unknown> | null, after: Record<string, unknown> | null): Promise<void> {
-  const diff = diffRecords(before, after);
-  if (Object.keys(diff).length === 0) return;
-  await insertAuditEvent(m, {
-    workspaceUuid: parent.workspace_uuid, actorType: 'system', actorUuid: null, source: 'code-host', action,
-    resourceType: 'preview', resourceUuid: (after ?? before)!.app_uuid as string, appUuid: parent.uuid, diff, ...origin,
+  return tx.audit({
+    action, resourceType: 'preview', resourceUuid: (after ?? before)!.app_uuid as string, appUuid: parent.uuid, before, after, skipWhenUnchanged: true,
   });
 }
 
@@ -189,7 +180,8 @@ async function handle(deps: ApiDeps, parent: ParentRow, origin: Origin, event: s
 
 /** A new environment (creating, its workflow enqueued) or a new head commit for one (updating). */
 async function upsert(deps: ApiDeps, parent: ParentRow, origin: Origin, s: Source, options: { create: boolean }): Promise<HookOutcome> {
-  const result = await deps.dataSource.transaction(async (m) => {
+  return auditedWrite(deps, origin, async (tx) => {
+    const m = tx.m;
     // The parent's row lock orders a delivery against DELETE /apps/{uuid}: an app being deleted
     // takes no new environment and no new commit (409, like the routes' "being deleted"
     // conflicts), since its deletion saga destroys the environments it finds; a closing pull
@@ -211,15 +203,13 @@ async function upsert(deps: ApiDeps, parent: ParentRow, origin: Origin, s: Sourc
                 status = CASE WHEN $7::int = 1 AND status IN ('active', 'failed') THEN 'updating' ELSE status END
           WHERE id = $1`,
         [existing.id, s.title, s.author, s.url, s.baseBranch, s.sha, newCommit ? 1 : 0, parent.lifetime_hours]);
-      await auditDelivery(m, parent, origin, 'preview.update', before, await previewSnapshot(m, existing.id));
-      return { outcome: { result: 'updated', preview_environment_id: existing.id } as HookOutcome, wake: newCommit, op: null };
+      await auditDelivery(tx, parent, 'preview.update', before, await previewSnapshot(m, existing.id));
+      if (newCommit) tx.afterCommit(() => wakePreview(deps, parent.uuid, s.key));
+      return { result: 'updated', preview_environment_id: existing.id };
     }
-    if (!options.create) return { outcome: ignored('no preview environment for this pull request'), wake: false, op: null };
-    return { ...(await create(deps, m, parent, origin, s)), wake: false };
+    if (!options.create) return ignored('no preview environment for this pull request');
+    return create(tx, parent, s);
   });
-  if (result.op) await deps.outbox.dispatch(result.op);
-  if (result.wake) await wakePreview(deps, parent.uuid, s.key);
-  return result.outcome;
 }
 
 /**
@@ -237,7 +227,8 @@ async function previousRunActive(deps: ApiDeps, parentAppUuid: string, key: stri
   }
 }
 
-async function create(deps: ApiDeps, m: EntityManager, parent: ParentRow, origin: Origin, s: Source): Promise<{ outcome: HookOutcome; op: string }> {
+async function create(tx: Tx, parent: ParentRow, s: Source): Promise<HookOutcome> {
+  const { m, deps } = tx;
   if (await previousRunActive(deps, parent.uuid, s.key)) {
     throw conflict('the previous preview environment of this pull request or branch is still being removed; deliver the event again in a moment');
   }
@@ -257,19 +248,20 @@ async function create(deps: ApiDeps, m: EntityManager, parent: ParentRow, origin
     [parent.workspace_uuid, parent.uuid, s.key, randomUUID(), appName, target.resourceUuid, target.projectUuid, parent.use_parent_image,
       `https://${appName}.${region!.domain}`, s.pullRequest, s.title, s.author, s.url, s.branch, s.baseBranch, s.sha, parent.lifetime_hours]);
   if (!row) throw conflict('another delivery created this preview environment at the same time; deliver the event again');
-  const op = await deps.outbox.enqueue(m, {
+  await tx.enqueue({
     operation: PREVIEW_OPERATION, workflowType: 'previewEnvironment', workspaceUuid: parent.workspace_uuid, resourceUuid: parent.uuid,
     subId: s.key, args: [{ workspaceUuid: parent.workspace_uuid, parentAppUuid: parent.uuid, key: s.key }],
   });
-  await auditDelivery(m, parent, origin, 'preview.create', null, await previewSnapshot(m, row.id));
-  return { outcome: { result: 'created', preview_environment_id: row.id }, op: op.uuid };
+  await auditDelivery(tx, parent, 'preview.create', null, await previewSnapshot(m, row.id));
+  return { result: 'created', preview_environment_id: row.id };
 }
 
 /** Closed or merged pull request, deleted branch: -> destroying. */
 async function destroy(deps: ApiDeps, parent: ParentRow, origin: Origin, key: string, pr: { merged: boolean } | null): Promise<HookOutcome> {
-  const row = await deps.dataSource.transaction(async (m) => {
+  return auditedWrite(deps, origin, async (tx) => {
+    const m = tx.m;
     const found = await one<{ id: number }>(m, `SELECT id FROM preview_environments WHERE parent_app_uuid = $1 AND key = $2 FOR UPDATE`, [parent.uuid, key]);
-    if (!found) return undefined;
+    if (!found) return ignored('no preview environment to destroy');
     const before = await previewSnapshot(m, found.id);
     await m.query(
       `UPDATE preview_environments SET status = 'destroying', updated_at = now(),
@@ -277,10 +269,8 @@ async function destroy(deps: ApiDeps, parent: ParentRow, origin: Origin, key: st
               pull_request_merged = CASE WHEN $2::boolean THEN $3::boolean ELSE pull_request_merged END,
               closed_at = CASE WHEN $2::boolean THEN now() ELSE closed_at END
         WHERE id = $1`, [found.id, pr !== null, pr?.merged ?? false]);
-    await auditDelivery(m, parent, origin, 'preview.destroy', before, await previewSnapshot(m, found.id));
-    return found;
+    await auditDelivery(tx, parent, 'preview.destroy', before, await previewSnapshot(m, found.id));
+    tx.afterCommit(() => wakePreview(deps, parent.uuid, key));
+    return { result: 'destroying', preview_environment_id: found.id };
   });
-  if (!row) return ignored('no preview environment to destroy');
-  await wakePreview(deps, parent.uuid, key);
-  return { result: 'destroying', preview_environment_id: row.id };
 }

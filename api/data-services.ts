@@ -7,6 +7,7 @@ import { one, rows } from '../entities/sql';
 import type { RestoreChoice } from '../activities/data';
 import { assertProjectVisible } from './access';
 import { recordAudit, snapshot } from './audit';
+import { write, type Tx } from './commands/audited-write';
 import { conflict, notFound, unprocessable } from './problem';
 import type { RouteContext } from './route';
 import type { AddonUpdateBody, RestoreBody } from './schemas/addons';
@@ -73,7 +74,8 @@ export function checkSubPath(type: string, subPath: string | undefined, accessMo
  * Applies an accepted update: backup_enabled changes now (BKP-01); a workflow brings
  * backup_active in line (BKP-02). Records the route's audit entry (also for a no-op).
  */
-export async function updateData(ctx: Ctx, m: EntityManager, row: AddonRow, b: AddonUpdateBody): Promise<{ uuid: string } | null> {
+export async function updateData(ctx: Ctx, tx: Tx, row: AddonRow, b: AddonUpdateBody): Promise<void> {
+  const m = tx.m;
   if (row.replica_of && (b.backup_enabled !== undefined || b.public_access !== undefined)) {
     throw unprocessable('a read replica follows its primary\'s backups and public access', [{ path: 'body', message: 'change the primary instead' }]);
   }
@@ -91,8 +93,8 @@ export async function updateData(ctx: Ctx, m: EntityManager, row: AddonRow, b: A
     [row.uuid, b.label ?? null, JSON.stringify(quota), JSON.stringify(settings), b.public_access ?? null, b.backup_enabled ?? null,
       settingsChange ? 1 : 0, b.project_id !== undefined, b.project_id ?? null]);
   await recordAudit(m, ctx, { resourceUuid: row.uuid, before, after: await snapshot(m, 'addons', row.uuid) });
-  if (!settingsChange || !LIVE_STATES.includes(row.state)) return null; // provisioning applies the settings itself
-  return ctx.deps.outbox.enqueue(m, {
+  if (!settingsChange || !LIVE_STATES.includes(row.state)) return; // provisioning applies the settings itself
+  await tx.enqueue({
     operation: row.kind === 'service' ? 'service-sync' : 'addon-sync', workflowType: 'addonSync', workspaceUuid: ctx.caller.workspaceUuid,
     resourceUuid: row.uuid, subId: String(updated!.settings_generation), args: [{ addonUuid: row.uuid }],
   });
@@ -100,8 +102,7 @@ export async function updateData(ctx: Ctx, m: EntityManager, row: AddonRow, b: A
 
 /** Sets public access (its own permission) and applies it to the cluster. */
 export async function setPublicAccess(ctx: Ctx, row: AddonRow, on: boolean): Promise<AddonView> {
-  const op = await ctx.deps.dataSource.transaction((m) => updateData(ctx, m, row, { public_access: on }));
-  if (op) await ctx.deps.outbox.dispatch(op.uuid);
+  await write(ctx, (tx) => updateData(ctx, tx, row, { public_access: on }));
   return viewOf(ctx, row.uuid);
 }
 
@@ -179,7 +180,7 @@ export async function startRestore(ctx: Ctx, row: AddonRow, b: RestoreBody, pref
 
 /** Starts the destructive workflow (ADD-11) and says so. */
 export async function destroy(ctx: Ctx, row: AddonRow, mode: 'reset' | 'delete', what: 'add-on' | 'service'): Promise<{ message: string }> {
-  const op = await ctx.deps.dataSource.transaction(async (m) => {
+  await write(ctx, async ({ m, enqueue }) => {
     const from = mode === 'reset' ? LIVE_STATES : [...LIVE_STATES, 'pending', 'processing', 'creating', 'stopped', 'restoring'];
     const before = await snapshot(m, 'addons', row.uuid);
     // rows(): TypeORM answers an UPDATE with [rows, count], whose length is never 0.
@@ -192,12 +193,11 @@ export async function destroy(ctx: Ctx, row: AddonRow, mode: 'reset' | 'delete',
       if (row.app_uuid && row.type !== 'cronjob' && !row.replica_of) await markNeedsRedeploy(m, { kind: 'app', uuid: row.app_uuid });
     }
     await recordAudit(m, ctx, { resourceUuid: row.uuid, before, after: await snapshot(m, 'addons', row.uuid) });
-    return ctx.deps.outbox.enqueue(m, {
+    await enqueue({
       operation: `${what === 'service' ? 'service' : 'addon'}-${mode}`, workflowType: 'addonDestroy', workspaceUuid: ctx.caller.workspaceUuid,
       resourceUuid: row.uuid, args: [{ addonUuid: row.uuid, mode }],
     });
   });
-  await ctx.deps.outbox.dispatch(op.uuid);
   return {
     message: mode === 'reset'
       ? `Resetting ${row.name}: every piece of its data and its backups is being dropped. This is destructive: the data does not come back.`
@@ -209,7 +209,7 @@ export async function destroy(ctx: Ctx, row: AddonRow, mode: 'reset' | 'delete',
 export async function createReplica(ctx: Ctx, primary: AddonRow, b: { cpu_size: number; ram_size: number }): Promise<AddonView> {
   if (primary.type !== 'postgres') throw unprocessable(`read replicas exist for postgres only, not ${primary.type}`, [{ path: 'path.id', message: 'not postgres' }]);
   if (primary.replica_of) throw unprocessable('a read replica cannot have replicas of its own', [{ path: 'path.id', message: 'is a read replica' }]);
-  const { uuid, op } = await ctx.deps.dataSource.transaction(async (m) => {
+  return write(ctx, async ({ m, enqueue }) => {
     const id = randomUUID();
     const name = `${primary.name.slice(0, 30)}-replica-${randomBytes(2).toString('hex')}`;
     await m.query(
@@ -218,18 +218,16 @@ export async function createReplica(ctx: Ctx, primary: AddonRow, b: { cpu_size: 
          FROM addons WHERE uuid = $1`,
       [primary.uuid, id, name, JSON.stringify({ ...primary.quota, cpu_size: b.cpu_size, ram_size: b.ram_size }), `c-${id}`]);
     await recordAudit(m, ctx, { resourceUuid: id, before: null, after: await snapshot(m, 'addons', id) });
-    const enq = await ctx.deps.outbox.enqueue(m, {
+    await enqueue({
       operation: 'addon-replica', workflowType: 'addonProvision', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: id, args: [{ addonUuid: id }],
     });
-    return { uuid: id, op: enq };
+    return viewOf(ctx, id, m);
   });
-  await ctx.deps.outbox.dispatch(op.uuid);
-  return viewOf(ctx, uuid);
 }
 
 /** Stops (data kept, state `stopped`) or starts (state `creating`, then the live status) an add-on or service. */
 export async function changeState(ctx: Ctx, row: AddonRow, action: 'start' | 'stop'): Promise<AddonView> {
-  const op = await ctx.deps.dataSource.transaction(async (m) => {
+  return write(ctx, async ({ m, enqueue }) => {
     const before = await snapshot(m, 'addons', row.uuid);
     const moved = await one<{ g: number }>(m,
       `UPDATE addons SET state = $2, settings_generation = settings_generation + 1, updated_at = now()
@@ -237,11 +235,10 @@ export async function changeState(ctx: Ctx, row: AddonRow, action: 'start' | 'st
       [row.uuid, action === 'stop' ? 'stopped' : 'creating', action === 'stop' ? LIVE_STATES : ['stopped']]);
     if (!moved) throw conflict(action === 'stop' ? `cannot stop: the ${row.kind === 'service' ? 'service' : 'add-on'} is ${row.state}` : `cannot start: it is ${row.state}, not stopped`);
     await recordAudit(m, ctx, { resourceUuid: row.uuid, before, after: await snapshot(m, 'addons', row.uuid) });
-    return ctx.deps.outbox.enqueue(m, {
+    await enqueue({
       operation: row.kind === 'service' ? 'service-sync' : 'addon-sync', workflowType: 'addonSync', workspaceUuid: ctx.caller.workspaceUuid,
       resourceUuid: row.uuid, subId: String(moved.g), args: [{ addonUuid: row.uuid }],
     });
+    return viewOf(ctx, row.uuid, m);
   });
-  await ctx.deps.outbox.dispatch(op.uuid);
-  return viewOf(ctx, row.uuid);
 }

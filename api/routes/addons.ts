@@ -46,14 +46,11 @@ export const addonRoutes = [
     method: 'put', path: '/apps/{uuid}/addons/{id}', operation: 'addons.write', tag: TAG, body: addonUpdateBody, audit: 'addon.update',
     summary: 'Update an add-on (label, quota, backup_enabled, public_access, s3_enabled); settings are applied by a workflow',
     response: addonSchema,
-    async handler(ctx) {
-      const op = await ctx.deps.dataSource.transaction(async (m) => {
-        await findApp(ctx, ctx.params.uuid, m);
-        return updateData(ctx, m, await findAddon(ctx, { appUuid: ctx.params.uuid }, ctx.params.id, m), ctx.body);
-      });
-      if (op) await ctx.deps.outbox.dispatch(op.uuid);
-      return viewOf(ctx, ctx.params.id);
-    },
+    handler: (ctx) => write(ctx, async (tx) => {
+      await findApp(ctx, ctx.params.uuid, tx.m);
+      await updateData(ctx, tx, await findAddon(ctx, { appUuid: ctx.params.uuid }, ctx.params.id, tx.m), ctx.body);
+      return viewOf(ctx, ctx.params.id, tx.m);
+    }),
   }),
   route<AddonParams, {}, { public_access: boolean }>({
     method: 'post', path: '/apps/{uuid}/addons/{id}/public_access', operation: 'addons.public_access', tag: TAG, body: publicAccessBody,

@@ -127,7 +127,7 @@ async function portRecord(m: Pick<EntityManager, 'query'>, appUuid: string, id: 
 }
 
 async function syncPorts(ctx: Ctx, m: EntityManager, appUuid: string) {
-  const op = await enqueueCommand(ctx, m, appUuid, 'sync_ports', 'sync-ports');
+  const op = await enqueueCommand(ctx, { enqueue: (...args) => ctx.deps.outbox.enqueue(m, ...args) }, appUuid, 'sync_ports', 'sync-ports');
   return op.uuid;
 }
 

@@ -5,7 +5,7 @@ import { canReachProject } from '../../domain/projects';
 import type { HealthCheck, ScalingProfile } from '../../entities/app';
 import { one } from '../../entities/sql';
 import { cloneApp, createApp } from '../commands/apps';
-import { write } from '../commands/audited-write';
+import { write, type Tx } from '../commands/audited-write';
 import { visibleProjectsClause } from '../access';
 import { recordAudit, snapshot } from '../audit';
 import { selectPage, type Page } from '../pagination';
@@ -24,9 +24,9 @@ const TAG = 'apps';
 const scalingSchema = obj({ min_replicas: int().required(), max_replicas: int().required(), target_cpu_percent: int().nullable().defined() });
 
 /** Sends a state change to the app's workflow durably (outbox row in the caller's transaction). */
-export async function enqueueCommand(ctx: Ctx, m: Parameters<Ctx['deps']['outbox']['enqueue']>[0], appUuid: string, action: StateAction | 'sync_ports', subId?: string) {
+export async function enqueueCommand(ctx: Ctx, tx: Pick<Tx, 'enqueue'>, appUuid: string, action: StateAction | 'sync_ports', subId?: string) {
   const commandId = randomUUID();
-  return ctx.deps.outbox.enqueue(m, {
+  return tx.enqueue({
     // A fixed subId coalesces commands while one is in flight (the app workflow reads the database when it runs it).
     operation: 'app-command', workflowType: 'appSendCommand', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: appUuid, subId: subId ?? commandId,
     args: [{ appUuid, command: { commandId, action } }],
@@ -218,47 +218,43 @@ export const appRoutes = [
     method: 'patch', path: '/apps/{uuid}/state', operation: 'apps.change_state', tag: TAG, status: 202, audit: 'app.state_change',
     summary: 'Start, stop or restart an app (action: start, stop, restart, schedule_start, schedule_stop); a sleeping app takes only the schedule_ actions',
     body: stateBody, response: appSchema,
-    async handler(ctx) {
-      const { view, op } = await ctx.deps.dataSource.transaction(async (m) => {
-        const app = await findApp(ctx, ctx.params.uuid, m, true);
-        const to = stateMove(ctx.body.action, app.state);
-        if (!to) {
-          throw unprocessable(`an app in state ${app.state} cannot ${ctx.body.action.replace('_', ' ')}`, [{ path: 'body.action', message: `not allowed from ${app.state}` }]);
-        }
-        const before = await snapshot(m, 'apps', app.uuid);
-        await m.query(`UPDATE apps SET state = $2, updated_at = now() WHERE uuid = $1`, [app.uuid, to]);
-        await recordAudit(m, ctx, { resourceUuid: app.uuid, before, after: await snapshot(m, 'apps', app.uuid) });
-        const op = await enqueueCommand(ctx, m, app.uuid, ctx.body.action);
-        return { view: await appResponse(ctx, app.uuid, m), op };
-      });
-      await ctx.deps.outbox.dispatch(op.uuid);
-      return view;
-    },
+    handler: (ctx) => write(ctx, async (tx) => {
+      const app = await findApp(ctx, ctx.params.uuid, tx.m, true);
+      const to = stateMove(ctx.body.action, app.state);
+      if (!to) {
+        throw unprocessable(`an app in state ${app.state} cannot ${ctx.body.action.replace('_', ' ')}`, [{ path: 'body.action', message: `not allowed from ${app.state}` }]);
+      }
+      const before = await snapshot(tx.m, 'apps', app.uuid);
+      await tx.m.query(`UPDATE apps SET state = $2, updated_at = now() WHERE uuid = $1`, [app.uuid, to]);
+      await recordAudit(tx.m, ctx, { resourceUuid: app.uuid, before, after: await snapshot(tx.m, 'apps', app.uuid) });
+      await enqueueCommand(ctx, tx, app.uuid, ctx.body.action);
+      return appResponse(ctx, app.uuid, tx.m);
+    }),
   }),
   route<{ uuid: string }>({
     method: 'delete', path: '/apps/{uuid}', operation: 'apps.delete', tag: TAG, status: 202, audit: 'app.delete',
     summary: 'Delete an app: its preview environments are destroyed first, then its workload, ports, variables, deployments and capacity are released (poll GET until 404); deleting a preview environment\'s app deletes the environment',
     response: appSchema,
-    async handler(ctx) {
-      const { view, op, preview } = await ctx.deps.dataSource.transaction(async (m) => {
-        const app = await findApp(ctx, ctx.params.uuid, m, true);
-        if (app.state === 'cloning') throw conflict('the app is being cloned; delete it once the clone has finished');
-        const before = await snapshot(m, 'apps', app.uuid);
-        await m.query(`UPDATE apps SET state = 'deleting', updated_at = now() WHERE uuid = $1`, [app.uuid]);
-        await recordAudit(m, ctx, { resourceUuid: app.uuid, before, after: await snapshot(m, 'apps', app.uuid) });
-        // A preview environment's app goes the way of its environment: the environment's own
-        // workflow removes the app and the environment together (as DELETE of the preview does).
-        const preview = await one<{ parent_app_uuid: string; key: string }>(m,
-          `UPDATE preview_environments SET status = 'destroying', updated_at = now() WHERE app_uuid = $1 RETURNING parent_app_uuid, key`, [app.uuid]);
-        const op = preview ? null : await ctx.deps.outbox.enqueue(m, {
+    handler: (ctx) => write(ctx, async (tx) => {
+      const m = tx.m;
+      const app = await findApp(ctx, ctx.params.uuid, m, true);
+      if (app.state === 'cloning') throw conflict('the app is being cloned; delete it once the clone has finished');
+      const before = await snapshot(m, 'apps', app.uuid);
+      await m.query(`UPDATE apps SET state = 'deleting', updated_at = now() WHERE uuid = $1`, [app.uuid]);
+      await recordAudit(m, ctx, { resourceUuid: app.uuid, before, after: await snapshot(m, 'apps', app.uuid) });
+      // A preview environment's app goes the way of its environment: the environment's own
+      // workflow removes the app and the environment together (as DELETE of the preview does).
+      const preview = await one<{ parent_app_uuid: string; key: string }>(m,
+        `UPDATE preview_environments SET status = 'destroying', updated_at = now() WHERE app_uuid = $1 RETURNING parent_app_uuid, key`, [app.uuid]);
+      if (preview) {
+        tx.afterCommit(() => wakePreview(ctx.deps, preview.parent_app_uuid, preview.key));
+      } else {
+        await tx.enqueue({
           operation: 'app-delete', workflowType: 'appDelete', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: app.uuid, args: [{ appUuid: app.uuid }],
         });
-        return { view: await appResponse(ctx, app.uuid, m), op, preview };
-      });
-      if (op) await ctx.deps.outbox.dispatch(op.uuid);
-      if (preview) await wakePreview(ctx.deps, preview.parent_app_uuid, preview.key);
-      return view;
-    },
+      }
+      return appResponse(ctx, app.uuid, m);
+    }),
   }),
   route<{ uuid: string }, {}, yup.InferType<typeof cloneBody>>({
     method: 'post', path: '/apps/{uuid}/clone', operation: 'apps.clone', tag: TAG, status: 201, audit: 'app.clone',

@@ -78,15 +78,12 @@ export const serviceRoutes = [
   route<Params, {}, AddonUpdateBody>({
     method: 'put', path: '/services/{id}', operation: 'services.write', tag: TAG, body: serviceUpdateBody, audit: 'service.update',
     summary: 'Update a service (label, quota, project, backup_enabled, public_access, s3_enabled)', response: addonSchema,
-    async handler(ctx) {
-      const op = await ctx.deps.dataSource.transaction(async (m) => {
-        const row = await findAddon(ctx, { service: true }, ctx.params.id, m);
-        await checkPlacement(ctx, m, undefined, ctx.body.project_id);
-        return updateData(ctx, m, row, ctx.body);
-      });
-      if (op) await ctx.deps.outbox.dispatch(op.uuid);
-      return viewOf(ctx, ctx.params.id);
-    },
+    handler: (ctx) => write(ctx, async (tx) => {
+      const row = await findAddon(ctx, { service: true }, ctx.params.id, tx.m);
+      await checkPlacement(ctx, tx.m, undefined, ctx.body.project_id);
+      await updateData(ctx, tx, row, ctx.body);
+      return viewOf(ctx, ctx.params.id, tx.m);
+    }),
   }),
   route<Params>({
     method: 'delete', path: '/services/{id}', operation: 'services.write', tag: TAG, status: 202, audit: 'service.delete',
