@@ -4,6 +4,7 @@ import * as yup from 'yup';
 import { EXTERNAL_PORT_POOL } from '../../domain/apps';
 import { one, rows } from '../../entities/sql';
 import { recordAudit } from '../audit';
+import { write, type Tx } from '../commands/audited-write';
 import { conflict, notFound, unprocessable } from '../problem';
 import { route } from '../route';
 import { bool, int, obj, oneOf, str, timestamp, uuid } from '../schemas/common';
@@ -126,9 +127,9 @@ async function portRecord(m: Pick<EntityManager, 'query'>, appUuid: string, id: 
   return p ? { port: p } : null;
 }
 
-async function syncPorts(ctx: Ctx, m: EntityManager, appUuid: string) {
-  const op = await enqueueCommand(ctx, { enqueue: (...args) => ctx.deps.outbox.enqueue(m, ...args) }, appUuid, 'sync_ports', 'sync-ports');
-  return op.uuid;
+/** Tells the app's workflow to apply its ports (one coalesced command while one is in flight). */
+async function syncPorts(ctx: Ctx, tx: Tx, appUuid: string): Promise<void> {
+  await enqueueCommand(ctx, tx, appUuid, 'sync_ports', 'sync-ports');
 }
 
 export const appPortRoutes = [
@@ -144,82 +145,73 @@ export const appPortRoutes = [
     method: 'post', path: '/apps/{uuid}/ports', operation: 'apps.ports', tag: TAG, status: 201, audit: 'port.create',
     summary: 'Add a port; with public: true it gets an external port from the pool and the endpoint fields',
     body: portBody, response: portSchema,
-    async handler(ctx) {
-      const { view, op } = await ctx.deps.dataSource.transaction(async (m) => {
-        const app = await findApp(ctx, ctx.params.uuid, m);
-        assertChangeable(app);
-        const protocol = ctx.body.protocol ?? 'tcp';
-        const created = await one<{ id: number }>(m,
-          `INSERT INTO app_ports (app_uuid, resource_uuid, internal_port, protocol) VALUES ($1, $2, $3, $4)
-           ON CONFLICT (app_uuid, internal_port, protocol) DO NOTHING RETURNING id`, [app.uuid, app.resource_uuid, ctx.body.port, protocol]);
-        if (!created) throw conflict(`the app already has ${protocol} port ${ctx.body.port}`);
-        if (ctx.body.public) {
-          await ensureEndpoint(m, app.resource_uuid);
-          await allocateExternalPort(m, created.id, app.resource_uuid, ctx.body.port);
-        }
-        await recordAudit(m, ctx, { resourceType: 'app', resourceUuid: app.uuid, after: await portRecord(m, app.uuid, created.id) });
-        const op = await syncPorts(ctx, m, app.uuid);
-        return { view: await loadPort(m, app.uuid, created.id), op };
-      });
-      await ctx.deps.outbox.dispatch(op);
-      return view;
-    },
+    handler: (ctx) => write(ctx, async (tx) => {
+      const m = tx.m;
+      const app = await findApp(ctx, ctx.params.uuid, m);
+      assertChangeable(app);
+      const protocol = ctx.body.protocol ?? 'tcp';
+      const created = await one<{ id: number }>(m,
+        `INSERT INTO app_ports (app_uuid, resource_uuid, internal_port, protocol) VALUES ($1, $2, $3, $4)
+         ON CONFLICT (app_uuid, internal_port, protocol) DO NOTHING RETURNING id`, [app.uuid, app.resource_uuid, ctx.body.port, protocol]);
+      if (!created) throw conflict(`the app already has ${protocol} port ${ctx.body.port}`);
+      if (ctx.body.public) {
+        await ensureEndpoint(m, app.resource_uuid);
+        await allocateExternalPort(m, created.id, app.resource_uuid, ctx.body.port);
+      }
+      await recordAudit(m, ctx, { resourceType: 'app', resourceUuid: app.uuid, after: await portRecord(m, app.uuid, created.id) });
+      await syncPorts(ctx, tx, app.uuid);
+      return loadPort(m, app.uuid, created.id);
+    }),
   }),
   route<{ uuid: string; port_id: number }>({
     method: 'delete', path: '/apps/{uuid}/ports/{port_id}', operation: 'apps.ports', tag: TAG, status: 204, params: portParams, audit: 'port.delete',
     summary: 'Remove a port (its external port returns to the pool)',
-    async handler(ctx) {
-      const op = await ctx.deps.dataSource.transaction(async (m) => {
-        const app = await findApp(ctx, ctx.params.uuid, m);
-        assertChangeable(app);
-        const deleted = await rows(m, `DELETE FROM app_ports WHERE app_uuid = $1 AND id = $2 RETURNING id, internal_port, protocol, public, external_port`,
-          [app.uuid, ctx.params.port_id]);
-        if (deleted.length === 0) throw notFound('port');
-        await recordAudit(m, ctx, { resourceType: 'app', resourceUuid: app.uuid, before: { port: deleted[0] } });
-        return syncPorts(ctx, m, app.uuid);
-      });
-      await ctx.deps.outbox.dispatch(op);
+    handler: (ctx) => write(ctx, async (tx) => {
+      const m = tx.m;
+      const app = await findApp(ctx, ctx.params.uuid, m);
+      assertChangeable(app);
+      const deleted = await rows(m, `DELETE FROM app_ports WHERE app_uuid = $1 AND id = $2 RETURNING id, internal_port, protocol, public, external_port`,
+        [app.uuid, ctx.params.port_id]);
+      if (deleted.length === 0) throw notFound('port');
+      await recordAudit(m, ctx, { resourceType: 'app', resourceUuid: app.uuid, before: { port: deleted[0] } });
+      await syncPorts(ctx, tx, app.uuid);
       return undefined;
-    },
+    }),
   }),
   route<{ uuid: string; port_id: number }>({
     method: 'patch', path: '/apps/{uuid}/ports/{port_id}/expose_publicly', operation: 'apps.ports', tag: TAG, params: portParams, audit: 'port.expose',
     summary: 'Make a port public: it gets an external port from the pool and the endpoint fields', response: portSchema,
-    async handler(ctx) {
-      const { view, op } = await ctx.deps.dataSource.transaction(async (m) => {
-        const app = await findApp(ctx, ctx.params.uuid, m);
-        assertChangeable(app);
-        const port = await one<{ id: number; internal_port: number; public: boolean }>(m,
-          `SELECT id, internal_port, public FROM app_ports WHERE app_uuid = $1 AND id = $2 FOR UPDATE`, [app.uuid, ctx.params.port_id]);
-        if (!port) throw notFound('port');
-        const before = await portRecord(m, app.uuid, port.id);
-        if (!port.public) {
-          await ensureEndpoint(m, app.resource_uuid);
-          await allocateExternalPort(m, port.id, app.resource_uuid, port.internal_port);
-        }
-        await recordAudit(m, ctx, { resourceType: 'app', resourceUuid: app.uuid, before, after: await portRecord(m, app.uuid, port.id) });
-        return { view: await loadPort(m, app.uuid, port.id), op: port.public ? null : await syncPorts(ctx, m, app.uuid) };
-      });
-      if (op) await ctx.deps.outbox.dispatch(op);
-      return view;
-    },
+    handler: (ctx) => write(ctx, async (tx) => {
+      const m = tx.m;
+      const app = await findApp(ctx, ctx.params.uuid, m);
+      assertChangeable(app);
+      const port = await one<{ id: number; internal_port: number; public: boolean }>(m,
+        `SELECT id, internal_port, public FROM app_ports WHERE app_uuid = $1 AND id = $2 FOR UPDATE`, [app.uuid, ctx.params.port_id]);
+      if (!port) throw notFound('port');
+      const before = await portRecord(m, app.uuid, port.id);
+      if (!port.public) {
+        await ensureEndpoint(m, app.resource_uuid);
+        await allocateExternalPort(m, port.id, app.resource_uuid, port.internal_port);
+      }
+      await recordAudit(m, ctx, { resourceType: 'app', resourceUuid: app.uuid, before, after: await portRecord(m, app.uuid, port.id) });
+      if (!port.public) await syncPorts(ctx, tx, app.uuid);
+      return loadPort(m, app.uuid, port.id);
+    }),
   }),
   route<{ uuid: string; port_id: number }>({
     method: 'patch', path: '/apps/{uuid}/ports/{port_id}/make_private', operation: 'apps.ports', tag: TAG, params: portParams, audit: 'port.make_private',
     summary: 'Make a port private: its external port returns to the pool', response: portSchema,
-    async handler(ctx) {
-      const { view, op } = await ctx.deps.dataSource.transaction(async (m) => {
-        const app = await findApp(ctx, ctx.params.uuid, m);
-        assertChangeable(app);
-        const before = await portRecord(m, app.uuid, ctx.params.port_id);
-        const changed = await rows(m, `UPDATE app_ports SET public = false, external_port = NULL, updated_at = now() WHERE app_uuid = $1 AND id = $2 AND public RETURNING id`,
-          [app.uuid, ctx.params.port_id]);
-        const view = await loadPort(m, app.uuid, ctx.params.port_id);
-        await recordAudit(m, ctx, { resourceType: 'app', resourceUuid: app.uuid, before, after: await portRecord(m, app.uuid, ctx.params.port_id) });
-        return { view, op: changed.length > 0 ? await syncPorts(ctx, m, app.uuid) : null };
-      });
-      if (op) await ctx.deps.outbox.dispatch(op);
+    handler: (ctx) => write(ctx, async (tx) => {
+      const m = tx.m;
+      const app = await findApp(ctx, ctx.params.uuid, m);
+      assertChangeable(app);
+      const before = await portRecord(m, app.uuid, ctx.params.port_id);
+      const changed = await rows(m, `UPDATE app_ports SET public = false, external_port = NULL, updated_at = now() WHERE app_uuid = $1 AND id = $2 AND public RETURNING id`,
+        [app.uuid, ctx.params.port_id]);
+      const view = await loadPort(m, app.uuid, ctx.params.port_id);
+      await recordAudit(m, ctx, { resourceType: 'app', resourceUuid: app.uuid, before, after: await portRecord(m, app.uuid, ctx.params.port_id) });
+      if (changed.length > 0) await syncPorts(ctx, tx, app.uuid);
       return view;
-    },
+    }),
   }),
 ];

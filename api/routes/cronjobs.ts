@@ -1,9 +1,9 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import type { EntityManager } from 'typeorm';
 import * as yup from 'yup';
 import { cronProblem, DEFAULT_INTERVAL_MINUTES, MAX_INTERVAL_MINUTES } from '../../domain/data';
 import { one } from '../../entities/sql';
 import { recordAudit, snapshot } from '../audit';
+import { write, type Tx } from '../commands/audited-write';
 import { findAddon, findApp, viewOf } from '../data-services';
 import { conflict, unprocessable } from '../problem';
 import { route, type RouteContext } from '../route';
@@ -51,8 +51,8 @@ function schedule(current: Record<string, unknown>, b: UpdateBody): Record<strin
   return { schedule_type: 'interval', interval, command: b.command ?? current.command };
 }
 
-async function enqueueSync(ctx: Ctx, m: EntityManager, uuid: string, generation: number) {
-  return ctx.deps.outbox.enqueue(m, {
+async function enqueueSync(ctx: Ctx, tx: Tx, uuid: string, generation: number) {
+  await tx.enqueue({
     operation: 'cronjob-sync', workflowType: 'cronjobSync', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: uuid,
     subId: String(generation), args: [{ cronjobUuid: uuid }],
   });
@@ -73,7 +73,8 @@ export const cronjobRoutes = [
     response: addonSchema,
     async handler(ctx) {
       const settings = schedule({}, ctx.body);
-      const { uuid, op } = await ctx.deps.dataSource.transaction(async (m) => {
+      return write(ctx, async (tx) => {
+        const m = tx.m;
         const app = await findApp(ctx, ctx.params.uuid, m);
         const id = randomUUID();
         await m.query(
@@ -82,11 +83,10 @@ export const cronjobRoutes = [
           [id, ctx.caller.workspaceUuid, app.uuid, app.project_id, app.resource_uuid, `cronjob-${randomBytes(4).toString('hex')}`, ctx.body.label,
             JSON.stringify(settings)]);
         await recordAudit(m, ctx, { resourceUuid: id, after: await snapshot(m, 'addons', id) });
-        return { uuid: id, op: await enqueueSync(ctx, m, id, 0) };
+        await enqueueSync(ctx, tx, id, 0);
+        ctx.koa.set('Location', `/api/v1/apps/${ctx.params.uuid}/cronjobs/${id}`);
+        return viewOf(ctx, id, m);
       });
-      await ctx.deps.outbox.dispatch(op.uuid);
-      ctx.koa.set('Location', `/api/v1/apps/${ctx.params.uuid}/cronjobs/${uuid}`);
-      return viewOf(ctx, uuid);
     },
   }),
   route<JobParams>({
@@ -101,7 +101,8 @@ export const cronjobRoutes = [
     method: 'put', path: '/apps/{uuid}/cronjobs/{id}', operation: 'cronjobs.write', tag: TAG, body: updateBody, audit: 'cronjob.update',
     summary: 'Update a cron job\'s label, command or schedule (its Temporal Schedule follows)', response: addonSchema,
     async handler(ctx) {
-      const op = await ctx.deps.dataSource.transaction(async (m) => {
+      return write(ctx, async (tx) => {
+        const m = tx.m;
         await findApp(ctx, ctx.params.uuid, m);
         const row: AddonRow = await findAddon(ctx, { appUuid: ctx.params.uuid, cronjob: true }, ctx.params.id, m);
         const settings = schedule(row.settings, ctx.body);
@@ -111,17 +112,17 @@ export const cronjobRoutes = [
             WHERE uuid = $1 AND state <> 'deleting' RETURNING settings_generation AS g`, [row.uuid, ctx.body.label ?? null, JSON.stringify(settings)]);
         if (!updated) throw conflict('the cron job is being deleted');
         await recordAudit(m, ctx, { resourceUuid: row.uuid, before, after: await snapshot(m, 'addons', row.uuid) });
-        return enqueueSync(ctx, m, row.uuid, updated.g);
+        await enqueueSync(ctx, tx, row.uuid, updated.g);
+        return viewOf(ctx, row.uuid, m);
       });
-      await ctx.deps.outbox.dispatch(op.uuid);
-      return viewOf(ctx, ctx.params.id);
     },
   }),
   route<JobParams>({
     method: 'delete', path: '/apps/{uuid}/cronjobs/{id}', operation: 'cronjobs.write', tag: TAG, status: 202, audit: 'cronjob.delete',
     summary: 'Delete a cron job and its Temporal Schedule', response: messageSchema,
     async handler(ctx) {
-      const { op, name } = await ctx.deps.dataSource.transaction(async (m) => {
+      return write(ctx, async (tx) => {
+        const m = tx.m;
         await findApp(ctx, ctx.params.uuid, m);
         const row = await findAddon(ctx, { appUuid: ctx.params.uuid, cronjob: true }, ctx.params.id, m);
         const before = await snapshot(m, 'addons', row.uuid);
@@ -129,10 +130,9 @@ export const cronjobRoutes = [
           `UPDATE addons SET state = 'deleting', settings_generation = settings_generation + 1, updated_at = now() WHERE uuid = $1
             RETURNING settings_generation AS g`, [row.uuid]);
         await recordAudit(m, ctx, { resourceUuid: row.uuid, before, after: await snapshot(m, 'addons', row.uuid) });
-        return { op: await enqueueSync(ctx, m, row.uuid, updated!.g), name: row.label };
+        await enqueueSync(ctx, tx, row.uuid, updated!.g);
+        return { message: `Deleting cron job ${row.label} and its schedule.` };
       });
-      await ctx.deps.outbox.dispatch(op.uuid);
-      return { message: `Deleting cron job ${name} and its schedule.` };
     },
   }),
   route<JobParams>({
