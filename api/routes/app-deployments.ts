@@ -5,6 +5,7 @@ import { DEPLOYABLE_STATES, isGitMethod, PERIOD_DAYS } from '../../domain/apps';
 import { one, rows } from '../../entities/sql';
 import { parseBuildLog, type BuildLogEntry } from '../../platform/build-log';
 import { recordAudit, snapshot } from '../audit';
+import { write } from '../commands/audited-write';
 import { selectPage, type Page } from '../pagination';
 import { conflict, notFound, unprocessable } from '../problem';
 import { route } from '../route';
@@ -21,8 +22,8 @@ const TAG = 'deployments';
  * (`deployment.create`, the caller as actor) and its `app-deploy` workflow via the outbox.
  * Also the git endpoint's post-receive callback (api/git-push-hook.ts), with the pushed commit.
  */
-export async function createDeployment(ctx: Ctx, appUuid: string, body: { commit_sha?: string; branch?: string }): Promise<DeploymentView> {
-  const { view, op } = await ctx.deps.dataSource.transaction(async (m) => {
+export function createDeployment(ctx: Ctx, appUuid: string, body: { commit_sha?: string; branch?: string }): Promise<DeploymentView> {
+  return write(ctx, async ({ m, enqueue }) => {
     const app = await findApp(ctx, appUuid, m, true);
     if (app.state === 'deploying') throw conflict('a deployment of this app is in progress');
     if (!(DEPLOYABLE_STATES as readonly string[]).includes(app.state)) {
@@ -41,14 +42,12 @@ export async function createDeployment(ctx: Ctx, appUuid: string, body: { commit
       [uuid, app.uuid, ctx.caller.workspaceUuid, app.deployment_method, git ? body.commit_sha ?? null : null, branch]);
     if (inserted.length === 0) throw conflict('a deployment of this app is in progress');
     await recordAudit(m, ctx, { resourceUuid: uuid, after: await snapshot(m, 'app_deployments', uuid) });
-    const op = await ctx.deps.outbox.enqueue(m, {
+    await enqueue({
       operation: 'app-deploy', workflowType: 'appDeploy', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: app.uuid, subId: uuid,
       args: [{ deploymentUuid: uuid }],
     });
-    return { view: deploymentView(inserted[0]!), op };
+    return deploymentView(inserted[0]!);
   });
-  await ctx.deps.outbox.dispatch(op.uuid);
-  return view;
 }
 
 /** POST /apps/{uuid}/deployments (its declaration also names the audit action of a git push's deployment). */
