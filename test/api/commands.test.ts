@@ -3,7 +3,7 @@ import type { Client } from '@temporalio/client';
 import type { DataSource } from 'typeorm';
 import { createAddon } from '../../api/commands/addons';
 import { cloneApp, createApp } from '../../api/commands/apps';
-import { callerOrigin, openTx, type Tx } from '../../api/commands/audited-write';
+import { auditedWrite, callerOrigin, openTx, type Tx } from '../../api/commands/audited-write';
 import { updateWebhook, createWebhook } from '../../api/commands/webhooks';
 import type { ApiDeps, Caller } from '../../api/context';
 import { callerOfToken } from '../../api/middleware/auth';
@@ -280,5 +280,43 @@ describe('updateWebhook', () => {
     const other = await seedWorkspace(ds);
     const stranger = await callerOfToken(ds, other.ownerToken, null);
     expect((await refusal(stranger, (tx) => updateWebhook(tx, stranger, { uuid, description: 'x' }))).status).toBe(404);
+  });
+});
+
+describe('auditedWrite', () => {
+  /** The deps with an outbox whose dispatch is recorded (and whose enqueue writes the row as usual). */
+  function recording(): { deps: ApiDeps; events: string[] } {
+    const events: string[] = [];
+    const outbox = Object.create(deps.outbox) as ApiDeps['outbox'];
+    outbox.dispatch = async (...ops: unknown[]) => {
+      events.push(`dispatch ${ops.length}`);
+    };
+    return { deps: { ...deps, outbox }, events };
+  }
+
+  it('commits the command, then starts what it enqueued, then runs its after-commit steps', async () => {
+    const { deps: d, events } = recording();
+    const app = await auditedWrite(d, callerOrigin(owner), async (tx) => {
+      const made = await createApp(tx, owner, { ...appDefaults, name: 'sequenced', resource_id: ws.resourceUuid });
+      tx.afterCommit(async () => {
+        const [row] = await ds.query(`SELECT state FROM apps WHERE uuid = $1`, [made.uuid]);
+        events.push(`after ${row?.state}`);
+      });
+      return made;
+    });
+    expect(events).toEqual(['dispatch 1', 'after pending']);
+    expect((await auditOf(app.uuid)).map((e) => e.action)).toEqual(['app.create']);
+  });
+
+  it('a refusal rolls back the write, its audit entry and its starts; nothing is dispatched or run after', async () => {
+    const { deps: d, events } = recording();
+    const before = await counts();
+    await expect(auditedWrite(d, callerOrigin(owner), async (tx) => {
+      await createApp(tx, owner, { ...appDefaults, name: 'rolled-back', resource_id: ws.resourceUuid });
+      tx.afterCommit(async () => { events.push('after'); });
+      throw new Problem(409, 'refused after the write');
+    })).rejects.toThrow('refused after the write');
+    expect(events).toEqual([]);
+    expect(await counts()).toEqual(before);
   });
 });
