@@ -60,7 +60,7 @@ export class Outbox {
     private readonly options: { taskQueue: string; logger: Logger },
   ) {}
 
-  /** Rows this process dispatched already: a second `dispatch` of one is a no-op, as a re-read of its started row was. */
+  /** Rows this process started: a second `dispatch` of one is a no-op (as re-reading its started row was). */
   private readonly dispatched = new WeakSet<OperationRow>();
 
   async enqueue<N extends WorkflowName>(manager: EntityManager, req: OperationRequest<N>): Promise<EnqueuedOperation> {
@@ -87,14 +87,14 @@ export class Outbox {
 
   /**
    * Starts the given operations now, from the rows `enqueue` returned (call it after their
-   * transaction committed), each at most once per process. Failures are logged and left to
+   * transaction committed); one started already is not started again. Failures are logged and left to
    * the reconciler, which also starts any operation never dispatched (a crash after commit).
    */
   async dispatch(...ops: EnqueuedOperation[]): Promise<void> {
     for (const op of ops) {
       if (this.dispatched.has(op.row)) continue;
       this.dispatched.add(op.row);
-      await this.start(op.row);
+      if (!(await this.start(op.row))) this.dispatched.delete(op.row);
     }
   }
 
