@@ -249,7 +249,7 @@ async function create(tx: Tx, parent: ParentRow, s: Source): Promise<HookOutcome
       `https://${appName}.${region!.domain}`, s.pullRequest, s.title, s.author, s.url, s.branch, s.baseBranch, s.sha, parent.lifetime_hours]);
   if (!row) throw conflict('another delivery created this preview environment at the same time; deliver the event again');
   await tx.enqueue({
-    operation: PREVIEW_OPERATION, workflowType: 'previewEnvironment', workspaceUuid: parent.workspace_uuid, resourceUuid: parent.uuid,
+    operation: PREVIEW_OPERATION, workflow: 'previewEnvironment', workspaceUuid: parent.workspace_uuid, resourceUuid: parent.uuid,
     subId: s.key, args: [{ workspaceUuid: parent.workspace_uuid, parentAppUuid: parent.uuid, key: s.key }],
   });
   await auditDelivery(tx, parent, 'preview.create', null, await previewSnapshot(m, row.id));

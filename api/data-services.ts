@@ -2,7 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { WorkflowExecutionAlreadyStartedError, WorkflowIdConflictPolicy } from '@temporalio/client';
 import type { EntityManager } from 'typeorm';
 import { subPathProblem } from '../domain/data';
-import { BerthOperation, BerthResource, BerthWorkspace } from '../domain/search-attributes';
+import { typedStart } from '../platform/workflow-starts';
 import { one, rows } from '../entities/sql';
 import type { RestoreChoice } from '../activities/data';
 import { assertProjectVisible } from './access';
@@ -95,7 +95,7 @@ export async function updateData(ctx: Ctx, tx: Tx, row: AddonRow, b: AddonUpdate
   await recordAudit(m, ctx, { resourceUuid: row.uuid, before, after: await snapshot(m, 'addons', row.uuid) });
   if (!settingsChange || !LIVE_STATES.includes(row.state)) return; // provisioning applies the settings itself
   await tx.enqueue({
-    operation: row.kind === 'service' ? 'service-sync' : 'addon-sync', workflowType: 'addonSync', workspaceUuid: ctx.caller.workspaceUuid,
+    operation: row.kind === 'service' ? 'service-sync' : 'addon-sync', workflow: 'addonSync', workspaceUuid: ctx.caller.workspaceUuid,
     resourceUuid: row.uuid, subId: String(updated!.settings_generation), args: [{ addonUuid: row.uuid }],
   });
 }
@@ -153,13 +153,10 @@ export async function startRestore(ctx: Ctx, row: AddonRow, b: RestoreBody, pref
   if (!LIVE_STATES.includes(row.state)) throw conflict(`the database is ${row.state}; restore once it is running`);
   const toNew = b.to_new_cluster ?? false;
   try {
-    await ctx.deps.temporal.workflow.start('addonRestore', {
-      workflowId: `${prefix}/${row.uuid}`, taskQueue: ctx.deps.config.taskQueue,
-      args: [{ addonUuid: row.uuid, from, toNewCluster: toNew }],
-      workflowIdConflictPolicy: WorkflowIdConflictPolicy.FAIL,
-      typedSearchAttributes: [
-        { key: BerthWorkspace, value: ctx.caller.workspaceUuid }, { key: BerthResource, value: row.uuid }, { key: BerthOperation, value: prefix },
-      ],
+    const restore = typedStart('addonRestore', [{ addonUuid: row.uuid, from, toNewCluster: toNew }],
+      { operation: prefix, workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: row.uuid });
+    await ctx.deps.temporal.workflow.start(restore.workflowType, {
+      ...restore.options, taskQueue: ctx.deps.config.taskQueue, workflowIdConflictPolicy: WorkflowIdConflictPolicy.FAIL,
     });
   } catch (err) {
     if (err instanceof WorkflowExecutionAlreadyStartedError) throw conflict('a restore of this database is already running');
@@ -194,7 +191,7 @@ export async function destroy(ctx: Ctx, row: AddonRow, mode: 'reset' | 'delete',
     }
     await recordAudit(m, ctx, { resourceUuid: row.uuid, before, after: await snapshot(m, 'addons', row.uuid) });
     await enqueue({
-      operation: `${what === 'service' ? 'service' : 'addon'}-${mode}`, workflowType: 'addonDestroy', workspaceUuid: ctx.caller.workspaceUuid,
+      operation: `${what === 'service' ? 'service' : 'addon'}-${mode}`, workflow: 'addonDestroy', workspaceUuid: ctx.caller.workspaceUuid,
       resourceUuid: row.uuid, args: [{ addonUuid: row.uuid, mode }],
     });
   });
@@ -219,7 +216,7 @@ export async function createReplica(ctx: Ctx, primary: AddonRow, b: { cpu_size: 
       [primary.uuid, id, name, JSON.stringify({ ...primary.quota, cpu_size: b.cpu_size, ram_size: b.ram_size }), `c-${id}`]);
     await recordAudit(m, ctx, { resourceUuid: id, before: null, after: await snapshot(m, 'addons', id) });
     await enqueue({
-      operation: 'addon-replica', workflowType: 'addonProvision', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: id, args: [{ addonUuid: id }],
+      operation: 'addon-replica', workflow: 'addonProvision', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: id, args: [{ addonUuid: id }],
     });
     return viewOf(ctx, id, m);
   });
@@ -236,7 +233,7 @@ export async function changeState(ctx: Ctx, row: AddonRow, action: 'start' | 'st
     if (!moved) throw conflict(action === 'stop' ? `cannot stop: the ${row.kind === 'service' ? 'service' : 'add-on'} is ${row.state}` : `cannot start: it is ${row.state}, not stopped`);
     await recordAudit(m, ctx, { resourceUuid: row.uuid, before, after: await snapshot(m, 'addons', row.uuid) });
     await enqueue({
-      operation: row.kind === 'service' ? 'service-sync' : 'addon-sync', workflowType: 'addonSync', workspaceUuid: ctx.caller.workspaceUuid,
+      operation: row.kind === 'service' ? 'service-sync' : 'addon-sync', workflow: 'addonSync', workspaceUuid: ctx.caller.workspaceUuid,
       resourceUuid: row.uuid, subId: String(moved.g), args: [{ addonUuid: row.uuid }],
     });
     return viewOf(ctx, row.uuid, m);

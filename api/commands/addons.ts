@@ -60,7 +60,7 @@ export async function insertDataService(tx: Tx, caller: Caller, input: {
   // the app's environment gains the add-on's connection variables (`var`) at its next deployment
   if (input.appUuid) await markNeedsRedeploy(tx.m, { kind: 'app', uuid: input.appUuid });
   await tx.enqueue({
-    operation: input.kind === 'service' ? 'service-provision' : 'addon-provision', workflowType: 'addonProvision',
+    operation: input.kind === 'service' ? 'service-provision' : 'addon-provision', workflow: 'addonProvision',
     workspaceUuid: caller.workspaceUuid, resourceUuid: uuid, args: [{ addonUuid: uuid, storage: b.type === 'storage' }],
   });
   return addon;

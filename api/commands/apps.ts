@@ -2,7 +2,7 @@ import { randomInt, randomUUID } from 'node:crypto';
 import type { EntityManager } from 'typeorm';
 import type * as yup from 'yup';
 import { DEFAULT_QUOTA } from '../../domain/app-defaults';
-import { suffixedName } from '../../domain/apps';
+import { APP_OPERATION, suffixedName } from '../../domain/apps';
 import { Addon } from '../../entities/addon';
 import { App } from '../../entities/app';
 import { insertReturning } from '../../entities/sql';
@@ -71,7 +71,7 @@ export async function createApp(tx: Tx, caller: Caller, b: CreateAppInput): Prom
   await reserveCapacity(scope, tx.m, app.uuid, app.resource_uuid, app.quota);
   if (join) await recordVpcJoin(tx.m, join, app);
   await tx.audit({ action: 'app.create', resourceUuid: app.uuid, after: snapshotOf(app) });
-  await tx.enqueue({ operation: 'app', workflowType: 'appLifecycle', workspaceUuid: caller.workspaceUuid, resourceUuid: app.uuid, args: [{ appUuid: app.uuid }] });
+  await tx.enqueue({ operation: APP_OPERATION, workflow: 'appLifecycle', workspaceUuid: caller.workspaceUuid, resourceUuid: app.uuid, args: [{ appUuid: app.uuid }] });
   return app;
 }
 
@@ -127,7 +127,7 @@ export async function cloneApp(tx: Tx, caller: Caller, input: CloneAppInput): Pr
   // the new app is the resource; the entry names its source
   await tx.audit({ action: 'app.clone', resourceUuid: app.uuid, after: { ...snapshotOf(app), cloned_from: source.uuid } });
   await tx.enqueue({
-    operation: 'app-clone', workflowType: 'appClone', workspaceUuid: caller.workspaceUuid, resourceUuid: app.uuid,
+    operation: 'app-clone', workflow: 'appClone', workspaceUuid: caller.workspaceUuid, resourceUuid: app.uuid,
     args: [{
       workspaceUuid: caller.workspaceUuid, sourceUuid: source.uuid, targetUuid: app.uuid, useParentImage: parentImage,
       flags: {

@@ -1,8 +1,10 @@
 import type { EntityManager } from 'typeorm';
 import { diffRecords, type AuditSource } from '../../domain/audit';
 import { insertAuditEvent, type AuditEventRow } from '../../entities/audit-events';
+import type { WorkflowName } from '../../platform/workflow-starts';
 import type { Db } from '../../entities/sql';
 import type { ApiDeps, Caller } from '../context';
+import type { EnqueuedOperation, OperationRequest } from '../../worker/outbox';
 import type { RouteContext } from '../route';
 
 /** Whom an audit entry names and where the change came from (a request, a code-host delivery). */
@@ -78,7 +80,6 @@ export function snapshotOf(row: object | null | undefined): Record<string, unkno
   return row ? (JSON.parse(JSON.stringify(row)) as Record<string, unknown>) : null;
 }
 
-type EnqueueArgs = Parameters<ApiDeps['outbox']['enqueue']> extends [unknown, ...infer Rest] ? Rest : never;
 
 /** What a command is given: the transaction, the deps, and the steps of an audited write. */
 export interface Tx {
@@ -87,17 +88,17 @@ export interface Tx {
   readonly deps: ApiDeps;
   /** Records the command's audit entry in this transaction. */
   audit(record: AuditRecord): Promise<void>;
-  /** Writes a workflow start (outbox row) in this transaction; it is started once the transaction has committed. */
-  enqueue(...args: EnqueueArgs): Promise<{ uuid: string; workflowId: string }>;
+  /** Writes a typed workflow start (outbox row) in this transaction; it is started once the transaction has committed. */
+  enqueue<N extends WorkflowName>(req: OperationRequest<N>): Promise<EnqueuedOperation>;
   /** Starts, after commit, an operation a helper enqueued in this transaction on its own. */
-  dispatchAfter(operationUuid: string): void;
+  dispatchAfter(operation: EnqueuedOperation): void;
   /** Runs once the transaction has committed (after the starts): a signal, a wake-up. */
   afterCommit(step: () => Promise<void>): void;
 }
 
 /** What a transaction left to do once it has committed. */
 export interface AfterCommit {
-  starts: string[];
+  starts: EnqueuedOperation[];
   steps: Array<() => Promise<void>>;
 }
 
@@ -106,12 +107,12 @@ export function openTx(m: EntityManager, deps: ApiDeps, origin: Origin, later: A
   return {
     m, deps,
     audit: (record) => writeAuditEntry(m, origin, record),
-    async enqueue(...args) {
-      const op = await deps.outbox.enqueue(m, ...args);
-      later.starts.push(op.uuid);
+    async enqueue(req) {
+      const op = await deps.outbox.enqueue(m, req);
+      later.starts.push(op);
       return op;
     },
-    dispatchAfter: (uuid) => { later.starts.push(uuid); },
+    dispatchAfter: (op) => { later.starts.push(op); },
     afterCommit: (step) => { later.steps.push(step); },
   };
 }

@@ -43,7 +43,7 @@ export function createDeployment(ctx: Ctx, appUuid: string, body: { commit_sha?:
     if (inserted.length === 0) throw conflict('a deployment of this app is in progress');
     await recordAudit(m, ctx, { resourceUuid: uuid, after: await snapshot(m, 'app_deployments', uuid) });
     await enqueue({
-      operation: 'app-deploy', workflowType: 'appDeploy', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: app.uuid, subId: uuid,
+      operation: 'app-deploy', workflow: 'appDeploy', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: app.uuid, subId: uuid,
       args: [{ deploymentUuid: uuid }],
     });
     return deploymentView(inserted[0]!);

@@ -18,7 +18,7 @@ export type Ctx = RouteContext<any, any, any>;
 export interface RuleScope extends Scope {
   deps: ApiDeps;
   /** Starts, after commit, an operation a helper enqueued in the caller's transaction (a quota alert). */
-  dispatchAfter(operationUuid: string): void;
+  dispatchAfter: RouteContext<unknown, unknown, unknown>['dispatchAfter'];
 }
 
 /** What routes read of an app row before they change it. */

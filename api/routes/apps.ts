@@ -28,7 +28,7 @@ export async function enqueueCommand(ctx: Ctx, tx: Pick<Tx, 'enqueue'>, appUuid:
   const commandId = randomUUID();
   return tx.enqueue({
     // A fixed subId coalesces commands while one is in flight (the app workflow reads the database when it runs it).
-    operation: 'app-command', workflowType: 'appSendCommand', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: appUuid, subId: subId ?? commandId,
+    operation: 'app-command', workflow: 'appSendCommand', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: appUuid, subId: subId ?? commandId,
     args: [{ appUuid, command: { commandId, action } }],
   });
 }
@@ -250,7 +250,7 @@ export const appRoutes = [
         tx.afterCommit(() => wakePreview(ctx.deps, preview.parent_app_uuid, preview.key));
       } else {
         await tx.enqueue({
-          operation: 'app-delete', workflowType: 'appDelete', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: app.uuid, args: [{ appUuid: app.uuid }],
+          operation: 'app-delete', workflow: 'appDelete', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: app.uuid, args: [{ appUuid: app.uuid }],
         });
       }
       return appResponse(ctx, app.uuid, m);

@@ -53,7 +53,7 @@ function schedule(current: Record<string, unknown>, b: UpdateBody): Record<strin
 
 async function enqueueSync(ctx: Ctx, tx: Tx, uuid: string, generation: number) {
   await tx.enqueue({
-    operation: 'cronjob-sync', workflowType: 'cronjobSync', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: uuid,
+    operation: 'cronjob-sync', workflow: 'cronjobSync', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: uuid,
     subId: String(generation), args: [{ cronjobUuid: uuid }],
   });
 }
