@@ -1,5 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import type { DataEngine } from '../../activities/provider/data';
+import type { DataType } from '../../domain/data';
 import { Addon } from '../../entities/addon';
 import { App } from '../../entities/app';
 import { ComputeResource } from '../../entities/compute-resource';
@@ -34,7 +34,7 @@ export async function insertDataService(tx: Tx, caller: Caller, input: {
   const b = input.body;
   checkSettings(b.type, await planTypeOf(tx, input.resourceUuid), b);
   checkSubPath(b.type, b.sub_path, b.access_mode);
-  const unsupported = tx.deps.data?.supports(b.type as DataEngine) ?? null;
+  const unsupported = tx.deps.data?.supports(b.type as DataType) ?? null;
   if (unsupported) throw unprocessable(unsupported, [{ path: 'body.type', message: unsupported }]);
   const uuid = randomUUID();
   const name = `${slug(b.name ?? (input.kind === 'service' ? b.label ?? b.type : b.type))}-${randomBytes(4).toString('hex')}`;
