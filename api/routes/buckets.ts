@@ -6,6 +6,7 @@ import { bucketName, defaultAcl, defaultPolicy, GIB, objectKeyProblem, policyPro
 import { one } from '../../entities/sql';
 import { assertProjectVisible, visibleProjectsClause } from '../access';
 import { recordAudit, snapshot } from '../audit';
+import { write } from '../commands/audited-write';
 import { selectPage, type Page } from '../pagination';
 import { checkPlacement, checkProject } from '../placement';
 import { conflict, notFound, Problem, unavailable, unprocessable } from '../problem';
@@ -129,7 +130,7 @@ export const bucketRoutes = [
       const storage = storageOf(ctx);
       const visibility: Visibility = b.visibility ?? 'private_access';
       const disk = b.disk_size ?? 1;
-      const { bucket, operation } = await ctx.deps.dataSource.transaction(async (m) => {
+      const bucket = await write(ctx, async ({ m, enqueue }) => {
         await checkPlacement(ctx, m, { resourceId, projectId: b.project_id, field: b.resource_id ? 'resource_id' : 'platform_id' });
         await m.query(`SELECT 1 FROM compute_resources WHERE uuid = $1 FOR UPDATE`, [resourceId]);
         const uuid = randomUUID();
@@ -146,13 +147,12 @@ export const bucketRoutes = [
         await withQuotaAlerts(ctx, m, resourceId, () => m.query(
           `INSERT INTO resource_allocations (owner_uuid, owner_type, resource_uuid, disk_size) VALUES ($1, 'bucket', $2, $3)`, [uuid, resourceId, quotaBytes(disk)]));
         await recordAudit(m, ctx, { resourceUuid: uuid, before: null, after: await snapshot(m, 'buckets', uuid) });
-        const op = await ctx.deps.outbox.enqueue(m, {
+        await enqueue({
           operation: 'bucket-provision', workflow: 'bucketProvision', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: uuid,
           args: [{ bucketUuid: uuid }],
         });
-        return { bucket: await view(ctx, m, (await findBucket(ctx, uuid, m))!, true), operation: op };
+        return view(ctx, m, (await findBucket(ctx, uuid, m))!, true);
       });
-      await ctx.deps.outbox.dispatch(operation);
       if (b.platform_id) {
         ctx.koa.set('Deprecation', PLATFORM_ID_DEPRECATED);
         ctx.koa.set('Link', '</docs#buckets>; rel="deprecation"; type="text/html"');
@@ -212,18 +212,17 @@ export const bucketRoutes = [
     method: 'delete', path: '/buckets/{uuid}', operation: 'buckets.delete', tag: TAG, status: 204, audit: 'bucket.delete',
     summary: 'Delete a bucket: its access key is revoked and its objects removed (data does not come back)',
     async handler(ctx) {
-      const operation = await ctx.deps.dataSource.transaction(async (m) => {
+      await write(ctx, async ({ m, enqueue }) => {
         const b = await findBucket(ctx, ctx.params.uuid, m, true);
         const before = await snapshot(m, 'buckets', b.uuid);
         await m.query(`DELETE FROM resource_allocations WHERE owner_uuid = $1`, [b.uuid]);
         await m.query(`DELETE FROM buckets WHERE uuid = $1`, [b.uuid]);
         await recordAudit(m, ctx, { resourceUuid: b.uuid, before, after: null });
-        return ctx.deps.outbox.enqueue(m, {
+        await enqueue({
           operation: 'bucket-delete', workflow: 'storageCleanup', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: b.uuid,
           args: [{ bucketName: b.name, accessKey: b.s3_access_key, siteHost: null }],
         });
       });
-      await ctx.deps.outbox.dispatch(operation);
       return undefined;
     },
   }),
