@@ -5,9 +5,12 @@
  * measured in the same run on the same PostgreSQL. Loopback only, bounded in time.
  *
  * Options (env): BENCH_SECONDS (per round, default 4), BENCH_CONCURRENCY (default 16),
- * DATABASE_URL (else an embedded PostgreSQL in a temp dir).
+ * DATABASE_URL (else an embedded PostgreSQL in a temp dir), BENCH_CPU_PROFILE (a file: a
+ * CPU profile of this process during one more round of Berth alone, for docs/performance.md).
  */
 import { randomUUID } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
 import type { Server } from 'node:http';
 import { Client, Connection } from '@temporalio/client';
 import Koa from 'koa';
@@ -44,6 +47,19 @@ async function load(url: string, headers: Record<string, string>, seconds: numbe
   }));
   if (bad > 0) throw new Error(`${bad} requests to ${url} did not answer 200`);
   return ok / seconds;
+}
+
+/** A CPU profile of this process while `work` runs, written to `file` (open it in Chrome DevTools or speedscope). */
+async function profiled(file: string, work: () => Promise<unknown>): Promise<void> {
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.start');
+  await work();
+  const { profile } = await session.post('Profiler.stop');
+  writeFileSync(file, JSON.stringify(profile));
+  session.disconnect();
+  process.stdout.write(`CPU profile of one Berth round written to ${file}\n`);
 }
 
 async function main(): Promise<void> {
@@ -101,6 +117,8 @@ async function main(): Promise<void> {
   line('bare Koa + pg (SELECT * FROM apps)', best.bare);
   line('Berth (auth, permission, project, App view)', best.berth);
   process.stdout.write(`ratio berth/bare: ${(best.berth / best.bare).toFixed(2)}\n`);
+
+  if (process.env.BENCH_CPU_PROFILE) await profiled(process.env.BENCH_CPU_PROFILE, () => load(berthUrl, headers, SECONDS));
 
   await new Promise<void>((r) => berth.server.close(() => r()));
   await new Promise<void>((r) => baseline.server.close(() => r()));
