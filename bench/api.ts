@@ -22,6 +22,8 @@ import Koa from 'koa';
 import { Pool } from 'pg';
 import { request } from 'undici';
 import { createApp } from '../api/app';
+import type { TokenRow } from '../api/middleware/auth';
+import { TokenCache } from '../api/middleware/token-cache';
 import { addMember, createRole, createWorkspace, DEFAULT_PLAN, issueToken } from '../bin/bootstrap';
 import { SecretBox } from '../domain/secret-box';
 import { loadConfig } from '../worker/config';
@@ -95,7 +97,8 @@ async function main(): Promise<void> {
   const config = { ...loadConfig({ BERTH_RATE_LIMIT: '1000000000/1h' }), databaseUrl: url }; // the limiter stays on the path, never refusing
   // GET never reaches Temporal; a lazy client to nowhere is enough.
   const temporal = new Client({ connection: Connection.lazy({ address: '127.0.0.1:1' }) });
-  const berth = await listen(createApp({ dataSource: ds, temporal, outbox: new Outbox(ds, temporal, { taskQueue: 'bench', logger }),
+  const tokenCache = new TokenCache<TokenRow>(url, logger);
+  const berth = await listen(createApp({ dataSource: ds, temporal, tokenCache, outbox: new Outbox(ds, temporal, { taskQueue: 'bench', logger }),
     secretBox: new SecretBox([{ kid: 'bench', key: Buffer.alloc(32, 7) }]), logger, config }));
 
   const pool = new Pool({ connectionString: url, max: 10 });
@@ -135,6 +138,7 @@ async function main(): Promise<void> {
   await new Promise<void>((r) => berth.server.close(() => r()));
   await new Promise<void>((r) => baseline.server.close(() => r()));
   await pool.end();
+  await tokenCache.close();
   await stop();
 }
 
