@@ -2,6 +2,7 @@ import type Koa from 'koa';
 import type { DataSource } from 'typeorm';
 import { isPermission, type BuiltinRole, type Permission } from '../../domain/permissions';
 import { hashToken } from '../../domain/tokens';
+import { preparedRows } from '../../entities/sql';
 import type { Caller } from '../context';
 import { badRequest, forbidden, unauthorized } from '../problem';
 import type { TokenCache } from './token-cache';
@@ -102,7 +103,7 @@ export async function callerOfToken(ds: DataSource, token: string, selected: str
 
 /** The token by its hash, with its user's membership in the selected workspace (null: the token's own) and that role. */
 async function lookupToken(ds: DataSource, hash: string, selected: string | null): Promise<TokenRow | undefined> {
-  const rows: TokenRow[] = await ds.query(
+  const rows = await preparedRows<TokenRow>(ds, 'berth_token_lookup',
     `SELECT t.uuid AS token_uuid, t.workspace_uuid AS token_workspace, t.member_uuid AS token_member,
             t.permissions AS token_permissions, t.expires_at, t.revoked_at, t.last_used_at,
             m.uuid AS member_uuid, m.user_uuid, r.name AS role_name, r.builtin, r.permissions AS role_permissions
