@@ -16,7 +16,7 @@ import {
 } from '../schemas/apps';
 import { int, json, obj } from '../schemas/common';
 import { wakePreview } from '../preview-envs';
-import { APP_SELECT, appSchema, appView, loadAppWithRestrictions, withAddons, type JoinedRow } from '../views/apps';
+import { APP_SELECT, appSchema, appView, loadReachableApp, withAddons, type JoinedRow } from '../views/apps';
 import { appResponse, assertChangeable, checkDeployment, checkPlacement, findApp, reserveCapacity, type Ctx, type FoundApp } from './app-support';
 
 const TAG = 'apps';
@@ -93,10 +93,11 @@ export const appRoutes = [
     method: 'get', path: '/apps/{uuid}', operation: 'apps.read', tag: TAG,
     summary: 'Show an app with its platform, region, add-ons and cron jobs', response: appSchema,
     async handler(ctx) {
-      // one query: the App and its project's restrictions (PRJ-04/05 checked here, not by a second query)
-      const found = await loadAppWithRestrictions(ctx.deps.dataSource, ctx.caller.workspaceUuid, ctx.params.uuid, ctx.deps.config.publicUrl);
-      if (!found || !canReachProject(ctx.caller, found.restrictions)) throw notFound('app');
-      return (await withAddons(ctx.deps.dataSource, ctx.deps.secretBox, [found.view]))[0];
+      // one statement: the App, its project's restrictions (PRJ-04/05 checked on them) and its add-ons
+      const found = await loadReachableApp(ctx.deps.dataSource, ctx.deps.secretBox, ctx.caller.workspaceUuid, ctx.params.uuid, ctx.deps.config.publicUrl,
+        (restrictions) => canReachProject(ctx.caller, restrictions));
+      if (!found) throw notFound('app');
+      return found;
     },
   }),
   route<{ uuid: string }, {}, yup.InferType<typeof updateAppBody>>({
