@@ -35,7 +35,7 @@ export async function enqueueCommand(ctx: Ctx, tx: Pick<Tx, 'enqueue'>, appUuid:
 
 /** Updates columns of the app and records the route's declared audit action with the row's diff, in one transaction. */
 async function updateSettings(ctx: Ctx, set: Record<string, unknown>, check?: (app: FoundApp, m: any) => Promise<Record<string, unknown> | void>) {
-  return ctx.deps.dataSource.transaction(async (m) => {
+  return write(ctx, async ({ m }) => {
     const app = await findApp(ctx, ctx.params.uuid, m, true);
     assertChangeable(app);
     const before = await snapshot(m, 'apps', app.uuid);
@@ -168,7 +168,7 @@ export const appRoutes = [
           throw unprocessable('timeout_seconds must not exceed period_seconds', [{ path: `body.health_checks[${i}].timeout_seconds`, message: 'exceeds period_seconds' }]);
         }
       }
-      return ctx.deps.dataSource.transaction(async (m) => {
+      return write(ctx, async ({ m }) => {
         const app = await findApp(ctx, ctx.params.uuid, m, true);
         assertChangeable(app);
         const checks: HealthCheck[] = ctx.body.health_checks.map((h) => ({
@@ -202,7 +202,7 @@ export const appRoutes = [
       if (b.max_replicas > b.min_replicas && b.target_cpu_percent == null) {
         throw unprocessable('autoscaling (max_replicas above min_replicas) needs target_cpu_percent', [{ path: 'body.target_cpu_percent', message: 'required to autoscale' }]);
       }
-      return ctx.deps.dataSource.transaction(async (m) => {
+      return write(ctx, async ({ m }) => {
         const app = await findApp(ctx, ctx.params.uuid, m, true);
         assertChangeable(app);
         const plan = await one<{ plan_type: string }>(m, `SELECT plan->>'plan_type' AS plan_type FROM compute_resources WHERE uuid = $1`, [app.resource_uuid]);
