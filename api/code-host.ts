@@ -9,7 +9,8 @@ import { insertAuditEvent } from '../entities/audit-events';
 import { one, rows, type Db } from '../entities/sql';
 import type { ApiDeps } from './context';
 import { appAddressKey, rateLimit, type RequestLimiter } from './middleware/rate-limit';
-import { assertResourceFitsProject, effectiveTarget, PREVIEW_OPERATION, previewSnapshot, previewWorkflowId, wakePreview } from './preview-envs';
+import { checkAssignment } from './placement';
+import { effectiveTarget, PREVIEW_OPERATION, previewSnapshot, previewWorkflowId, wakePreview } from './preview-envs';
 import { Problem, badRequest, conflict } from './problem';
 
 /**
@@ -242,7 +243,7 @@ async function create(deps: ApiDeps, m: EntityManager, parent: ParentRow, origin
     throw conflict('the previous preview environment of this pull request or branch is still being removed; deliver the event again in a moment');
   }
   const target = effectiveTarget(parent, { resource_uuid: parent.config_resource, project_uuid: parent.config_project });
-  await assertResourceFitsProject(m, target.resourceUuid, target.projectUuid, 'config.resource_id');
+  await checkAssignment(m, target.resourceUuid, target.projectUuid, 'config.resource_id');
   let appName = previewAppName(parent.name, s.pullRequest !== null ? { pullRequest: s.pullRequest } : { branch: s.branch });
   const taken = await one(m, `SELECT 1 FROM apps WHERE name = $1 UNION ALL SELECT 1 FROM preview_environments WHERE app_name = $1`, [appName]);
   if (taken) appName = `${appName}-${randomBytes(2).toString('hex')}`;

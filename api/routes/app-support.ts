@@ -62,30 +62,6 @@ export async function appResponse(ctx: Ctx, appUuid: string, db: Pick<EntityMana
   return (await withAddons(db, ctx.deps.secretBox, [view]))[0]!;
 }
 
-/**
- * Where an app may go: the compute resource must be the workspace's, the project the
- * workspace's (open to the caller, not being deleted), and a resource assigned to
- * projects takes only apps of those projects (CLN-04).
- */
-export async function checkPlacement(ctx: Ctx, m: Pick<EntityManager, 'query'>, resourceUuid: string, projectId: string | null, field = 'body'): Promise<void> {
-  const resource = await one<{ uuid: string; project_ids: string[] }>(m,
-    `SELECT c.uuid, COALESCE(array_agg(pr.project_uuid::text) FILTER (WHERE pr.project_uuid IS NOT NULL), '{}') AS project_ids
-       FROM compute_resources c LEFT JOIN project_resources pr ON pr.resource_uuid = c.uuid
-      WHERE c.uuid = $1 AND c.workspace_uuid = $2 GROUP BY c.uuid`, [resourceUuid, ctx.caller.workspaceUuid]);
-  if (!resource) throw unprocessable('resource_id is not a compute resource of this workspace', [{ path: `${field}.resource_id`, message: 'no such compute resource in this workspace' }]);
-  if (projectId) {
-    const project = await one<{ state: string }>(m, `SELECT state FROM projects WHERE uuid = $1 AND workspace_uuid = $2`, [projectId, ctx.caller.workspaceUuid]);
-    if (!project || (await hiddenProjects(ctx)).has(projectId)) {
-      throw unprocessable('project_id is not a project of this workspace', [{ path: `${field}.project_id`, message: 'no such project in this workspace' }]);
-    }
-    if (project.state === 'deleting') throw unprocessable('the project is being deleted', [{ path: `${field}.project_id`, message: 'project is being deleted' }]);
-  }
-  if (resource.project_ids.length > 0 && (!projectId || !resource.project_ids.includes(projectId))) {
-    throw unprocessable('the compute resource is assigned to projects: project_id must be one of them',
-      [{ path: `${field}.project_id`, message: `must be one of ${resource.project_ids.join(', ')}` }]);
-  }
-}
-
 /** Holds the quota on the resource (locked while summed, so two creations cannot both take the last capacity); crossing 80% or 100% alerts. */
 export async function reserveCapacity(ctx: Ctx, m: Pick<EntityManager, 'query'>, appUuid: string, resourceUuid: string, quota: AppQuota): Promise<void> {
   const short = await withQuotaAlerts(ctx, m, resourceUuid, () => holdAppCapacity(m, appUuid, resourceUuid, quota));
