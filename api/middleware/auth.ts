@@ -1,12 +1,12 @@
 import type Koa from 'koa';
 import type { DataSource } from 'typeorm';
+import { isUuid } from '../../domain/ids';
 import { isPermission, type BuiltinRole, type Permission } from '../../domain/permissions';
 import { hashToken } from '../../domain/tokens';
 import type { Caller } from '../context';
 import { badRequest, forbidden, unauthorized } from '../problem';
 
 export const WORKSPACE_HEADER = 'X-Workspace-Id';
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 interface TokenRow {
   token_uuid: string;
@@ -46,7 +46,7 @@ export function authenticate(ds: DataSource): Koa.Middleware {
  * Marks the token used. Shared by bearer authentication and the git endpoint (api/git-http.ts).
  */
 export async function callerOfToken(ds: DataSource, token: string, selected: string | null): Promise<Caller> {
-  if (selected !== null && !UUID.test(selected)) throw badRequest(`${WORKSPACE_HEADER} must be a workspace UUID`);
+  if (selected !== null && !isUuid(selected)) throw badRequest(`${WORKSPACE_HEADER} must be a workspace UUID`);
   const rows: TokenRow[] = await ds.query(
     `SELECT t.uuid AS token_uuid, t.workspace_uuid AS token_workspace, t.member_uuid AS token_member,
             t.permissions AS token_permissions, t.expires_at, t.revoked_at, t.last_used_at,
