@@ -2,6 +2,7 @@ import { randomInt } from 'node:crypto';
 import type { EntityManager } from 'typeorm';
 import * as yup from 'yup';
 import { suffixedName } from '../../domain/apps';
+import { normalizeRepositoryUrl } from '../../domain/git-urls';
 import type { AppQuota } from '../../entities/app';
 import { holdAppCapacity } from '../../entities/capacity';
 import { one } from '../../entities/sql';
@@ -71,16 +72,11 @@ export async function reserveCapacity(ctx: Ctx, m: Pick<EntityManager, 'query'>,
   }
 }
 
-/** A git repository URL the platform may reach (file:// only when the operator allows it). */
+/** The repository of a public_git or github app (domain/git-urls.ts); for github, `owner/repo` names a GitHub repository. */
 function checkRepository(ctx: Ctx, method: string, repository: string): string {
-  if (method === 'github' && /^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/.test(repository)) return `https://github.com/${repository}.git`;
-  const ok = /^(https?|git|ssh):\/\/[^\s]+$/.test(repository) || /^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[^\s]+$/.test(repository)
-    || (ctx.deps.config.gitAllowFileUrls && /^file:\/\/\/[^\s]+$/.test(repository));
-  if (!ok) {
-    throw unprocessable('deployment_config.repository must be a git URL (https://, ssh://, git:// or user@host:path)',
-      [{ path: 'body.deployment_config.repository', message: 'not a git URL the platform can reach' }]);
-  }
-  return repository;
+  const r = normalizeRepositoryUrl(repository, ctx.deps.config.gitAllowFileUrls, method === 'github' ? { ownerRepoHost: 'github.com' } : {});
+  if ('problem' in r) throw unprocessable(`deployment_config.repository ${r.problem}`, [{ path: 'body.deployment_config.repository', message: r.problem }]);
+  return r.url;
 }
 
 /**
