@@ -9,7 +9,8 @@ import { insertReturning } from '../../entities/sql';
 import { assertProjectVisible } from '../access';
 import type { Caller } from '../context';
 import { conflict, notFound, unprocessable } from '../problem';
-import { checkDeployment, checkPlacement, reserveCapacity, type RuleScope } from '../routes/app-support';
+import { checkPlacement } from '../placement';
+import { checkDeployment, reserveCapacity, type RuleScope } from '../routes/app-support';
 import type { cloneBody, createAppBody } from '../schemas/apps';
 import { recordVpcJoin, resolveVpcJoin } from '../vpc-join';
 import { snapshotOf, type Tx } from './audited-write';
@@ -55,7 +56,7 @@ export async function createApp(tx: Tx, caller: Caller, b: CreateAppInput): Prom
   }
   const scope = ruleScope(tx, caller);
   const method = b.deployment_method ?? 'git_push';
-  await checkPlacement(scope, tx.m, b.resource_id, b.project_id ?? null);
+  await checkPlacement(scope, tx.m, { resourceId: b.resource_id, projectId: b.project_id });
   const join = await resolveVpcJoin(tx.m, { workspaceUuid: caller.workspaceUuid, resourceUuid: b.resource_id, vpcUuid: b.vpc_uuid, subnetUuid: b.vpc_subnet_uuid });
   const deployment = await checkDeployment(scope, tx.m, method, b.deployment_config);
   const quota = { ...DEFAULT_QUOTA, ...Object.fromEntries(Object.entries(b.quota ?? {}).filter(([, v]) => v !== undefined)) };
@@ -112,7 +113,7 @@ export async function cloneApp(tx: Tx, caller: Caller, input: CloneAppInput): Pr
   await checkClonedParts(tx.m, source.uuid, addons, cronjobs);
   const resourceUuid = input.resource_id ?? source.resource_uuid;
   const projectId = input.project_id !== undefined ? input.project_id : source.project_id;
-  await checkPlacement(scope, tx.m, resourceUuid, projectId);
+  await checkPlacement(scope, tx.m, { resourceId: resourceUuid, projectId });
   const parentImage = input.use_parent_image;
   const app = await insertAppRow(tx.m, {
     uuid: randomUUID(), workspace_uuid: caller.workspaceUuid, project_id: projectId, resource_uuid: resourceUuid,

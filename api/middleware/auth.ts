@@ -1,5 +1,6 @@
 import type Koa from 'koa';
 import type { DataSource } from 'typeorm';
+import { isUuid } from '../../domain/ids';
 import { isPermission, type BuiltinRole, type Permission } from '../../domain/permissions';
 import { hashToken } from '../../domain/tokens';
 import { preparedRows } from '../../entities/sql';
@@ -8,7 +9,6 @@ import { badRequest, forbidden, unauthorized } from '../problem';
 import type { TokenCache } from './token-cache';
 
 export const WORKSPACE_HEADER = 'X-Workspace-Id';
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export interface TokenRow {
   token_uuid: string;
@@ -51,7 +51,7 @@ export function authenticate(ds: DataSource, cache?: TokenCache<TokenRow>): Koa.
  * runs on it all the same.
  */
 export async function callerOfToken(ds: DataSource, token: string, selected: string | null, cache?: TokenCache<TokenRow>): Promise<Caller> {
-  if (selected !== null && !UUID.test(selected)) throw badRequest(`${WORKSPACE_HEADER} must be a workspace UUID`);
+  if (selected !== null && !isUuid(selected)) throw badRequest(`${WORKSPACE_HEADER} must be a workspace UUID`);
   const hash = hashToken(token);
   const key = `${hash} ${selected ?? ''}`;
   let row = cache?.get(key);

@@ -9,6 +9,7 @@ import { write, type Tx } from '../commands/audited-write';
 import { visibleProjectsClause } from '../access';
 import { recordAudit, snapshot } from '../audit';
 import { selectPage, type Page } from '../pagination';
+import { checkPlacement } from '../placement';
 import { conflict, notFound, unprocessable } from '../problem';
 import { route } from '../route';
 import {
@@ -17,7 +18,7 @@ import {
 import { int, json, obj } from '../schemas/common';
 import { wakePreview } from '../preview-envs';
 import { APP_SELECT, appSchema, appView, loadReachableApp, withAddons, type JoinedRow } from '../views/apps';
-import { appResponse, assertChangeable, checkDeployment, checkPlacement, findApp, reserveCapacity, type Ctx, type FoundApp } from './app-support';
+import { appResponse, assertChangeable, checkDeployment, findApp, reserveCapacity, type Ctx, type FoundApp } from './app-support';
 
 const TAG = 'apps';
 
@@ -55,7 +56,7 @@ const updateHandler = async (ctx: Ctx) => {
   return updateSettings(ctx, { label: b.label, maintenance: b.maintenance, manage_dns_records: b.manage_dns_records, internal_port: b.internal_port }, async (app, m) => {
     const extra: Record<string, unknown> = {};
     if (b.project_id !== undefined && b.project_id !== app.project_id) {
-      await checkPlacement(ctx, m, app.resource_uuid, b.project_id);
+      await checkPlacement(ctx, m, { resourceId: app.resource_uuid, projectId: b.project_id });
       extra.project_id = b.project_id;
     }
     if (b.quota) {
