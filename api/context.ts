@@ -6,9 +6,9 @@ import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import type { SecretBox } from '../domain/secret-box';
 import type { CallerIdentity } from '../domain/projects';
-import type { Config } from '../worker/config';
+import type { Config } from '../platform/config';
 import type { RouteDef } from './route';
-import type { Outbox } from '../worker/outbox';
+import type { Outbox } from '../platform/outbox';
 
 /** Everything the API needs, passed in by whoever builds the app (bin/ or a test). */
 export interface ApiDeps {

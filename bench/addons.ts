@@ -20,7 +20,7 @@ import { startEmbeddedPostgres } from '../bin/embedded-postgres';
 import { SecretBox } from '../domain/secret-box';
 import { createDataSource, migrate } from '../entities/data-source';
 import { localLayout } from '../platform/local-layout';
-import { createLogger } from '../worker/logger';
+import { createLogger } from '../platform/logger';
 
 const N = Number(process.env.BENCH_N ?? 5);
 const GOAL_MS = 10_000;

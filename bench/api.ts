@@ -16,9 +16,9 @@ import { request } from 'undici';
 import { createApp } from '../api/app';
 import { addMember, createRole, createWorkspace, DEFAULT_PLAN, issueToken } from '../bin/bootstrap';
 import { SecretBox } from '../domain/secret-box';
-import { loadConfig } from '../worker/config';
-import { createLogger } from '../worker/logger';
-import { Outbox } from '../worker/outbox';
+import { loadConfig } from '../platform/config';
+import { createLogger } from '../platform/logger';
+import { Outbox } from '../platform/outbox';
 import { benchDatabase } from './database';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 4);

@@ -14,8 +14,8 @@ import { localEngineSupport } from '../activities/provider/local/data';
 import type { ApiDeps } from '../api/context';
 import { SecretBox } from '../domain/secret-box';
 import { createDataSource } from '../entities/data-source';
-import type { Config } from './config';
-import { Outbox } from './outbox';
+import type { Config } from '../platform/config';
+import { Outbox } from '../platform/outbox';
 
 /** The secret keyring: BERTH_SECRET_KEY, or a key generated once under the data directory. */
 export function loadSecretBox(config: Config, logger: Logger): SecretBox {

@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import type { SecretBox } from '../../../domain/secret-box';
 import { localLayout, systemAppsDir, type LocalLayout } from '../../../platform/local-layout';
-import type { Config } from '../../../worker/config';
+import type { Config } from '../../../platform/config';
 import type { Provider } from '../provider';
 import { createObjectStoreStorage } from '../object-store-storage';
 import type { ObjectStoreOptions } from '../storage';
