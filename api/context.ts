@@ -1,6 +1,6 @@
 import type { Client } from '@temporalio/client';
-import type { DataDriver } from '../activities/provider/data';
-import type { StorageDriver } from '../activities/provider/storage';
+import type { DataDriver } from '../platform/drivers/data';
+import type { StorageDriver } from '../platform/drivers/storage';
 import type { LocalLayout } from '../platform/local-layout';
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';

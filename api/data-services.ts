@@ -1,11 +1,9 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { WorkflowExecutionAlreadyStartedError, WorkflowIdConflictPolicy } from '@temporalio/client';
 import type { EntityManager } from 'typeorm';
-import { subPathProblem } from '../domain/data';
+import { subPathProblem, type DataType, type RestoreChoice } from '../domain/data';
 import { BerthOperation, BerthResource, BerthWorkspace } from '../domain/search-attributes';
 import { one, rows } from '../entities/sql';
-import type { RestoreChoice } from '../activities/data';
-import type { DataEngine } from '../activities/provider/data';
 import { assertProjectVisible } from './access';
 import { recordAudit, snapshot } from './audit';
 import { conflict, notFound, unprocessable } from './problem';
@@ -84,7 +82,7 @@ export async function insertData(ctx: Ctx, m: EntityManager, input: {
   const b = input.body;
   checkSettings(b.type, await planTypeOf(m, input.resourceUuid), b);
   checkSubPath(b.type, b.sub_path, b.access_mode);
-  const unsupported = ctx.deps.data?.supports(b.type as DataEngine) ?? null;
+  const unsupported = ctx.deps.data?.supports(b.type as DataType) ?? null;
   if (unsupported) throw unprocessable(unsupported, [{ path: 'body.type', message: unsupported }]);
   const uuid = randomUUID();
   const name = `${slug(b.name ?? (input.kind === 'service' ? b.label ?? b.type : b.type))}-${randomBytes(4).toString('hex')}`;

@@ -15,7 +15,7 @@ import path from 'node:path';
 import { Client } from 'pg';
 import { createLocalData } from '../activities/provider/local/data';
 import { detectIsolation } from '../activities/provider/local/isolation';
-import type { ClusterSpec } from '../activities/provider/data';
+import type { ClusterSpec } from '../platform/drivers/data';
 import { startEmbeddedPostgres } from '../bin/embedded-postgres';
 import { SecretBox } from '../domain/secret-box';
 import { createDataSource, migrate } from '../entities/data-source';

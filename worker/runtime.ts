@@ -8,7 +8,7 @@ import type { ActivityDeps } from '../activities';
 import type { Provider } from '../activities/provider/provider';
 import { createSimulatedProvider } from '../activities/provider/simulated';
 import { createObjectStoreStorage } from '../activities/provider/object-store-storage';
-import type { ObjectStoreOptions } from '../activities/provider/storage';
+import type { ObjectStoreOptions } from '../platform/drivers/storage';
 import { localLayoutFor, startLocalProvider } from '../activities/provider/local';
 import { localEngineSupport } from '../activities/provider/local/data';
 import type { ApiDeps } from '../api/context';

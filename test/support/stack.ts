@@ -11,7 +11,7 @@ import request from 'supertest';
 import type { DataSource } from 'typeorm';
 import type { ActivityDeps } from '../../activities';
 import { createSimulatedProvider } from '../../activities/provider/simulated';
-import type { ObjectStoreOptions } from '../../activities/provider/storage';
+import type { ObjectStoreOptions } from '../../platform/drivers/storage';
 import { createApp } from '../../api/app';
 import type { ApiDeps } from '../../api/context';
 import { SecretBox } from '../../domain/secret-box';

@@ -6,7 +6,7 @@ import { localLayout, systemAppsDir, type LocalLayout } from '../../../platform/
 import type { Config } from '../../../platform/config';
 import type { Provider } from '../provider';
 import { createObjectStoreStorage } from '../object-store-storage';
-import type { ObjectStoreOptions } from '../storage';
+import type { ObjectStoreOptions } from '../../../platform/drivers/storage';
 import { temporalAppEvents } from './app-events';
 import { LocalAppsDriver } from './apps';
 import { createLocalBuilder } from './builder';
