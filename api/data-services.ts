@@ -1,10 +1,9 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { WorkflowExecutionAlreadyStartedError, WorkflowIdConflictPolicy } from '@temporalio/client';
 import type { EntityManager } from 'typeorm';
-import { subPathProblem } from '../domain/data';
+import { subPathProblem, type RestoreChoice } from '../domain/data';
 import { typedStart } from '../platform/workflow-starts';
 import { one, rows } from '../entities/sql';
-import type { RestoreChoice } from '../activities/data';
 import { assertProjectVisible } from './access';
 import { recordAudit, snapshot } from './audit';
 import { write, type Tx } from './commands/audited-write';

@@ -4,7 +4,7 @@ import { insertAuditEvent, type AuditEventRow } from '../../entities/audit-event
 import type { WorkflowName } from '../../platform/workflow-starts';
 import type { Db } from '../../entities/sql';
 import type { ApiDeps, Caller } from '../context';
-import type { EnqueuedOperation, OperationRequest } from '../../worker/outbox';
+import type { EnqueuedOperation, OperationRequest } from '../../platform/outbox';
 import type { RouteContext } from '../route';
 
 /** Whom an audit entry names and where the change came from (a request, a code-host delivery). */

@@ -5,7 +5,7 @@ import { generateWebhookSecret } from '../../domain/webhook-signature';
 import { App } from '../../entities/app';
 import { insertReturning, updateReturning } from '../../entities/sql';
 import { Webhook } from '../../entities/webhook';
-import { createHostResolver, ResolutionError } from '../../worker/resolver';
+import { createHostResolver, ResolutionError } from '../../platform/resolver';
 import type { ApiDeps, Caller } from '../context';
 import { notFound, unprocessable } from '../problem';
 import type { createWebhookBody, updateWebhookBody } from '../schemas/webhooks';

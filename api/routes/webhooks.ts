@@ -7,7 +7,7 @@ import { one, rows } from '../../entities/sql';
 import { recordAudit, snapshot } from '../audit';
 import { write } from '../commands/audited-write';
 import { createWebhook, updateWebhook } from '../commands/webhooks';
-import { redeliveryOperation, startWebhookDelivery } from '../../worker/webhook-starts';
+import { redeliveryOperation, startWebhookDelivery } from '../../platform/webhook-starts';
 import { selectPage, type Page } from '../pagination';
 import { notFound, unprocessable } from '../problem';
 import { route, type RouteContext } from '../route';
