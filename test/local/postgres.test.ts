@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { Client } from 'pg';
 import { eventually } from '../support/stack';
-import { localDataHarness, specFor, type LocalDataHarness } from '../support/local-data';
+import { localDataHarness, postmasterPid, specFor, type LocalDataHarness } from '../support/local-data';
 import type { ClusterSpec } from '../../activities/provider/data';
 
 /** A `pg` client on the endpoint the driver reports, with the spec's generated credentials. */
@@ -74,6 +74,31 @@ describe('local driver: PostgreSQL clusters', () => {
     expect(await values(back)).toEqual([1, 2]);
     await back.end();
     await next.close();
+  });
+
+  it('ADD-04 a killed server: the next check reports it failing and starts it again, the one after finds it healthy with its data', async () => {
+    const spec = specFor('postgres');
+    await h.driver.provision(spec);
+    const c = await connect(h, spec);
+    await c.query('CREATE TABLE t (v int)');
+    await c.query('INSERT INTO t VALUES (1)');
+    const pid = await postmasterPid(c);
+    c.on('error', () => undefined); // its backend goes with the server
+    process.kill(pid, 'SIGKILL');
+    await c.end().catch(() => undefined);
+    // a first start may find the old server's backends still attached to its shared memory
+    const failing = await eventually(async () => {
+      const s = await h.driver.status(spec.id);
+      return s.status === 'failing' ? s : undefined;
+    }, { timeoutMs: 10_000, what: 'failing' });
+    expect(failing).toMatchObject({ ready: true });
+    expect(h.logLines.join('\n')).toMatch(/local database server died: starting it again/);
+    await eventually(async () => (await h.driver.status(spec.id)).status === 'healthy', { timeoutMs: 30_000, what: 'healthy again' });
+    const again = await connect(h, spec);
+    expect(await values(again)).toEqual([1]);
+    expect(await postmasterPid(again)).not.toBe(pid);
+    await again.end();
+    await h.driver.delete(spec.id);
   });
 
   it('ADD-06 a read replica streams from its primary (a row within 10 s) and refuses writes', async () => {
