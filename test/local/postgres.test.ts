@@ -3,6 +3,7 @@ import { Client } from 'pg';
 import { eventually } from '../support/stack';
 import { localDataHarness, postmasterPid, specFor, type LocalDataHarness } from '../support/local-data';
 import type { ClusterSpec } from '../../activities/provider/data';
+import { processAlive } from '../../activities/provider/local/data/engine';
 
 /** A `pg` client on the endpoint the driver reports, with the spec's generated credentials. */
 async function connect(h: LocalDataHarness, spec: ClusterSpec, id = spec.id): Promise<Client> {
@@ -86,13 +87,11 @@ describe('local driver: PostgreSQL clusters', () => {
     c.on('error', () => undefined); // its backend goes with the server
     process.kill(pid, 'SIGKILL');
     await c.end().catch(() => undefined);
-    // a first start may find the old server's backends still attached to its shared memory
-    const failing = await eventually(async () => {
-      const s = await h.driver.status(spec.id);
-      return s.status === 'failing' ? s : undefined;
-    }, { timeoutMs: 10_000, what: 'failing' });
-    expect(failing).toMatchObject({ ready: true });
+    await eventually(async () => !processAlive(pid), { timeoutMs: 10_000, what: 'the server dead' });
+    expect(await h.driver.status(spec.id)).toMatchObject({ status: 'failing', ready: true });
     expect(h.logLines.join('\n')).toMatch(/local database server died: starting it again/);
+    // a first start may have found the old server's backends still attached to its shared
+    // memory: a later check starts it then
     await eventually(async () => (await h.driver.status(spec.id)).status === 'healthy', { timeoutMs: 30_000, what: 'healthy again' });
     const again = await connect(h, spec);
     expect(await values(again)).toEqual([1]);
