@@ -11,6 +11,7 @@ import { startStack, type TestStack } from '../test/support/stack';
 import { RECEIVER_ALLOW, startReceiver, type Receiver } from '../test/support/webhooks';
 import { onDevTemporal, type Outcome } from './common';
 import { chaosPostgres, type ChaosPostgres } from './postgres';
+import { localDataPlane } from './scenarios/local-data-plane';
 import { manyEvents } from './scenarios/many-events';
 import { postgresRestarted } from './scenarios/postgres-restarted';
 import { sameEventConcurrently, sameIdempotencyKeyConcurrently } from './scenarios/races';
@@ -51,6 +52,7 @@ const SCENARIOS: Scenario[] = [
   { name: 'worker killed', limitMs: 300_000, run: workerKilled },
   { name: 'temporal restarted', limitMs: 300_000, run: temporalRestarted },
   { name: 'postgres restarted', limitMs: 300_000, run: postgresRestarted },
+  { name: 'local data plane', limitMs: 600_000, run: () => localDataPlane() },
   { name: '10,000 events', limitMs: 1_800_000, run: onStack(manyEvents) },
   { name: `soak ${soakMinutes} min`, limitMs: (soakMinutes + 6) * 60_000, run: (receiver) => onDevTemporal({ BERTH_WEBHOOK_ALLOW_CIDRS: RECEIVER_ALLOW }, (stack) => soak(stack, receiver, { minutes: soakMinutes })) },
 ];
