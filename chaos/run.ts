@@ -3,7 +3,7 @@
  * PostgreSQL, the Temporal dev server, real HTTP on loopback). Each scenario is bounded in
  * time, prints one line of figures, and the last line is `N passed, M failed` (exit code 1
  * when any failed). `--only a,b` runs some; `--soak-minutes N` (or `--minutes N`) sets the
- * soak's length (2); `npm run soak -- --minutes N` runs the soak alone.
+ * soak's length (5); `npm run soak -- --minutes N` runs the soak alone.
  */
 import globalSetup from '../test/support/global-setup';
 import globalTeardown from '../test/support/global-teardown';
@@ -44,7 +44,7 @@ function onStack(fn: (stack: TestStack, receiver: Receiver) => Promise<Outcome>,
   };
 }
 
-const soakMinutes = Number(arg('soak-minutes') ?? arg('minutes') ?? 2);
+const soakMinutes = Number(arg('soak-minutes') ?? arg('minutes') ?? 5);
 const SCENARIOS: Scenario[] = [
   { name: 'races: one event 50x', limitMs: 60_000, run: onStack(sameEventConcurrently) },
   { name: 'races: one Idempotency-Key 50x', limitMs: 60_000, run: onStack(sameIdempotencyKeyConcurrently) },
