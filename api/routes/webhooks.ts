@@ -5,18 +5,18 @@ import type { EventEnvelope } from '../../domain/events';
 import { checkDestination, parseAllowList, resolvedVerdict } from '../../domain/webhook-destination';
 import { generateWebhookSecret } from '../../domain/webhook-signature';
 import { WEBHOOK_ATTEMPT_TIMEOUT_MS, webhookDeliveryWorkflowId } from '../../domain/webhooks';
+import { columnsOf } from '../../entities/columns';
 import { one, rows } from '../../entities/sql';
+import { Webhook } from '../../entities/webhook';
+import { WebhookDelivery } from '../../entities/webhook-delivery';
 import { recordAudit, snapshot } from '../audit';
 import { createHostResolver, ResolutionError } from '../../worker/resolver';
 import { redeliveryOperation, startWebhookDelivery } from '../../worker/webhook-starts';
-import { selectPage, type Page } from '../pagination';
+import { pageOf, type Page } from '../pagination';
 import { notFound, unprocessable } from '../problem';
 import { route, type RouteContext } from '../route';
 import { createWebhookBody, updateWebhookBody } from '../schemas/webhooks';
-import {
-  createdWebhookSchema, DELIVERY_COLUMNS, deliverySchema, deliveryView, WEBHOOK_COLUMNS, webhookSchema, webhookView,
-  type DeliveryRow, type WebhookRow,
-} from '../views/webhooks';
+import { createdWebhookSchema, deliverySchema, deliveryView, webhookSchema, webhookView } from '../views/webhooks';
 
 const TAG = 'webhooks';
 /** How long POST /webhooks/{uuid}/test waits for the ping's one attempt before answering with the delivery as it stands. */
@@ -26,17 +26,15 @@ type Ctx = RouteContext<any, any, any>;
 type CreateBody = yup.InferType<typeof createWebhookBody>;
 type UpdateBody = yup.InferType<typeof updateWebhookBody>;
 
-async function findWebhook(ctx: Ctx, uuid: string, db: Pick<EntityManager, 'query'> = ctx.deps.dataSource.manager): Promise<WebhookRow> {
-  const row = await one<WebhookRow>(db, `SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE uuid = $1 AND workspace_uuid = $2`,
-    [uuid, ctx.caller.workspaceUuid]);
+async function findWebhook(ctx: Ctx, uuid: string, db: EntityManager = ctx.deps.dataSource.manager): Promise<Webhook> {
+  const row = await db.findOneBy(Webhook, { uuid, workspace_uuid: ctx.caller.workspaceUuid });
   if (!row) throw notFound('webhook');
   return row;
 }
 
 async function findDelivery(ctx: Ctx, webhookUuid: string, deliveryUuid: string,
-  db: Pick<EntityManager, 'query'> = ctx.deps.dataSource.manager): Promise<DeliveryRow> {
-  const row = await one<DeliveryRow>(db, `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE uuid = $1 AND webhook_uuid = $2`,
-    [deliveryUuid, webhookUuid]);
+  db: EntityManager = ctx.deps.dataSource.manager): Promise<WebhookDelivery> {
+  const row = await db.findOneBy(WebhookDelivery, { uuid: deliveryUuid, webhook_uuid: webhookUuid });
   if (!row) throw notFound('delivery');
   return row;
 }
@@ -90,9 +88,9 @@ export const webhookRoutes = [
     method: 'get', path: '/webhooks', operation: 'webhooks.manage', tag: TAG, paginated: true,
     summary: 'List the workspace\'s webhooks, newest first', response: yup.array(webhookSchema),
     async handler(ctx) {
-      const list = await selectPage<WebhookRow>(ctx, {
-        from: 'webhooks', select: `SELECT ${WEBHOOK_COLUMNS} FROM webhooks`, where: 'workspace_uuid = $1', params: [ctx.caller.workspaceUuid], order: 'created_at DESC, uuid DESC',
-      });
+      const list = await pageOf(ctx, ctx.deps.dataSource.manager.createQueryBuilder(Webhook, 'w')
+        .where('w.workspace_uuid = :workspace', { workspace: ctx.caller.workspaceUuid })
+        .orderBy('w.created_at', 'DESC').addOrderBy('w.uuid', 'DESC'));
       return list.map(webhookView);
     },
   }),
@@ -106,9 +104,9 @@ export const webhookRoutes = [
       const secret = generateWebhookSecret();
       const row = await ctx.deps.dataSource.transaction(async (m) => {
         const apps = (await checkApps(ctx, m, ctx.body.app_uuids)) ?? [];
-        const inserted = await one<WebhookRow>(m,
+        const inserted = await one<Webhook>(m,
           `INSERT INTO webhooks (uuid, workspace_uuid, url, description, events, app_uuids, include_review_apps, enabled, secret_sealed)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING ${WEBHOOK_COLUMNS}`,
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING ${columnsOf(Webhook)}`,
           [randomUUID(), ctx.caller.workspaceUuid, ctx.body.url, ctx.body.description ?? '', events, apps,
             ctx.body.include_review_apps ?? false, ctx.body.enabled ?? true, ctx.deps.secretBox.seal(secret)]);
         await recordAudit(m, ctx, { resourceUuid: inserted!.uuid, before: null, after: await snapshot(m, 'webhooks', inserted!.uuid) });
@@ -139,14 +137,14 @@ export const webhookRoutes = [
         const enabled = ctx.body.enabled ?? current.enabled;
         const reenabled = enabled && !current.enabled;
         const before = await snapshot(m, 'webhooks', current.uuid);
-        const row = await one<WebhookRow>(m,
+        const row = await one<Webhook>(m,
           `UPDATE webhooks SET url = COALESCE($2, url), description = COALESCE($3, description), events = COALESCE($4, events),
                   app_uuids = COALESCE($5, app_uuids), include_review_apps = COALESCE($6, include_review_apps), enabled = $7,
                   consecutive_failures = CASE WHEN $8 THEN 0 ELSE consecutive_failures END,
                   disabled_at = CASE WHEN $7 THEN NULL WHEN enabled THEN now() ELSE disabled_at END,
                   disable_notice_pending = CASE WHEN $7 THEN false ELSE disable_notice_pending END,
                   updated_at = now()
-            WHERE uuid = $1 RETURNING ${WEBHOOK_COLUMNS}`,
+            WHERE uuid = $1 RETURNING ${columnsOf(Webhook)}`,
           [current.uuid, ctx.body.url ?? null, ctx.body.description ?? null, events ?? null, apps ?? null,
             ctx.body.include_review_apps ?? null, enabled, reenabled]);
         await recordAudit(m, ctx, { resourceUuid: current.uuid, before, after: await snapshot(m, 'webhooks', current.uuid) });
@@ -198,8 +196,7 @@ export const webhookRoutes = [
           `UPDATE webhook_deliveries SET status = 'failed', message = $3 WHERE webhook_uuid = $1 AND event_id = $2 AND status = 'pending'`,
           [webhook.uuid, eventId, 'the ping could not be queued; try again']);
       }
-      const row = await one<DeliveryRow>(ctx.deps.dataSource, `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE webhook_uuid = $1 AND event_id = $2`,
-        [webhook.uuid, eventId]);
+      const row = await ctx.deps.dataSource.manager.findOneBy(WebhookDelivery, { webhook_uuid: webhook.uuid, event_id: eventId });
       return deliveryView(row!);
     },
   }),
@@ -209,9 +206,8 @@ export const webhookRoutes = [
     response: yup.array(deliverySchema),
     async handler(ctx) {
       const webhook = await findWebhook(ctx, ctx.params.uuid);
-      const list = await selectPage<DeliveryRow>(ctx, {
-        from: 'webhook_deliveries', select: `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries`, where: 'webhook_uuid = $1', params: [webhook.uuid], order: 'seq DESC',
-      });
+      const list = await pageOf(ctx, ctx.deps.dataSource.manager.createQueryBuilder(WebhookDelivery, 'd')
+        .where('d.webhook_uuid = :webhook', { webhook: webhook.uuid }).orderBy('d.seq', 'DESC'));
       return list.map(deliveryView);
     },
   }),
@@ -237,8 +233,8 @@ export const webhookRoutes = [
         if (!webhook.enabled) throw unprocessable('the webhook is disabled: re-enable it (PUT enabled: true) before retrying deliveries');
         const before = await snapshot(m, 'webhook_deliveries', found.uuid);
         // A pending delivery stays pending and is only signalled again.
-        const moved = await one<DeliveryRow>(m,
-          `UPDATE webhook_deliveries SET status = 'pending' WHERE uuid = $1 AND status IN ('failed', 'delivered') RETURNING ${DELIVERY_COLUMNS}`,
+        const moved = await one<WebhookDelivery>(m,
+          `UPDATE webhook_deliveries SET status = 'pending' WHERE uuid = $1 AND status IN ('failed', 'delivered') RETURNING ${columnsOf(WebhookDelivery)}`,
           [found.uuid]);
         const queued = await ctx.deps.outbox.enqueue(m, redeliveryOperation(ctx.caller.workspaceUuid,
           { webhookUuid: webhook.uuid, eventId: found.event_id, ...(found.event_type === 'ping' ? { ping: true } : {}) }));

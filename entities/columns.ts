@@ -1,0 +1,41 @@
+import { getMetadataArgsStorage } from 'typeorm';
+
+/** An entity class (anything TypeORM's decorators were applied to). */
+export type EntityClass<E> = abstract new (...args: never[]) => E;
+
+interface ColumnOptions<E> {
+  /** Columns left out (e.g. a sealed secret a statement has no business reading). */
+  except?: ReadonlyArray<keyof E & string>;
+}
+
+function declared<E>(target: EntityClass<E>): Array<{ name: string; type: unknown; array: boolean }> {
+  const chain: Function[] = [];
+  for (let t: Function | null = target; t && t !== Function.prototype; t = Object.getPrototypeOf(t) as Function | null) chain.unshift(t);
+  const columns = getMetadataArgsStorage().filterColumns(chain)
+    .map((c) => ({ name: c.options.name ?? c.propertyName, type: c.options.type, array: c.options.array === true }));
+  if (columns.length === 0) throw new Error(`${target.name} declares no columns (is it an entity?)`);
+  return columns;
+}
+
+/** The column names an entity declares (its own and inherited), in declaration order. */
+export function columnNames<E>(target: EntityClass<E>, options: ColumnOptions<E> = {}): string[] {
+  const except = new Set<string>(options.except ?? []);
+  return declared(target).map((c) => c.name).filter((n) => !except.has(n));
+}
+
+/**
+ * The select list of an entity for a raw SELECT or RETURNING (`alias.col, ...`, bare names
+ * without an alias), read from its decorators, so a raw statement never repeats the table.
+ * The rows come back as the entity's type: an `inet` column is read as its host address
+ * (`host()`, what the API shows), a `cidr[]` / `inet[]` column as text[] (node-postgres
+ * leaves those arrays unparsed).
+ */
+export function columnsOf<E>(target: EntityClass<E>, alias?: string, options: ColumnOptions<E> = {}): string {
+  const except = new Set<string>(options.except ?? []);
+  return declared(target).filter((c) => !except.has(c.name)).map((c) => {
+    const ref = alias ? `${alias}.${c.name}` : c.name;
+    if (c.array && (c.type === 'cidr' || c.type === 'inet')) return `${ref}::text[] AS ${c.name}`;
+    if (c.type === 'inet') return `host(${ref}) AS ${c.name}`;
+    return ref;
+  }).join(', ');
+}
