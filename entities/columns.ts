@@ -1,4 +1,4 @@
-import { getMetadataArgsStorage } from 'typeorm';
+import { getMetadataArgsStorage, type ValueTransformer } from 'typeorm';
 
 /** An entity class (anything TypeORM's decorators were applied to). */
 export type EntityClass<E> = abstract new (...args: never[]) => E;
@@ -8,11 +8,11 @@ interface ColumnOptions<E> {
   except?: ReadonlyArray<keyof E & string>;
 }
 
-function declared<E>(target: EntityClass<E>): Array<{ name: string; type: unknown; array: boolean }> {
+function declared<E>(target: EntityClass<E>): Array<{ name: string; type: unknown; array: boolean; transformer?: ValueTransformer | ValueTransformer[] }> {
   const chain: Function[] = [];
   for (let t: Function | null = target; t && t !== Function.prototype; t = Object.getPrototypeOf(t) as Function | null) chain.unshift(t);
   const columns = getMetadataArgsStorage().filterColumns(chain)
-    .map((c) => ({ name: c.options.name ?? c.propertyName, type: c.options.type, array: c.options.array === true }));
+    .map((c) => ({ name: c.options.name ?? c.propertyName, type: c.options.type, array: c.options.array === true, transformer: c.options.transformer }));
   if (columns.length === 0) throw new Error(`${target.name} declares no columns (is it an entity?)`);
   return columns;
 }
@@ -38,4 +38,21 @@ export function columnsOf<E>(target: EntityClass<E>, alias?: string, options: Co
     if (c.type === 'inet') return `host(${ref}) AS ${c.name}`;
     return ref;
   }).join(', ');
+}
+
+/**
+ * Raw rows of a `columnsOf` select made the entity's type: each column's transformer (e.g.
+ * a bigint read as a number) is applied as TypeORM would on a find. Rows are changed in place.
+ */
+export function hydrated<E, R extends object>(target: EntityClass<E>, rows: R[]): R[] {
+  const transformed = declared(target).filter((c) => c.transformer);
+  for (const row of rows) {
+    const r = row as Record<string, unknown>;
+    for (const c of transformed) {
+      if (!(c.name in r)) continue;
+      const chain = Array.isArray(c.transformer) ? [...c.transformer].reverse() : [c.transformer!];
+      r[c.name] = chain.reduce((v, t) => t.from(v), r[c.name]);
+    }
+  }
+  return rows;
 }
