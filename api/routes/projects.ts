@@ -4,9 +4,10 @@ import { columnsOf } from '../../entities/columns';
 import { Project, ProjectRestriction } from '../../entities/project';
 import { one, rows } from '../../entities/sql';
 import * as yup from 'yup';
-import { assertProjectVisible, hiddenProjects } from '../access';
+import { assertProjectVisible } from '../access';
 import { recordAudit, snapshot } from '../audit';
 import { pageOf, type Page } from '../pagination';
+import { whereVisible } from '../visible-projects';
 import { conflict, notFound, unprocessable } from '../problem';
 import { route, type RouteContext } from '../route';
 import { arr, obj, oneOf, str, uuid } from '../schemas/common';
@@ -73,10 +74,8 @@ export const projectRoutes = [
     summary: 'List the projects of the workspace, newest first',
     response: yup.array(projectSchema),
     async handler(ctx) {
-      const hidden = [...(await hiddenProjects(ctx))];
-      const rows = await pageOf(ctx, ctx.deps.dataSource.manager.createQueryBuilder(Project, 'p')
-        .where('p.workspace_uuid = :workspace', { workspace: ctx.caller.workspaceUuid })
-        .andWhere('NOT (p.uuid = ANY(CAST(:hidden AS uuid[])))', { hidden })
+      const rows = await pageOf(ctx, (await whereVisible(ctx, ctx.deps.dataSource.manager.createQueryBuilder(Project, 'p')
+        .where('p.workspace_uuid = :workspace', { workspace: ctx.caller.workspaceUuid }), 'p.uuid'))
         .orderBy('p.created_at', 'DESC').addOrderBy('p.uuid', 'DESC'));
       return projectViews(ctx.deps.dataSource.manager, ctx.caller.workspaceUuid, rows);
     },
