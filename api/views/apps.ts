@@ -113,6 +113,7 @@ export const APP_SELECT = `
 function platformOf(r: JoinedRow): ResourceView {
   return resourceView({
     ...r, uuid: r.resource_uuid, name: r.r_name, state: r.r_state, labels: r.r_labels, created_at: r.r_created_at, updated_at: r.r_updated_at,
+    total_ram_size: Number(r.total_ram_size), total_disk_size: Number(r.total_disk_size),
   });
 }
 
