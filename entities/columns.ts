@@ -6,7 +6,12 @@ export type EntityClass<E> = abstract new (...args: never[]) => E;
 interface ColumnOptions<E> {
   /** Columns left out (e.g. a sealed secret a statement has no business reading). */
   except?: ReadonlyArray<keyof E & string>;
+  /** Each column is answered as `<prefix><name>` (two entities joined in one row; see `Prefixed`). */
+  prefix?: string;
 }
+
+/** The row type of a `columnsOf(..., { prefix })` select: the entity's fields under prefixed names. */
+export type Prefixed<T, P extends string> = { [K in keyof T & string as `${P}${K}`]: T[K] };
 
 function declared<E>(target: EntityClass<E>): Array<{ name: string; type: unknown; array: boolean; transformer?: ValueTransformer | ValueTransformer[] }> {
   const chain: Function[] = [];
@@ -32,11 +37,13 @@ export function columnNames<E>(target: EntityClass<E>, options: ColumnOptions<E>
  */
 export function columnsOf<E>(target: EntityClass<E>, alias?: string, options: ColumnOptions<E> = {}): string {
   const except = new Set<string>(options.except ?? []);
+  const prefix = options.prefix ?? '';
   return declared(target).filter((c) => !except.has(c.name)).map((c) => {
     const ref = alias ? `${alias}.${c.name}` : c.name;
-    if (c.array && (c.type === 'cidr' || c.type === 'inet')) return `${ref}::text[] AS ${c.name}`;
-    if (c.type === 'inet') return `host(${ref}) AS ${c.name}`;
-    return ref;
+    const as = `${prefix}${c.name}`;
+    if (c.array && (c.type === 'cidr' || c.type === 'inet')) return `${ref}::text[] AS ${as}`;
+    if (c.type === 'inet') return `host(${ref}) AS ${as}`;
+    return prefix ? `${ref} AS ${as}` : ref;
   }).join(', ');
 }
 
@@ -44,14 +51,15 @@ export function columnsOf<E>(target: EntityClass<E>, alias?: string, options: Co
  * Raw rows of a `columnsOf` select made the entity's type: each column's transformer (e.g.
  * a bigint read as a number) is applied as TypeORM would on a find. Rows are changed in place.
  */
-export function hydrated<E, R extends object>(target: EntityClass<E>, rows: R[]): R[] {
+export function hydrated<E, R extends object>(target: EntityClass<E>, rows: R[], prefix = ''): R[] {
   const transformed = declared(target).filter((c) => c.transformer);
   for (const row of rows) {
     const r = row as Record<string, unknown>;
     for (const c of transformed) {
-      if (!(c.name in r)) continue;
+      const key = `${prefix}${c.name}`;
+      if (!(key in r)) continue;
       const chain = Array.isArray(c.transformer) ? [...c.transformer].reverse() : [c.transformer!];
-      r[c.name] = chain.reduce((v, t) => t.from(v), r[c.name]);
+      r[key] = chain.reduce((v, t) => t.from(v), r[key]);
     }
   }
   return rows;

@@ -16,7 +16,7 @@ import {
 import { int, json, obj } from '../schemas/common';
 import { wakePreview } from '../preview-envs';
 import { recordVpcJoin, resolveVpcJoin } from '../vpc-join';
-import { APP_SELECT, appSchema, appView, loadAppWithRestrictions, withAddons, type JoinedRow } from '../views/apps';
+import { APP_SELECT, appSchema, appView, joinedRows, loadAppWithRestrictions, withAddons, type JoinedRow } from '../views/apps';
 import { appResponse, assertChangeable, checkDeployment, checkPlacement, findApp, insertApp, reserveCapacity, type Ctx, type FoundApp } from './app-support';
 
 const TAG = 'apps';
@@ -116,7 +116,7 @@ export const appRoutes = [
       const visible = await visibleProjectsClause(ctx, 'a.project_id', 2);
       const where = `a.workspace_uuid = $1 AND ${visible.sql} AND ($3::uuid IS NULL OR a.project_id = $3) AND ($4::text IS NULL OR a.state = $4)`;
       const params = [ctx.caller.workspaceUuid, visible.param, ctx.query.project_id ?? null, ctx.query.state ?? null];
-      const found = await selectPage<JoinedRow>(ctx, { from: 'apps a', select: APP_SELECT, where, params, order: 'a.created_at DESC, a.uuid DESC' });
+      const found = joinedRows(await selectPage<JoinedRow>(ctx, { from: 'apps a', select: APP_SELECT, where, params, order: 'a.created_at DESC, a.uuid DESC' }));
       return withAddons(ctx.deps.dataSource, ctx.deps.secretBox, found.map((r) => appView(r, ctx.deps.config.publicUrl)));
     },
   }),
