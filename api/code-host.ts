@@ -11,6 +11,7 @@ import type { ApiDeps } from './context';
 import { appAddressKey, rateLimit, type RequestLimiter } from './middleware/rate-limit';
 import { assertResourceFitsProject, effectiveTarget, PREVIEW_OPERATION, previewSnapshot, previewWorkflowId, wakePreview } from './preview-envs';
 import { Problem, badRequest, conflict } from './problem';
+import type { EnqueuedOperation } from '../worker/outbox';
 
 /**
  * The code-host endpoint: GitHub-compatible `pull_request` and `push` deliveries for one
@@ -237,7 +238,7 @@ async function previousRunActive(deps: ApiDeps, parentAppUuid: string, key: stri
   }
 }
 
-async function create(deps: ApiDeps, m: EntityManager, parent: ParentRow, origin: Origin, s: Source): Promise<{ outcome: HookOutcome; op: string }> {
+async function create(deps: ApiDeps, m: EntityManager, parent: ParentRow, origin: Origin, s: Source): Promise<{ outcome: HookOutcome; op: EnqueuedOperation }> {
   if (await previousRunActive(deps, parent.uuid, s.key)) {
     throw conflict('the previous preview environment of this pull request or branch is still being removed; deliver the event again in a moment');
   }
@@ -258,11 +259,11 @@ async function create(deps: ApiDeps, m: EntityManager, parent: ParentRow, origin
       `https://${appName}.${region!.domain}`, s.pullRequest, s.title, s.author, s.url, s.branch, s.baseBranch, s.sha, parent.lifetime_hours]);
   if (!row) throw conflict('another delivery created this preview environment at the same time; deliver the event again');
   const op = await deps.outbox.enqueue(m, {
-    operation: PREVIEW_OPERATION, workflowType: 'previewEnvironment', workspaceUuid: parent.workspace_uuid, resourceUuid: parent.uuid,
+    operation: PREVIEW_OPERATION, workflow: 'previewEnvironment', workspaceUuid: parent.workspace_uuid, resourceUuid: parent.uuid,
     subId: s.key, args: [{ workspaceUuid: parent.workspace_uuid, parentAppUuid: parent.uuid, key: s.key }],
   });
   await auditDelivery(m, parent, origin, 'preview.create', null, await previewSnapshot(m, row.id));
-  return { outcome: { result: 'created', preview_environment_id: row.id }, op: op.uuid };
+  return { outcome: { result: 'created', preview_environment_id: row.id }, op };
 }
 
 /** Closed or merged pull request, deleted branch: -> destroying. */

@@ -3,6 +3,7 @@ import * as yup from 'yup';
 import { OPERATIONS, allows, describeRequirement } from '../domain/permissions';
 import { auditCheck } from './audit';
 import type { ApiDeps } from './context';
+import type { EnqueuedOperation } from '../worker/outbox';
 import { validationProblem } from './middleware/errors';
 import { Problem, forbidden, notFound } from './problem';
 import { koaPath, pathParams, type RouteDef } from './route';
@@ -81,9 +82,9 @@ export function buildRouter(routes: readonly RouteDef[], deps: ApiDeps): Router 
         body = await validate(r.body, hasBody(ctx) ? raw : {}, 'body');
       }
       const checkAudit = await auditCheck(deps, r, ctx.state.requestId);
-      const later: string[] = [];
+      const later: EnqueuedOperation[] = [];
       const result = await r.handler({
-        params, query, body, caller, deps, koa: ctx, requestId: ctx.state.requestId, route: r, dispatchAfter: (uuid) => { later.push(uuid); },
+        params, query, body, caller, deps, koa: ctx, requestId: ctx.state.requestId, route: r, dispatchAfter: (op) => { later.push(op); },
       });
       await checkAudit?.();
       await deps.outbox.dispatch(...later);

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import * as yup from 'yup';
 import { DEFAULT_QUOTA } from '../../domain/app-defaults';
-import { stateMove, type StateAction } from '../../domain/apps';
+import { APP_OPERATION, stateMove, type StateAction } from '../../domain/apps';
 import { canReachProject } from '../../domain/projects';
 import type { HealthCheck, ScalingProfile } from '../../entities/app';
 import { one, rows } from '../../entities/sql';
@@ -28,7 +28,7 @@ export async function enqueueCommand(ctx: Ctx, m: Parameters<Ctx['deps']['outbox
   const commandId = randomUUID();
   return ctx.deps.outbox.enqueue(m, {
     // A fixed subId coalesces commands while one is in flight (the app workflow reads the database when it runs it).
-    operation: 'app-command', workflowType: 'appSendCommand', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: appUuid, subId: subId ?? commandId,
+    operation: 'app-command', workflow: 'appSendCommand', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: appUuid, subId: subId ?? commandId,
     args: [{ appUuid, command: { commandId, action } }],
   });
 }
@@ -100,12 +100,12 @@ export const appRoutes = [
         }
         await recordAudit(m, ctx, { resourceUuid: uuid, after: await snapshot(m, 'apps', uuid) });
         const op = await ctx.deps.outbox.enqueue(m, {
-          operation: 'app', workflowType: 'appLifecycle', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: uuid, args: [{ appUuid: uuid }],
+          operation: APP_OPERATION, workflow: 'appLifecycle', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: uuid, args: [{ appUuid: uuid }],
         });
         ctx.koa.set('Location', `/api/v1/apps/${uuid}`);
         return { view: await appResponse(ctx, uuid, m), op };
       });
-      await ctx.deps.outbox.dispatch(op.uuid);
+      await ctx.deps.outbox.dispatch(op);
       return view;
     },
   }),
@@ -262,7 +262,7 @@ export const appRoutes = [
         const op = await enqueueCommand(ctx, m, app.uuid, ctx.body.action);
         return { view: await appResponse(ctx, app.uuid, m), op };
       });
-      await ctx.deps.outbox.dispatch(op.uuid);
+      await ctx.deps.outbox.dispatch(op);
       return view;
     },
   }),
@@ -282,11 +282,11 @@ export const appRoutes = [
         const preview = await one<{ parent_app_uuid: string; key: string }>(m,
           `UPDATE preview_environments SET status = 'destroying', updated_at = now() WHERE app_uuid = $1 RETURNING parent_app_uuid, key`, [app.uuid]);
         const op = preview ? null : await ctx.deps.outbox.enqueue(m, {
-          operation: 'app-delete', workflowType: 'appDelete', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: app.uuid, args: [{ appUuid: app.uuid }],
+          operation: 'app-delete', workflow: 'appDelete', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: app.uuid, args: [{ appUuid: app.uuid }],
         });
         return { view: await appResponse(ctx, app.uuid, m), op, preview };
       });
-      if (op) await ctx.deps.outbox.dispatch(op.uuid);
+      if (op) await ctx.deps.outbox.dispatch(op);
       if (preview) await wakePreview(ctx.deps, preview.parent_app_uuid, preview.key);
       return view;
     },
@@ -341,7 +341,7 @@ export const appRoutes = [
         // the new app is the resource; the entry names its source
         await recordAudit(m, ctx, { resourceUuid: uuid, after: { ...(await snapshot(m, 'apps', uuid)), cloned_from: source.uuid } });
         const op = await ctx.deps.outbox.enqueue(m, {
-          operation: 'app-clone', workflowType: 'appClone', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: uuid,
+          operation: 'app-clone', workflow: 'appClone', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: uuid,
           args: [{
             workspaceUuid: ctx.caller.workspaceUuid, sourceUuid: source.uuid, targetUuid: uuid, useParentImage: b.use_parent_image,
             flags: {
@@ -354,7 +354,7 @@ export const appRoutes = [
         ctx.koa.set('Location', `/api/v1/apps/${uuid}`);
         return { view: await appResponse(ctx, uuid, m), op };
       });
-      await ctx.deps.outbox.dispatch(op.uuid);
+      await ctx.deps.outbox.dispatch(op);
       return view;
     },
   }),

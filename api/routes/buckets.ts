@@ -147,12 +147,12 @@ export const bucketRoutes = [
           `INSERT INTO resource_allocations (owner_uuid, owner_type, resource_uuid, disk_size) VALUES ($1, 'bucket', $2, $3)`, [uuid, resourceId, quotaBytes(disk)]));
         await recordAudit(m, ctx, { resourceUuid: uuid, before: null, after: await snapshot(m, 'buckets', uuid) });
         const op = await ctx.deps.outbox.enqueue(m, {
-          operation: 'bucket-provision', workflowType: 'bucketProvision', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: uuid,
+          operation: 'bucket-provision', workflow: 'bucketProvision', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: uuid,
           args: [{ bucketUuid: uuid }],
         });
         return { bucket: await view(ctx, m, (await findBucket(ctx, uuid, m))!, true), operation: op };
       });
-      await ctx.deps.outbox.dispatch(operation.uuid);
+      await ctx.deps.outbox.dispatch(operation);
       if (b.platform_id) {
         ctx.koa.set('Deprecation', PLATFORM_ID_DEPRECATED);
         ctx.koa.set('Link', '</docs#buckets>; rel="deprecation"; type="text/html"');
@@ -219,11 +219,11 @@ export const bucketRoutes = [
         await m.query(`DELETE FROM buckets WHERE uuid = $1`, [b.uuid]);
         await recordAudit(m, ctx, { resourceUuid: b.uuid, before, after: null });
         return ctx.deps.outbox.enqueue(m, {
-          operation: 'bucket-delete', workflowType: 'storageCleanup', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: b.uuid,
+          operation: 'bucket-delete', workflow: 'storageCleanup', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: b.uuid,
           args: [{ bucketName: b.name, accessKey: b.s3_access_key, siteHost: null }],
         });
       });
-      await ctx.deps.outbox.dispatch(operation.uuid);
+      await ctx.deps.outbox.dispatch(operation);
       return undefined;
     },
   }),

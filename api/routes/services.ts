@@ -62,7 +62,7 @@ export const serviceRoutes = [
         await checkPlacement(ctx, m, ctx.body.resource_id, ctx.body.project_id);
         return insertData(ctx, m, { kind: 'service', appUuid: null, projectId: ctx.body.project_id ?? null, resourceUuid: ctx.body.resource_id, body: ctx.body });
       });
-      await ctx.deps.outbox.dispatch(op.uuid);
+      await ctx.deps.outbox.dispatch(op);
       ctx.koa.set('Location', `/api/v1/services/${uuid}`);
       return viewOf(ctx, uuid);
     },
@@ -83,7 +83,7 @@ export const serviceRoutes = [
         await checkPlacement(ctx, m, undefined, ctx.body.project_id);
         return updateData(ctx, m, row, ctx.body);
       });
-      if (op) await ctx.deps.outbox.dispatch(op.uuid);
+      if (op) await ctx.deps.outbox.dispatch(op);
       return viewOf(ctx, ctx.params.id);
     },
   }),
@@ -157,13 +157,13 @@ export const serviceRoutes = [
         await markNeedsRedeploy(m, { kind: 'app', uuid: app.uuid });
         const gen = await one<{ g: number }>(m, `UPDATE addons SET settings_generation = settings_generation + 1 WHERE uuid = $1 RETURNING settings_generation AS g`, [service.uuid]);
         const enq = await ctx.deps.outbox.enqueue(m, {
-          operation: 'service-mount', workflowType: 'addonSync', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: service.uuid,
+          operation: 'service-mount', workflow: 'addonSync', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: service.uuid,
           subId: String(gen!.g), args: [{ addonUuid: service.uuid, subPaths: true }],
         });
         await recordAudit(m, ctx, { resourceUuid: service.uuid, before: null, after: await snapshot(m, 'service_mounts', inserted.uuid) });
         return { row: inserted, op: enq };
       });
-      await ctx.deps.outbox.dispatch(op.uuid);
+      await ctx.deps.outbox.dispatch(op);
       return {
         uuid: row.uuid, service_id: service.uuid, app_uuid: app.uuid, mount_path: row.mount_path, sub_path: row.sub_path,
         access_mode: 'shared', state: row.state, created_at: isoRequired(row.created_at),

@@ -6,7 +6,7 @@ import * as yup from 'yup';
 import type { AnalyzeInput, AnalyzeResult } from '../../activities';
 import { composePathProblem, type Manifest } from '../../domain/compose';
 import { BRANCH, normalizeRepositoryUrl } from '../../domain/git-urls';
-import { BerthOperation, BerthResource, BerthWorkspace } from '../../domain/search-attributes';
+import { typedStart, type Workflows } from '../../platform/workflow-starts';
 import { STACK_NAME, VARIABLE_NAME } from '../../domain/stacks';
 import { Stack } from '../../entities/stack';
 import { one, rows } from '../../entities/sql';
@@ -84,12 +84,10 @@ async function checkCredential(ctx: Ctx, credentialId: string | null | undefined
 async function analyze(ctx: Ctx, input: AnalyzeInput): Promise<AnalyzeResult> {
   const id = randomUUID();
   try {
-    return await ctx.deps.temporal.workflow.execute('stackAnalyze', {
-      taskQueue: ctx.deps.config.taskQueue, workflowId: `stack-analyze/${id}`, args: [input], workflowExecutionTimeout: '4 minutes',
-      typedSearchAttributes: [
-        { key: BerthWorkspace, value: ctx.caller.workspaceUuid }, { key: BerthResource, value: id }, { key: BerthOperation, value: 'stack-analyze' },
-      ],
-    }) as AnalyzeResult;
+    const analysis = typedStart('stackAnalyze', [input], { operation: 'stack-analyze', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: id });
+    return await ctx.deps.temporal.workflow.execute<Workflows['stackAnalyze']>(analysis.workflowType, {
+      ...analysis.options, taskQueue: ctx.deps.config.taskQueue, workflowExecutionTimeout: '4 minutes',
+    });
   } catch (err) {
     if (err instanceof WorkflowFailedError) {
       let cause: unknown = err.cause;
@@ -134,7 +132,7 @@ async function startDeployment(ctx: Ctx, m: EntityManager, stackUuid: string) {
   const deploymentUuid = randomUUID();
   await m.query(`INSERT INTO stack_deployments (uuid, stack_uuid) VALUES ($1, $2)`, [deploymentUuid, stackUuid]);
   return ctx.deps.outbox.enqueue(m, {
-    operation: 'stack-deploy', workflowType: 'stackDeploy', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: stackUuid, subId: deploymentUuid,
+    operation: 'stack-deploy', workflow: 'stackDeploy', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: stackUuid, subId: deploymentUuid,
     args: [{ stackUuid, deploymentUuid }],
   });
 }
@@ -192,7 +190,7 @@ export const stackRoutes = [
         await recordAudit(m, ctx, { resourceUuid: uuid, before: null, after: await snapshot(m, 'stacks', uuid) });
         return { stack: await view(ctx, m, uuid), operation: op };
       });
-      await ctx.deps.outbox.dispatch(operation.uuid);
+      await ctx.deps.outbox.dispatch(operation);
       ctx.koa.set('Location', `/api/v1/stacks/${uuid}`);
       return stack;
     },
@@ -255,7 +253,7 @@ export const stackRoutes = [
         await recordAudit(m, ctx, { resourceUuid: s.uuid, before, after: await snapshot(m, 'stacks', s.uuid) });
         return { stack: await view(ctx, m, s.uuid), operation: op };
       });
-      await ctx.deps.outbox.dispatch(operation.uuid);
+      await ctx.deps.outbox.dispatch(operation);
       return stack;
     },
   }),
@@ -275,11 +273,11 @@ export const stackRoutes = [
         await m.query(`DELETE FROM stacks WHERE uuid = $1`, [s.uuid]);
         await recordAudit(m, ctx, { resourceUuid: s.uuid, before, after: null });
         return ctx.deps.outbox.enqueue(m, {
-          operation: 'stack-delete', workflowType: 'stackCleanup', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: s.uuid,
+          operation: 'stack-delete', workflow: 'stackCleanup', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: s.uuid,
           args: [{ itemUuids: uuids }],
         });
       });
-      await ctx.deps.outbox.dispatch(operation.uuid);
+      await ctx.deps.outbox.dispatch(operation);
       return undefined;
     },
   }),

@@ -242,7 +242,7 @@ export const webhookRoutes = [
         return { delivery: moved ?? found, op: queued };
       });
       // A Temporal outage here is logged and left to the reconciler: the retry is committed, the answer stays 200.
-      await ctx.deps.outbox.dispatch(op.uuid);
+      await ctx.deps.outbox.dispatch(op);
       return deliveryView(delivery);
     },
   }),
