@@ -7,7 +7,7 @@ import { one } from '../../entities/sql';
 import { assertProjectVisible, visibleProjectsClause } from '../access';
 import { recordAudit, snapshot } from '../audit';
 import { selectPage, type Page } from '../pagination';
-import { checkPlacement, checkProject } from '../placement';
+import { checkPlacement } from '../placement';
 import { conflict, notFound, Problem, unavailable, unprocessable } from '../problem';
 import { withQuotaAlerts } from '../quota-alerts';
 import { route, type RouteContext } from '../route';
@@ -130,7 +130,7 @@ export const bucketRoutes = [
       const visibility: Visibility = b.visibility ?? 'private_access';
       const disk = b.disk_size ?? 1;
       const { bucket, operation } = await ctx.deps.dataSource.transaction(async (m) => {
-        await checkPlacement(ctx, m, { resourceId, projectId: b.project_id, field: b.resource_id ? 'resource_id' : 'platform_id' });
+        await checkPlacement(ctx, m, { resourceId, projectId: b.project_id, paths: { resource: b.resource_id ? 'body.resource_id' : 'body.platform_id' } });
         await m.query(`SELECT 1 FROM compute_resources WHERE uuid = $1 FOR UPDATE`, [resourceId]);
         const uuid = randomUUID();
         await checkCapacity(m, resourceId, uuid, disk);
@@ -178,10 +178,7 @@ export const bucketRoutes = [
       return ctx.deps.dataSource.transaction(async (m) => {
         const current = await findBucket(ctx, ctx.params.uuid, m, true);
         const before = await snapshot(m, 'buckets', current.uuid);
-        if (b.project_id) {
-          await checkProject(ctx, m, b.project_id);
-          await checkPlacement(ctx, m, { resourceId: current.resource_uuid, projectId: b.project_id });
-        }
+        if (b.project_id !== undefined) await checkPlacement(ctx, m, { resourceId: current.resource_uuid, projectId: b.project_id });
         const disk = b.disk_size ?? current.disk_size_gib;
         if (b.disk_size !== undefined && b.disk_size !== current.disk_size_gib) {
           await m.query(`SELECT 1 FROM compute_resources WHERE uuid = $1 FOR UPDATE`, [current.resource_uuid]);

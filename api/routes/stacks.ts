@@ -13,7 +13,7 @@ import { one, rows } from '../../entities/sql';
 import { assertProjectVisible } from '../access';
 import { recordAudit, snapshot } from '../audit';
 import { pageOf, type Page } from '../pagination';
-import { checkPlacement, checkProject } from '../placement';
+import { checkPlacement, checkResource } from '../placement';
 import { conflict, notFound, Problem, unprocessable } from '../problem';
 import { route, type RouteContext } from '../route';
 import { bool, json, obj, str, uuid } from '../schemas/common';
@@ -145,7 +145,7 @@ export const stackRoutes = [
     async handler(ctx) {
       const b = ctx.body;
       const url = repository(ctx, b.repository_url, 'repository_url');
-      if (b.resource_id) await checkPlacement(ctx, ctx.deps.dataSource.manager, { resourceId: b.resource_id, projectId: undefined });
+      if (b.resource_id) await checkResource(ctx, ctx.deps.dataSource.manager, b.resource_id);
       await checkCredential(ctx, b.credential_id);
       const result = await analyze(ctx, { workspaceUuid: ctx.caller.workspaceUuid, repositoryUrl: url, branch: b.branch, composePath: b.compose_path ?? '.', credentialId: b.credential_id ?? null });
       return { commit_sha: result.commitSha, manifest: result.manifest, warnings: result.warnings };
@@ -178,7 +178,7 @@ export const stackRoutes = [
       checkVariables(result.manifest, values);
       const uuid = randomUUID();
       const { stack, operation } = await ctx.deps.dataSource.transaction(async (m) => {
-        if (b.project_id) await checkProject(ctx, m, b.project_id);
+        await checkPlacement(ctx, m, { resourceId: b.resource_id, projectId: b.project_id });
         const [row] = await m.query(
           `INSERT INTO stacks (uuid, workspace_uuid, project_id, resource_uuid, name, label, compose_path, repository, branch, auto_deploy_enabled,
                                credential_id, manifest, variables_sealed)
@@ -208,7 +208,7 @@ export const stackRoutes = [
     async handler(ctx) {
       return ctx.deps.dataSource.transaction(async (m) => {
         const s = await findStack(ctx, ctx.params.uuid, m, true);
-        if (ctx.body.project_id) await checkPlacement(ctx, m, { resourceId: s.resource_uuid, projectId: ctx.body.project_id });
+        if (ctx.body.project_id !== undefined) await checkPlacement(ctx, m, { resourceId: s.resource_uuid, projectId: ctx.body.project_id });
         const before = await snapshot(m, 'stacks', s.uuid);
         await m.query(`UPDATE stacks SET label = $2, project_id = $3, updated_at = now() WHERE uuid = $1`,
           [s.uuid, ctx.body.label ?? s.label, ctx.body.project_id === undefined ? s.project_id : ctx.body.project_id]);
