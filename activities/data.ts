@@ -4,15 +4,13 @@ import { ApplicationFailure } from '@temporalio/common';
 import { ScheduleAlreadyRunning, ScheduleNotFoundError } from '@temporalio/client';
 import { typedStart, type WorkflowArgs, type WorkflowName } from '../platform/workflow-starts';
 import { diffRecords } from '../domain/audit';
+import type { RestoreChoice } from '../domain/data';
 import { insertAuditEvent } from '../entities/audit-events';
 import { one, rows } from '../entities/sql';
 import { attemptScopedUuid } from './attempt-id';
 import type { ActivityDeps } from './deps';
 import { moveState } from './state';
-import type { ClusterSpec, ClusterStatus, DataEngine, RestoreSource } from './provider/data';
-
-/** What workflows pass to restore: identifiers and plain choices, never credentials. */
-export type RestoreChoice = { backupName: string } | { targetTime: string } | { latest: true };
+import type { ClusterSpec, ClusterStatus, DataEngine, RestoreSource } from '../platform/drivers/data';
 
 /** A row of `addons` as the activities read it (SELECT *). */
 type AddonRow = Addon;

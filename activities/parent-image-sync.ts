@@ -3,7 +3,7 @@ import { Context } from '@temporalio/activity';
 import type { EntityManager } from 'typeorm';
 import { DEPLOYABLE_STATES } from '../domain/apps';
 import { rows } from '../entities/sql';
-import { Outbox, type EnqueuedOperation } from '../worker/outbox';
+import { Outbox, type EnqueuedOperation } from '../platform/outbox';
 import type { ActivityDeps } from './deps';
 
 function currentTaskQueue(fallback: string): string {

@@ -13,7 +13,7 @@ import { appAddressKey, rateLimit, type RequestLimiter } from './middleware/rate
 import { checkAssignment } from './placement';
 import { effectiveTarget, PREVIEW_OPERATION, previewSnapshot, previewWorkflowId, wakePreview } from './preview-envs';
 import { Problem, badRequest, conflict } from './problem';
-import type { EnqueuedOperation } from '../worker/outbox';
+import type { EnqueuedOperation } from '../platform/outbox';
 
 /**
  * The code-host endpoint: GitHub-compatible `pull_request` and `push` deliveries for one

@@ -1,14 +1,14 @@
 import type { Client } from '@temporalio/client';
-import type { DataDriver } from '../activities/provider/data';
-import type { StorageDriver } from '../activities/provider/storage';
+import type { DataDriver } from '../platform/drivers/data';
+import type { StorageDriver } from '../platform/drivers/storage';
 import type { LocalLayout } from '../platform/local-layout';
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import type { SecretBox } from '../domain/secret-box';
 import type { CallerIdentity } from '../domain/projects';
-import type { Config } from '../worker/config';
+import type { Config } from '../platform/config';
 import type { RouteDef } from './route';
-import type { Outbox } from '../worker/outbox';
+import type { Outbox } from '../platform/outbox';
 import type { TokenRow } from './middleware/auth';
 import type { TokenCache } from './middleware/token-cache';
 

@@ -1,11 +1,9 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { WorkflowExecutionAlreadyStartedError, WorkflowIdConflictPolicy } from '@temporalio/client';
 import type { EntityManager } from 'typeorm';
-import { subPathProblem } from '../domain/data';
+import { subPathProblem, type DataType, type RestoreChoice } from '../domain/data';
 import { typedStart } from '../platform/workflow-starts';
 import { one, rows } from '../entities/sql';
-import type { RestoreChoice } from '../activities/data';
-import type { DataEngine } from '../activities/provider/data';
 import { assertProjectVisible } from './access';
 import { recordAudit, snapshot } from './audit';
 import { conflict, notFound, unprocessable } from './problem';
@@ -14,7 +12,7 @@ import type { AddonCreateBody, AddonUpdateBody, RestoreBody } from './schemas/ad
 import { markNeedsRedeploy } from './variables';
 import { ADDON_COLUMNS, ADDON_FROM, addonView, type AddonRow, type AddonView } from './views/addons';
 import { iso } from './views/common';
-import type { EnqueuedOperation } from '../worker/outbox';
+import type { EnqueuedOperation } from '../platform/outbox';
 
 /** Shared handler logic of add-ons (/apps/{uuid}/addons), services (/services) and cron jobs. */
 
@@ -85,7 +83,7 @@ export async function insertData(ctx: Ctx, m: EntityManager, input: {
   const b = input.body;
   checkSettings(b.type, await planTypeOf(m, input.resourceUuid), b);
   checkSubPath(b.type, b.sub_path, b.access_mode);
-  const unsupported = ctx.deps.data?.supports(b.type as DataEngine) ?? null;
+  const unsupported = ctx.deps.data?.supports(b.type as DataType) ?? null;
   if (unsupported) throw unprocessable(unsupported, [{ path: 'body.type', message: unsupported }]);
   const uuid = randomUUID();
   const name = `${slug(b.name ?? (input.kind === 'service' ? b.label ?? b.type : b.type))}-${randomBytes(4).toString('hex')}`;

@@ -2,7 +2,7 @@ import type Koa from 'koa';
 import type * as yup from 'yup';
 import type { Operation } from '../domain/permissions';
 import type { ApiDeps, Caller } from './context';
-import type { EnqueuedOperation } from '../worker/outbox';
+import type { EnqueuedOperation } from '../platform/outbox';
 
 export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
 

@@ -4,7 +4,7 @@ import { isUuid } from '../domain/ids';
 import { OPERATIONS, allows, describeRequirement } from '../domain/permissions';
 import { auditCheck } from './audit';
 import type { ApiDeps } from './context';
-import type { EnqueuedOperation } from '../worker/outbox';
+import type { EnqueuedOperation } from '../platform/outbox';
 import { validationProblem } from './middleware/errors';
 import { Problem, forbidden, notFound } from './problem';
 import { koaPath, pathParams, type RouteDef } from './route';

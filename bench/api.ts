@@ -26,9 +26,9 @@ import type { TokenRow } from '../api/middleware/auth';
 import { TokenCache } from '../api/middleware/token-cache';
 import { addMember, createRole, createWorkspace, DEFAULT_PLAN, issueToken } from '../bin/bootstrap';
 import { SecretBox } from '../domain/secret-box';
-import { loadConfig } from '../worker/config';
-import { createLogger } from '../worker/logger';
-import { Outbox } from '../worker/outbox';
+import { loadConfig } from '../platform/config';
+import { createLogger } from '../platform/logger';
+import { Outbox } from '../platform/outbox';
 import { benchDatabase } from './database';
 import { loadFromProcess } from './load-process';
 

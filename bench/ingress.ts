@@ -20,7 +20,7 @@ import path from 'node:path';
 import { startLocalIngress } from '../activities/provider/local/ingress';
 import { SecretBox } from '../domain/secret-box';
 import { createWorkspace, DEFAULT_PLAN } from '../bin/bootstrap';
-import { createLogger } from '../worker/logger';
+import { createLogger } from '../platform/logger';
 import { benchDatabase, freePort } from './database';
 import { loadFromProcess } from './load-process';
 

@@ -7,7 +7,7 @@ import { isUuid } from '../domain/ids';
 import { hashToken } from '../domain/tokens';
 import { createDataSource } from '../entities/data-source';
 import { one, rows } from '../entities/sql';
-import type { Config } from '../worker/config';
+import type { Config } from '../platform/config';
 import { addMember, issueToken } from './bootstrap';
 import { startEmbeddedPostgres } from './embedded-postgres';
 

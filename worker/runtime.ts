@@ -8,7 +8,7 @@ import type { ActivityDeps } from '../activities';
 import type { Provider } from '../activities/provider/provider';
 import { createSimulatedProvider } from '../activities/provider/simulated';
 import { createObjectStoreStorage } from '../activities/provider/object-store-storage';
-import type { ObjectStoreOptions } from '../activities/provider/storage';
+import type { ObjectStoreOptions } from '../platform/drivers/storage';
 import { localLayoutFor, startLocalProvider } from '../activities/provider/local';
 import { localEngineSupport } from '../activities/provider/local/data';
 import type { ApiDeps } from '../api/context';
@@ -16,8 +16,8 @@ import type { TokenRow } from '../api/middleware/auth';
 import { TokenCache } from '../api/middleware/token-cache';
 import { SecretBox } from '../domain/secret-box';
 import { createDataSource } from '../entities/data-source';
-import type { Config } from './config';
-import { Outbox } from './outbox';
+import type { Config } from '../platform/config';
+import { Outbox } from '../platform/outbox';
 
 /** The secret keyring: BERTH_SECRET_KEY, or a key generated once under the data directory. */
 export function loadSecretBox(config: Config, logger: Logger): SecretBox {

@@ -1,6 +1,6 @@
 import { proxyActivities, setHandler, sleep, uuid4 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import type { RestoreChoice } from '../activities/data';
+import type { RestoreChoice } from '../domain/data';
 import { stateQuery } from './common';
 
 const { transition, createRestoreTarget, restoreAddonCluster, refreshAddonStatus, syncAddonSettings } = proxyActivities<Activities>({

@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { EntityManager } from 'typeorm';
 import * as yup from 'yup';
-import type { StorageDriver } from '../../activities/provider/storage';
+import type { StorageDriver } from '../../platform/drivers/storage';
 import { bucketName, defaultAcl, defaultPolicy, GIB, objectKeyProblem, policyProblem, quotaBytes, VISIBILITIES, type Visibility } from '../../domain/buckets';
 import { one } from '../../entities/sql';
 import { assertProjectVisible, visibleProjectsClause } from '../access';

@@ -1,6 +1,6 @@
 import type { EntityManager } from 'typeorm';
 import * as yup from 'yup';
-import type { StorageDriver } from '../../activities/provider/storage';
+import type { StorageDriver } from '../../platform/drivers/storage';
 import { BUCKET_STATES, publicEndpoint, quotaBytes, usagePercentage, VISIBILITIES } from '../../domain/buckets';
 import { Bucket } from '../../entities/bucket';
 import { columnsOf } from '../../entities/columns';

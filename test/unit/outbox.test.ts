@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { WorkflowIdConflictPolicy, WorkflowIdReusePolicy, type Client } from '@temporalio/client';
 import pino from 'pino';
 import { BerthOperation, BerthResource, BerthWorkspace } from '../../domain/search-attributes';
-import { Outbox } from '../../worker/outbox';
+import { Outbox } from '../../platform/outbox';
 import { freshDatabase, type TestDatabase } from '../support/db';
 
 let db: TestDatabase;

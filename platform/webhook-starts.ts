@@ -1,6 +1,6 @@
 import { WorkflowExecutionAlreadyStartedError, WorkflowIdConflictPolicy, WorkflowIdReusePolicy, type Client } from '@temporalio/client';
 import type { OperationTarget } from '../domain/search-attributes';
-import { typedStart } from '../platform/workflow-starts';
+import { typedStart } from './workflow-starts';
 import {
   WEBHOOK_DELIVERY_OPERATION, WEBHOOK_DELIVERY_WORKFLOW, WEBHOOK_REDELIVER_SIGNAL, type WebhookDeliveryArgs,
 } from '../domain/webhooks';

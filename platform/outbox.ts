@@ -3,7 +3,7 @@ import { WorkflowIdConflictPolicy, WorkflowIdReusePolicy, type Client } from '@t
 import type { Logger } from 'pino';
 import type { DataSource, EntityManager } from 'typeorm';
 import { operationStart, type OperationTarget } from '../domain/search-attributes';
-import type { WorkflowArgs, WorkflowName } from '../platform/workflow-starts';
+import type { WorkflowArgs, WorkflowName } from './workflow-starts';
 
 /**
  * One workflow start: which workflow with which arguments (typed from the workflow
