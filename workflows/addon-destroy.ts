@@ -1,11 +1,9 @@
 import { proxyActivities, setHandler, sleep } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { stateQuery } from './common';
+import { patientDriverCall } from './activity-options';
 
-const { destroyAddonData, refreshAddonStatus } = proxyActivities<Activities>({
-  startToCloseTimeout: '5 minutes',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
-});
+const { destroyAddonData, refreshAddonStatus } = proxyActivities<Activities>(patientDriverCall);
 
 export interface AddonDestroyInput {
   addonUuid: string;

@@ -1,11 +1,9 @@
 import { proxyActivities, setHandler } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { stateQuery } from './common';
+import { sweep } from './activity-options';
 
-const { sweepAddonHealth } = proxyActivities<Activities>({
-  startToCloseTimeout: '2 minutes',
-  retry: { maximumAttempts: 2 },
-});
+const { sweepAddonHealth } = proxyActivities<Activities>(sweep);
 
 /**
  * Started every minute by the `addon-health/<task queue>` Temporal Schedule: records the

@@ -2,11 +2,9 @@ import { proxyActivities, setHandler, sleep, uuid4 } from '@temporalio/workflow'
 import type { Activities } from '../activities';
 import type { RestoreChoice } from '../activities/data';
 import { stateQuery } from './common';
+import { patientDriverCall } from './activity-options';
 
-const { transition, createRestoreTarget, restoreAddonCluster, refreshAddonStatus, syncAddonSettings } = proxyActivities<Activities>({
-  startToCloseTimeout: '5 minutes',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
-});
+const { transition, createRestoreTarget, restoreAddonCluster, refreshAddonStatus, syncAddonSettings } = proxyActivities<Activities>(patientDriverCall);
 
 export interface AddonRestoreInput {
   addonUuid: string;

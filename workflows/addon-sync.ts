@@ -1,11 +1,9 @@
 import { proxyActivities, setHandler, sleep } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { stateQuery } from './common';
+import { quickDb } from './activity-options';
 
-const { syncAddonSettings, ensureAddonSubPaths, refreshAddonStatus } = proxyActivities<Activities>({
-  startToCloseTimeout: '1 minute',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
-});
+const { syncAddonSettings, ensureAddonSubPaths, refreshAddonStatus } = proxyActivities<Activities>(quickDb);
 
 export interface AddonSyncInput {
   addonUuid: string;

@@ -3,12 +3,10 @@ import type { Activities } from '../activities';
 import { APP_LIVE_STATES, APP_SIGNALS, type HealthEvent, type LiveStatus, type StateAction } from '../domain/apps';
 import type { EventType } from '../domain/events';
 import { emit } from './events';
+import { quickDb } from './activity-options';
 
 /** Steps the app workflows share (not a workflow type itself). */
-export const acts = proxyActivities<Activities>({
-  startToCloseTimeout: '1 minute',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
-});
+export const acts = proxyActivities<Activities>(quickDb);
 
 export interface AppCommand {
   commandId: string;

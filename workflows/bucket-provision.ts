@@ -1,11 +1,9 @@
 import { ApplicationFailure, proxyActivities, setHandler } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { stateQuery } from './common';
+import { quickDriverCall } from './activity-options';
 
-const { provisionBucket, transition, failBucket } = proxyActivities<Activities>({
-  startToCloseTimeout: '1 minute',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 6 },
-});
+const { provisionBucket, transition, failBucket } = proxyActivities<Activities>(quickDriverCall);
 
 export interface BucketProvisionInput {
   bucketUuid: string;

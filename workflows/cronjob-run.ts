@@ -1,11 +1,9 @@
 import { proxyActivities, setHandler } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { stateQuery } from './common';
+import { singleRun } from './activity-options';
 
-const { runCronJob } = proxyActivities<Activities>({
-  startToCloseTimeout: '30 minutes',
-  retry: { maximumAttempts: 1 },
-});
+const { runCronJob } = proxyActivities<Activities>(singleRun);
 
 /** One run of a cron job, started by its Temporal Schedule; the log goes to the job's log stream. */
 export async function cronjobRun(input: { cronjobUuid: string }): Promise<number | null> {

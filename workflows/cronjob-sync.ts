@@ -1,11 +1,9 @@
 import { proxyActivities, setHandler } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { stateQuery } from './common';
+import { quickDb } from './activity-options';
 
-const { syncCronSchedule } = proxyActivities<Activities>({
-  startToCloseTimeout: '1 minute',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
-});
+const { syncCronSchedule } = proxyActivities<Activities>(quickDb);
 
 /**
  * Creates, updates or deletes a cron job's Temporal Schedule (`cronjob/<uuid>`, visible in

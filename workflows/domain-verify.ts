@@ -2,11 +2,9 @@ import { proxyActivities, setHandler, sleep } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { VERIFY_MAX_ATTEMPTS, verifyDelayMinutes } from '../domain/domains';
 import { stateQuery } from './common';
+import { quickDb } from './activity-options';
 
-const { checkDomainTxt, completeDomainVerification, failDomainVerification } = proxyActivities<Activities>({
-  startToCloseTimeout: '1 minute',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
-});
+const { checkDomainTxt, completeDomainVerification, failDomainVerification } = proxyActivities<Activities>(quickDb);
 
 export interface DomainVerifyInput {
   domainUuid: string;

@@ -8,19 +8,14 @@ import { operationSearchAttributes, workflowIdOf } from '../domain/search-attrib
 import { appDeploy } from './app-deploy';
 import { stateQuery } from './common';
 import { emit } from './events';
+import { previewBuild, quickDb } from './activity-options';
 
 const {
   readPreviewIntent, recordPreviewDeployed, recordPreviewFailed, expirePreview, destroyPreviewApp, queuePreviewDeployment, recordPreviewDeployment,
-} = proxyActivities<Activities>({
-  startToCloseTimeout: '1 minute',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
-});
+} = proxyActivities<Activities>(quickDb);
 
 /** Creating the workload and deploying: a few tries, then the environment is `failed`. */
-const { createPreviewApp, deployPreviewCommit } = proxyActivities<Activities>({
-  startToCloseTimeout: '15 minutes',
-  retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 3 },
-});
+const { createPreviewApp, deployPreviewCommit } = proxyActivities<Activities>(previewBuild);
 
 export const wakeSignal = defineSignal(PREVIEW_WAKE_SIGNAL);
 

@@ -1,11 +1,9 @@
 import { proxyActivities, setHandler } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { stateQuery } from './common';
+import { quickDb } from './activity-options';
 
-const { releaseProjectAssignments, deleteProject } = proxyActivities<Activities>({
-  startToCloseTimeout: '1 minute',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
-});
+const { releaseProjectAssignments, deleteProject } = proxyActivities<Activities>(quickDb);
 
 export interface ProjectDeleteInput {
   projectUuid: string;

@@ -1,11 +1,9 @@
 import { proxyActivities, setHandler } from '@temporalio/workflow';
 import type { Activities, AnalyzeInput, AnalyzeResult } from '../activities';
 import { stateQuery } from './common';
+import { refusing, sourceRead } from './activity-options';
 
-const { analyzeStackSource } = proxyActivities<Activities>({
-  startToCloseTimeout: '3 minutes',
-  retry: { initialInterval: '1 second', maximumAttempts: 2, nonRetryableErrorTypes: ['GitError', 'ComposeError'] },
-});
+const { analyzeStackSource } = proxyActivities<Activities>(refusing(sourceRead, 'GitError', 'ComposeError'));
 
 /** POST /stacks/analyze: clone and read the compose file on a worker; creates nothing. */
 export async function stackAnalyze(input: AnalyzeInput): Promise<AnalyzeResult> {

@@ -1,11 +1,9 @@
 import { proxyActivities, setHandler } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { stateQuery } from './common';
+import { cleanup } from './activity-options';
 
-const { removeStackServices } = proxyActivities<Activities>({
-  startToCloseTimeout: '5 minutes',
-  retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumInterval: '5 minutes', maximumAttempts: 20 },
-});
+const { removeStackServices } = proxyActivities<Activities>(cleanup);
 
 export interface StackCleanupInput {
   itemUuids: string[];

@@ -1,15 +1,10 @@
 import { ApplicationFailure, proxyActivities, setHandler } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { stateQuery } from './common';
+import { longBuild, refusing, stackStep } from './activity-options';
 
-const acts = proxyActivities<Activities>({
-  startToCloseTimeout: '5 minutes',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 5, nonRetryableErrorTypes: ['GitError', 'ComposeError'] },
-});
-const services = proxyActivities<Activities>({
-  startToCloseTimeout: '10 minutes',
-  retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 3 },
-});
+const acts = proxyActivities<Activities>(refusing(stackStep, 'GitError', 'ComposeError'));
+const services = proxyActivities<Activities>(longBuild);
 
 export interface StackDeployInput {
   stackUuid: string;

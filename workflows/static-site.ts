@@ -1,15 +1,10 @@
 import { ApplicationFailure, proxyActivities } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { emit } from './events';
+import { longBuild, quickDriverCall, refusing } from './activity-options';
 
-const acts = proxyActivities<Activities>({
-  startToCloseTimeout: '1 minute',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 6 },
-});
-const publish = proxyActivities<Activities>({
-  startToCloseTimeout: '10 minutes',
-  retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 3, nonRetryableErrorTypes: ['GitError', 'SiteContentError'] },
-});
+const acts = proxyActivities<Activities>(quickDriverCall);
+const publish = proxyActivities<Activities>(refusing(longBuild, 'GitError', 'SiteContentError'));
 
 export interface SiteDeployInput {
   workspaceUuid: string;

@@ -3,15 +3,13 @@ import type { Activities } from '../activities';
 import type { DeliveryAttemptResult } from '../activities/webhooks';
 import { WEBHOOK_MAX_ATTEMPTS, WEBHOOK_REDELIVER_SIGNAL, webhookRetryDelayMs, type WebhookDeliveryArgs } from '../domain/webhooks';
 import { stateQuery } from './common';
+import { quickDb } from './activity-options';
 
 /** A manual retry: a finished cycle starts over under the same event id; a waiting one attempts now. */
 export const redeliverSignal = defineSignal(WEBHOOK_REDELIVER_SIGNAL);
 
-const { attemptWebhookDelivery, notifyWebhookDisabled } = proxyActivities<Activities>({
-  // One attempt: DNS (a few seconds) plus the 10 s HTTP deadline plus bookkeeping.
-  startToCloseTimeout: '1 minute',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
-});
+// One attempt: DNS (a few seconds) plus the 10 s HTTP deadline plus bookkeeping, within a minute.
+const { attemptWebhookDelivery, notifyWebhookDisabled } = proxyActivities<Activities>(quickDb);
 
 
 /**
