@@ -3,8 +3,9 @@ import type { CloneFlags } from '../activities/apps';
 import { appWorkflowId } from '../domain/apps';
 import { BerthOperation, BerthResource, BerthWorkspace } from '../domain/search-attributes';
 import { appLifecycle } from './app';
-import { acts, awaitLive, reasonOf } from './app-steps';
+import { acts, awaitLive } from './app-steps';
 import { stateQuery } from './common';
+import { failureMessage } from './failures';
 
 export interface AppCloneInput {
   workspaceUuid: string;
@@ -84,7 +85,7 @@ export async function appClone(input: AppCloneInput): Promise<{ outcome: 'cloned
     for (const c of compensations) await c.run();
     await acts.discardClone(targetUuid);
     state = 'failed';
-    return { outcome: 'failed', reason: reasonOf(err) };
+    return { outcome: 'failed', reason: failureMessage(err) };
   }
 
   state = 'awaiting-live';

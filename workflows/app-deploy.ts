@@ -1,8 +1,9 @@
 import { condition, defineSignal, getExternalWorkflowHandle, isCancellation, patched, setHandler } from '@temporalio/workflow';
 import { appWorkflowId } from '../domain/apps';
 import { stateQuery } from './common';
-import { acts, awaitLive, POLL_INTERVAL, reasonOf, refreshSignal } from './app-steps';
+import { acts, awaitLive, POLL_INTERVAL, refreshSignal } from './app-steps';
 import { emit } from './events';
+import { failureMessage } from './failures';
 
 export interface AppDeployInput {
   deploymentUuid: string;
@@ -105,7 +106,7 @@ export async function appDeploy(input: AppDeployInput): Promise<string> {
   } catch (err) {
     if (isCancellation(err)) throw err;
     outcome = 'failed';
-    message = reasonOf(err);
+    message = failureMessage(err);
   }
 
   state = 'finishing';

@@ -1,4 +1,4 @@
-import { ActivityFailure, ApplicationFailure, defineSignal, proxyActivities, sleep } from '@temporalio/workflow';
+import { defineSignal, proxyActivities, sleep } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { APP_LIVE_STATES, APP_SIGNALS, type HealthEvent, type LiveStatus, type StateAction } from '../domain/apps';
 import type { EventType } from '../domain/events';
@@ -41,9 +41,3 @@ export async function emitAppEvent(appUuid: string, type: EventType, data: Recor
   await emit(info.workspaceUuid, type, appUuid, { ...data, resource_name: info.resourceName, labels: info.labels });
 }
 
-/** The reason an activity failed, for users (deploy_ended data.message). */
-export function reasonOf(err: unknown): string {
-  if (err instanceof ActivityFailure && err.cause instanceof ApplicationFailure) return err.cause.message;
-  if (err instanceof ActivityFailure && err.cause) return err.cause.message;
-  return err instanceof Error ? err.message : String(err);
-}

@@ -1,18 +1,13 @@
-import { ApplicationFailure, proxyActivities, setHandler } from '@temporalio/workflow';
+import { proxyActivities, setHandler } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { stateQuery } from './common';
 import { quickDriverCall } from './activity-options';
+import { failureMessage } from './failures';
 
 const { provisionBucket, transition, failBucket } = proxyActivities<Activities>(quickDriverCall);
 
 export interface BucketProvisionInput {
   bucketUuid: string;
-}
-
-function reason(err: unknown): string {
-  const cause = (err as { cause?: unknown }).cause;
-  if (cause instanceof ApplicationFailure) return cause.message;
-  return err instanceof Error ? err.message : String(err);
 }
 
 /** pending -> active once the bucket exists on the object store with its key; failed if that cannot be done. */
@@ -25,7 +20,7 @@ export async function bucketProvision(input: BucketProvisionInput): Promise<stri
       return state;
     }
   } catch (err) {
-    await failBucket(input.bucketUuid, reason(err));
+    await failBucket(input.bucketUuid, failureMessage(err));
     state = 'failed';
     return state;
   }

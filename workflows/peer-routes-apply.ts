@@ -1,7 +1,8 @@
 import { setHandler } from '@temporalio/workflow';
 import type { RouteResult } from '../activities/provider/network';
 import { stateQuery } from './common';
-import { dbActivities, driverActivities, reasonOf } from './vpc-common';
+import { dbActivities, driverActivities } from './vpc-common';
+import { failureMessage } from './failures';
 
 export interface PeerRoutesApplyInput {
   vpcUuid: string;
@@ -24,7 +25,7 @@ export async function peerRoutesApply(input: PeerRoutesApplyInput): Promise<{ ap
     const attachments = await dbActivities.listAttachedWorkloads(input.vpcUuid);
     await Promise.all(attachments.map((a) => driverActivities.restartForPeerRoutes(a, input.applyUuid)));
   } catch (err) {
-    failAll = reasonOf(err);
+    failAll = failureMessage(err);
   }
   state = 'recording';
   const outcome = await dbActivities.recordPeerRouteResults(input.applyUuid, results, failAll);

@@ -1,5 +1,5 @@
 import {
-  ActivityFailure, ApplicationFailure, condition, continueAsNew, defineSignal, executeChild, patched, proxyActivities, setHandler, uuid4,
+  condition, continueAsNew, defineSignal, executeChild, patched, proxyActivities, setHandler, uuid4,
   workflowInfo,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
@@ -9,6 +9,7 @@ import { appDeploy } from './app-deploy';
 import { stateQuery } from './common';
 import { emit } from './events';
 import { previewBuild, quickDb } from './activity-options';
+import { failureMessage } from './failures';
 
 const {
   readPreviewIntent, recordPreviewDeployed, recordPreviewFailed, expirePreview, destroyPreviewApp, queuePreviewDeployment, recordPreviewDeployment,
@@ -38,12 +39,6 @@ export interface PreviewEnvironmentInput {
  */
 function failedDeployData(error: string): Record<string, unknown> {
   return patched('preview-deploy-ended-message') ? { status: 'failed', message: error } : { status: 'failed', error };
-}
-
-function failureMessage(err: unknown): string {
-  if (err instanceof ActivityFailure && err.cause) return err.cause.message;
-  if (err instanceof ApplicationFailure) return err.message;
-  return err instanceof Error ? err.message : String(err);
 }
 
 /**

@@ -1,6 +1,7 @@
 import { setHandler } from '@temporalio/workflow';
 import { stateQuery } from './common';
-import { dbActivities, driverActivities, reasonOf } from './vpc-common';
+import { dbActivities, driverActivities } from './vpc-common';
+import { failureMessage } from './failures';
 
 export interface SiteConnectionCreateInput {
   connectionUuid: string;
@@ -14,7 +15,7 @@ export async function siteConnectionCreate(input: SiteConnectionCreateInput): Pr
     await driverActivities.createSiteTunnel(input.connectionUuid);
   } catch (err) {
     await driverActivities.deleteSiteTunnel(input.connectionUuid).catch(() => undefined);
-    await dbActivities.failVpcComponent('vpc_site_connections', input.connectionUuid, reasonOf(err));
+    await dbActivities.failVpcComponent('vpc_site_connections', input.connectionUuid, failureMessage(err));
     state = 'failed';
     return state;
   }

@@ -1,7 +1,8 @@
-import { ApplicationFailure, proxyActivities, setHandler } from '@temporalio/workflow';
+import { proxyActivities, setHandler } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { stateQuery } from './common';
 import { longBuild, refusing, stackStep } from './activity-options';
+import { failureMessage } from './failures';
 
 const acts = proxyActivities<Activities>(refusing(stackStep, 'GitError', 'ComposeError'));
 const services = proxyActivities<Activities>(longBuild);
@@ -9,12 +10,6 @@ const services = proxyActivities<Activities>(longBuild);
 export interface StackDeployInput {
   stackUuid: string;
   deploymentUuid: string;
-}
-
-function reason(err: unknown): string {
-  const cause = (err as { cause?: unknown }).cause;
-  if (cause instanceof ApplicationFailure) return cause.message;
-  return err instanceof Error ? err.message : String(err);
 }
 
 /**
@@ -53,7 +48,7 @@ export async function stackDeploy(input: StackDeployInput): Promise<string> {
       images.set(item.uuid, await services.buildStackService(d, item));
     } catch (err) {
       failed.add(item.uuid);
-      await acts.failStackService(item.uuid, `build failed: ${reason(err)}`);
+      await acts.failStackService(item.uuid, `build failed: ${failureMessage(err)}`);
     }
   }
 
@@ -65,7 +60,7 @@ export async function stackDeploy(input: StackDeployInput): Promise<string> {
       await services.deployStackService(item, images.get(item.uuid)!);
     } catch (err) {
       failed.add(item.uuid);
-      await acts.failStackService(item.uuid, reason(err));
+      await acts.failStackService(item.uuid, failureMessage(err));
     }
   }
 

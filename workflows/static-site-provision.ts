@@ -1,6 +1,7 @@
 import { setHandler } from '@temporalio/workflow';
 import { stateQuery } from './common';
-import { deploySite, reason, siteActivities as acts } from './static-site';
+import { failureMessage } from './failures';
+import { deploySite, siteActivities as acts } from './static-site';
 
 export interface SiteProvisionInput {
   workspaceUuid: string;
@@ -16,7 +17,7 @@ export async function staticSiteProvision(input: SiteProvisionInput): Promise<st
   try {
     if (!(await acts.provisionSiteStorage(input.siteUuid))) return 'gone';
   } catch (err) {
-    await acts.failSite(input.siteUuid, reason(err));
+    await acts.failSite(input.siteUuid, failureMessage(err));
     state = 'failed';
     return state;
   }

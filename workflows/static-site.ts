@@ -1,7 +1,8 @@
-import { ApplicationFailure, proxyActivities } from '@temporalio/workflow';
+import { proxyActivities } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { emit } from './events';
 import { longBuild, quickDriverCall, refusing } from './activity-options';
+import { failureMessage } from './failures';
 
 const acts = proxyActivities<Activities>(quickDriverCall);
 const publish = proxyActivities<Activities>(refusing(longBuild, 'GitError', 'SiteContentError'));
@@ -10,12 +11,6 @@ export interface SiteDeployInput {
   workspaceUuid: string;
   siteUuid: string;
   deploymentUuid: string;
-}
-
-export function reason(err: unknown): string {
-  let cause: unknown = err;
-  while (cause && !(cause instanceof ApplicationFailure) && (cause as { cause?: unknown }).cause) cause = (cause as { cause?: unknown }).cause;
-  return cause instanceof Error ? cause.message : String(err);
 }
 
 /**
@@ -33,7 +28,7 @@ export async function deploySite(input: SiteDeployInput, setState: (s: string) =
     setState('running');
     return 'running';
   } catch (err) {
-    const message = reason(err);
+    const message = failureMessage(err);
     await acts.finishSiteDeployment(input.siteUuid, input.deploymentUuid, 'failed', message);
     await emit(input.workspaceUuid, 'deploy_ended', input.siteUuid, { deployment_id: input.deploymentUuid, commit_sha: null, message });
     setState('failed');

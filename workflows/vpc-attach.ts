@@ -1,6 +1,7 @@
 import { setHandler } from '@temporalio/workflow';
 import { stateQuery } from './common';
-import { dbActivities, driverActivities, reasonOf } from './vpc-common';
+import { dbActivities, driverActivities } from './vpc-common';
+import { failureMessage } from './failures';
 
 export interface VpcAttachInput {
   attachmentUuid: string;
@@ -19,7 +20,7 @@ export async function vpcAttach(input: VpcAttachInput): Promise<string> {
     await driverActivities.restartAttachedWorkload(input.attachmentUuid, 'attach');
   } catch (err) {
     state = 'compensating';
-    const reason = reasonOf(err);
+    const reason = failureMessage(err);
     await driverActivities.detachWorkloadNetwork(input.attachmentUuid).catch(() => undefined);
     await dbActivities.failAttachment(input.attachmentUuid, reason);
     state = 'failed';

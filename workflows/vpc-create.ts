@@ -1,7 +1,8 @@
 import { setHandler } from '@temporalio/workflow';
 import { deriveVpcAddressing } from '../domain/vpc';
 import { stateQuery } from './common';
-import { dbActivities, driverActivities, reasonOf } from './vpc-common';
+import { dbActivities, driverActivities } from './vpc-common';
+import { failureMessage } from './failures';
 
 export interface VpcCreateInput {
   vpcUuid: string;
@@ -23,7 +24,7 @@ export async function vpcCreate(input: VpcCreateInput): Promise<string> {
     await driverActivities.provisionVpcNetwork(input.vpcUuid, addressing);
   } catch (err) {
     state = 'compensating';
-    const reason = reasonOf(err);
+    const reason = failureMessage(err);
     await driverActivities.removeVpcNetwork(input.vpcUuid).catch(() => undefined);
     await dbActivities.failVpc(input.vpcUuid, reason);
     state = 'failed';

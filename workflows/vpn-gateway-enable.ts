@@ -1,6 +1,7 @@
 import { setHandler } from '@temporalio/workflow';
 import { stateQuery } from './common';
-import { dbActivities, driverActivities, reasonOf } from './vpc-common';
+import { dbActivities, driverActivities } from './vpc-common';
+import { failureMessage } from './failures';
 
 export interface VpnGatewayEnableInput {
   gatewayUuid: string;
@@ -13,7 +14,7 @@ export async function vpnGatewayEnable(input: VpnGatewayEnableInput): Promise<st
   try {
     await driverActivities.enableVpnGateway(input.gatewayUuid);
   } catch (err) {
-    await dbActivities.failVpcComponent('vpc_vpn_gateways', input.gatewayUuid, reasonOf(err));
+    await dbActivities.failVpcComponent('vpc_vpn_gateways', input.gatewayUuid, failureMessage(err));
     state = 'failed';
     return state;
   }

@@ -1,7 +1,8 @@
 import { condition, defineSignal, setHandler } from '@temporalio/workflow';
 import { VAULT_EMPTIED_SIGNAL } from '../domain/vpc';
 import { stateQuery } from './common';
-import { dbActivities, driverActivities, reasonOf } from './vpc-common';
+import { dbActivities, driverActivities } from './vpc-common';
+import { failureMessage } from './failures';
 
 export interface VpnUserCreateInput {
   userUuid: string;
@@ -24,7 +25,7 @@ export async function vpnUserCreate(input: VpnUserCreateInput): Promise<string> 
   try {
     await driverActivities.addVpnPeer(input.userUuid);
   } catch (err) {
-    await dbActivities.failVpcComponent('vpc_vpn_users', input.userUuid, reasonOf(err));
+    await dbActivities.failVpcComponent('vpc_vpn_users', input.userUuid, failureMessage(err));
     await dbActivities.destroyVpnVault(input.userUuid);
     state = 'failed';
     return state;
