@@ -1,4 +1,4 @@
-import { ParentClosePolicy, patched, setHandler, sleep, startChild, uuid4 } from '@temporalio/workflow';
+import { log, ParentClosePolicy, patched, setHandler, sleep, startChild, uuid4 } from '@temporalio/workflow';
 import type { CloneFlags } from '../activities/apps';
 import { appWorkflowId } from '../domain/apps';
 import { BerthOperation, BerthResource, BerthWorkspace } from '../domain/search-attributes';
@@ -32,6 +32,27 @@ async function awaitAddonReady(addonUuid: string): Promise<void> {
   throw new Error(`the cloned add-on ${addonUuid} did not become ready`);
 }
 
+interface Compensation {
+  name: string;
+  /** Idempotent: undoes its step whether the step ran, half ran or never ran. */
+  run: () => Promise<void>;
+}
+
+/**
+ * Runs a failed clone's compensations in order, each on its own: one that fails is logged
+ * (with the target and its name) and the rest still run, so one stuck undo does not leave
+ * the others' resources behind.
+ */
+async function compensate(targetUuid: string, compensations: Compensation[]): Promise<void> {
+  for (const c of compensations) {
+    try {
+      await c.run();
+    } catch (err) {
+      log.error('clone compensation failed', { targetUuid, compensation: c.name, error: failureMessage(err) });
+    }
+  }
+}
+
 /**
  * Clones an app as a saga (`app-clone/<target>`): the target app reads `cloning` while
  * each step runs, and each step registers its compensation before the next begins. On
@@ -42,7 +63,7 @@ export async function appClone(input: AppCloneInput): Promise<{ outcome: 'cloned
   const { sourceUuid, targetUuid } = input;
   let state = 'provisioning';
   setHandler(stateQuery, () => state);
-  const compensations: Array<{ name: string; run: () => Promise<void> }> = [];
+  const compensations: Compensation[] = [];
   try {
     compensations.unshift({ name: 'delete workload', run: () => acts.deleteAppWorkload(targetUuid) });
     await acts.provisionApp(targetUuid);
@@ -82,8 +103,7 @@ export async function appClone(input: AppCloneInput): Promise<{ outcome: 'cloned
     if (!moved.moved) throw new Error(`the clone left the cloning state (${moved.state ?? 'gone'})`);
   } catch (err) {
     state = 'compensating';
-    for (const c of compensations) await c.run();
-    await acts.discardClone(targetUuid);
+    await compensate(targetUuid, [...compensations, { name: 'discard clone', run: async () => { await acts.discardClone(targetUuid); } }]);
     state = 'failed';
     return { outcome: 'failed', reason: failureMessage(err) };
   }
