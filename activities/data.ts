@@ -4,6 +4,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { ScheduleAlreadyRunning, ScheduleNotFoundError } from '@temporalio/client';
 import { BerthOperation, BerthResource, BerthWorkspace } from '../domain/search-attributes';
 import { diffRecords } from '../domain/audit';
+import { ADDON_LIVE_STATES, UNHEALTHY_STATES, type AddonState } from '../domain/data';
 import { insertAuditEvent } from '../entities/audit-events';
 import { one, rows } from '../entities/sql';
 import { attemptScopedUuid } from './attempt-id';
@@ -14,8 +15,8 @@ import type { ClusterSpec, ClusterStatus, DataEngine, RestoreSource } from './pr
 /** What workflows pass to restore: identifiers and plain choices, never credentials. */
 export type RestoreChoice = { backupName: string } | { targetTime: string } | { latest: true };
 
-/** A row of `addons` as the activities read it (SELECT *). */
-type AddonRow = Addon;
+/** A row of `addons` as the activities read it (SELECT *), its state one of the add-on states. */
+type AddonRow = Omit<Addon, 'state'> & { state: AddonState };
 
 export const generatePassword = () => randomBytes(24).toString('base64url');
 export const clusterIdOf = (uuid: string) => `c-${uuid}`;
@@ -94,10 +95,10 @@ export function createDataActivities(deps: Pick<ActivityDeps, 'dataSource' | 'lo
      * records changes (healthy, bound, running, or an unhealthy value: ADD-03/04).
      */
     async sweepAddonHealth(): Promise<number> {
-      const live = await rows<{ uuid: string; cluster_id: string; state: string }>(ds,
+      const live = await rows<{ uuid: string; cluster_id: string; state: AddonState }>(ds,
         `SELECT uuid, cluster_id, state FROM addons WHERE type <> 'cronjob' AND cluster_id IS NOT NULL
             AND state = ANY($1::text[]) ORDER BY updated_at LIMIT 1000`,
-        [['healthy', 'bound', 'running', 'degraded', 'degradated', 'failing', 'lost', 'crashloopbackoff', 'failed']]);
+        [[...ADDON_LIVE_STATES, ...UNHEALTHY_STATES]]);
       let changed = 0;
       for (const a of live) {
         const s = await driver().status(a.cluster_id).catch(() => null);

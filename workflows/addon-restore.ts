@@ -1,6 +1,7 @@
 import { proxyActivities, setHandler, sleep, uuid4 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import type { RestoreChoice } from '../activities/data';
+import { UNHEALTHY_STATES } from '../domain/data';
 import { stateQuery } from './common';
 import { patientDriverCall } from './activity-options';
 
@@ -33,7 +34,7 @@ export async function addonRestore(input: AddonRestoreInput): Promise<AddonResto
     state = 'creating_cluster';
     await createRestoreTarget(input.addonUuid, targetUuid);
   } else {
-    await transition({ table: 'addons', uuid: input.addonUuid, from: ['healthy', 'running', ...UNHEALTHY], to: 'restoring' });
+    await transition({ table: 'addons', uuid: input.addonUuid, from: ['healthy', 'running', ...UNHEALTHY_STATES], to: 'restoring' });
   }
   state = 'restoring';
   const restored = await restoreAddonCluster({ addonUuid: input.addonUuid, targetUuid, from: input.from });
@@ -45,4 +46,3 @@ export async function addonRestore(input: AddonRestoreInput): Promise<AddonResto
   return { restored, targetUuid };
 }
 
-const UNHEALTHY = ['degraded', 'degradated', 'failing', 'lost', 'crashloopbackoff', 'failed'];

@@ -1,4 +1,5 @@
 /** Data-plane operations for databases, caches and storage volumes (add-ons and services). */
+import type { AddonState } from '../../domain/data';
 
 export type DataEngine = 'postgres' | 'mysql' | 'valkey' | 'storage';
 
@@ -25,7 +26,7 @@ export interface BackupInfo {
 
 export interface ClusterStatus {
   /** `creating` while provisioning; then the live status (healthy, bound, running) or an unhealthy value. */
-  status: string;
+  status: AddonState;
   ready: boolean;
   /** Where clients reach it, when the driver serves it for real (the simulated driver: absent). */
   endpoint?: { host: string; port: number; public_host: string };
