@@ -31,7 +31,7 @@ export interface DeploymentStart {
   workspaceUuid: string;
   method: string;
   /** The app's state before it read `deploying`, restored when the deployment ends. */
-  previousState: string;
+  previousState: AppState;
   commitSha: string | null;
   commitMessage: string | null;
   branch: string | null;
@@ -163,7 +163,7 @@ export function createAppActivities(deps: Pick<ActivityDeps, 'dataSource' | 'pro
           `UPDATE app_deployments SET state = 'running', updated_at = now() WHERE uuid = $1 AND state = 'pending'
            RETURNING app_uuid, workspace_uuid, deployment_method, commit_sha, commit_message, branch`, [deploymentUuid]);
         if (!d) return null;
-        const app = await one<{ state: string }>(m, `SELECT state FROM apps WHERE uuid = $1 FOR UPDATE`, [d.app_uuid]);
+        const app = await one<{ state: AppState }>(m, `SELECT state FROM apps WHERE uuid = $1 FOR UPDATE`, [d.app_uuid]);
         const previous = app?.state ?? 'running';
         await moveAppTo(m, d.app_uuid, 'deploying');
         return {

@@ -130,7 +130,7 @@ export function createDataActivities(deps: Pick<ActivityDeps, 'dataSource' | 'lo
      * Reads the live status from the driver; once ready, the add-on's state becomes it
      * (healthy, bound, running or an unhealthy value). Answers whether it is ready.
      */
-    async refreshAddonStatus(uuid: string): Promise<{ ready: boolean; status: string }> {
+    async refreshAddonStatus(uuid: string): Promise<{ ready: boolean; status: AddonState }> {
       const row = await required(uuid);
       const s = await driver().status(row.cluster_id!);
       await recordEndpoint(uuid, s);

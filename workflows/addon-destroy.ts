@@ -10,13 +10,16 @@ export interface AddonDestroyInput {
   mode: 'reset' | 'delete';
 }
 
+/** Where addonDestroy is, as its `state` query answers. */
+export type AddonDestroyState = 'reset' | 'resetting' | 'deleting' | 'creating' | 'deleted';
+
 /**
  * Destructive (ADD-11): `reset` drops every piece of data of the database (its backups
  * too) and brings it back empty; `delete` removes the cluster and the add-on. The data
  * does not come back.
  */
 export async function addonDestroy(input: AddonDestroyInput): Promise<void> {
-  let state = input.mode === 'reset' ? 'resetting' : 'deleting';
+  let state: AddonDestroyState = input.mode === 'reset' ? 'resetting' : 'deleting';
   setHandler(stateQuery, () => state);
   await destroyAddonData(input);
   if (input.mode === 'reset') {

@@ -2,6 +2,7 @@ import { proxyActivities, setHandler, sleep } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { stateQuery } from './common';
 import { quickDb } from './activity-options';
+import type { AddonState } from '../domain/data';
 
 const { transition, provisionAddonCluster, refreshAddonStatus, ensureAddonSubPaths, syncAddonSettings } = proxyActivities<Activities>(quickDb);
 
@@ -18,7 +19,7 @@ export interface AddonProvisionInput {
  * access are applied.
  */
 export async function addonProvision(input: AddonProvisionInput): Promise<string> {
-  let state = 'pending';
+  let state: AddonState = 'pending';
   setHandler(stateQuery, () => state);
   await transition({ table: 'addons', uuid: input.addonUuid, from: ['pending'], to: 'processing' });
   state = 'processing';

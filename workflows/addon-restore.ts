@@ -19,6 +19,9 @@ export interface AddonRestoreResult {
   targetUuid: string;
 }
 
+/** Where addonRestore is, as its `state` query answers. */
+export type AddonRestoreState = 'starting' | 'creating_cluster' | 'restoring' | 'starting_database' | 'restored';
+
 /**
  * Restores a postgres backup (BKP-04..07): by name, to a point in time, or the latest.
  * In place the database is replaced (state `restoring`, then the live status); with
@@ -26,7 +29,7 @@ export interface AddonRestoreResult {
  * touched. One restore per database at a time: the id is `addon-restore/<uuid>`.
  */
 export async function addonRestore(input: AddonRestoreInput): Promise<AddonRestoreResult> {
-  let state = 'starting';
+  let state: AddonRestoreState = 'starting';
   setHandler(stateQuery, () => state);
   let targetUuid = input.addonUuid;
   if (input.toNewCluster) {

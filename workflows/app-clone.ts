@@ -53,6 +53,9 @@ async function compensate(targetUuid: string, compensations: Compensation[]): Pr
   }
 }
 
+/** Where appClone is, as its `state` query answers. */
+export type AppCloneState = 'provisioning' | 'cloning-image' | 'cloning-volume' | 'copying-settings' | 'cloning-addons' | 'cloning-cronjobs' | 'starting' | 'compensating' | 'failed' | 'awaiting-live' | 'cloned';
+
 /**
  * Clones an app as a saga (`app-clone/<target>`): the target app reads `cloning` while
  * each step runs, and each step registers its compensation before the next begins. On
@@ -61,7 +64,7 @@ async function compensate(targetUuid: string, compensations: Compensation[]): Pr
  */
 export async function appClone(input: AppCloneInput): Promise<{ outcome: 'cloned' | 'failed'; reason: string | null }> {
   const { sourceUuid, targetUuid } = input;
-  let state = 'provisioning';
+  let state: AppCloneState = 'provisioning';
   setHandler(stateQuery, () => state);
   const compensations: Compensation[] = [];
   try {

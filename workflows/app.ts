@@ -24,7 +24,7 @@ const AWAKE: AppState[] = ['started', 'running', 'failed', 'problem'];
  */
 export async function appLifecycle(input: AppLifecycleInput): Promise<void> {
   const { appUuid } = input;
-  let phase = input.provisioned ? 'supervising' : 'provisioning';
+  let phase: 'provisioning' | 'supervising' | 'ended' = input.provisioned ? 'supervising' : 'provisioning';
   let local: AppState = 'pending';
   const commands: AppCommand[] = [];
   const health: Array<{ event: HealthEvent; detail: string | null }> = [];

@@ -10,9 +10,12 @@ export interface BucketProvisionInput {
   bucketUuid: string;
 }
 
+/** Where bucketProvision is, as its `state` query answers. */
+export type BucketProvisionState = 'provisioning' | 'gone' | 'failed' | 'active';
+
 /** pending -> active once the bucket exists on the object store with its key; failed if that cannot be done. */
 export async function bucketProvision(input: BucketProvisionInput): Promise<string> {
-  let state = 'provisioning';
+  let state: BucketProvisionState = 'provisioning';
   setHandler(stateQuery, () => state);
   try {
     if (!(await provisionBucket(input.bucketUuid))) {

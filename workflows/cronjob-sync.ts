@@ -11,7 +11,7 @@ const { syncCronSchedule } = proxyActivities<Activities>(quickDb);
  * schedule, then its row.
  */
 export async function cronjobSync(input: { cronjobUuid: string }): Promise<string> {
-  let state = 'syncing';
+  let state: 'syncing' | 'created' | 'updated' | 'deleted' = 'syncing';
   setHandler(stateQuery, () => state);
   state = await syncCronSchedule(input.cronjobUuid);
   return state;

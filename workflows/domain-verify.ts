@@ -12,6 +12,9 @@ export interface DomainVerifyInput {
 
 export type DomainVerifyResult = 'verified' | 'failed' | 'stopped';
 
+/** Where domainVerify is, as its `state` query answers. */
+export type DomainVerifyState = 'checking' | 'stopped' | 'verified' | 'waiting' | 'failed';
+
 /**
  * Verifies a custom domain (already `in_progress`): checks the TXT record, waiting
  * 1, 1, 2, 3, 5, ... minutes (capped at 60) between checks, until the token is found
@@ -19,7 +22,7 @@ export type DomainVerifyResult = 'verified' | 'failed' | 'stopped';
  * domain is deleted or renamed meanwhile.
  */
 export async function domainVerify(input: DomainVerifyInput): Promise<DomainVerifyResult> {
-  let state = 'checking';
+  let state: DomainVerifyState = 'checking';
   setHandler(stateQuery, () => state);
   for (let attempt = 1; attempt <= VERIFY_MAX_ATTEMPTS; attempt++) {
     state = 'checking';

@@ -9,13 +9,16 @@ export interface PeerRoutesApplyInput {
   applyUuid: string;
 }
 
+/** Where peerRoutesApply is, as its `state` query answers. */
+export type PeerRoutesApplyState = 'installing' | 'restarting' | 'recording' | 'done';
+
 /**
  * Applies the peer routes an apply claimed: installs the VPC's route table through the
  * driver, restarts every attached workload once so it picks the routes up, then moves
  * each staged route to applied or failed.
  */
 export async function peerRoutesApply(input: PeerRoutesApplyInput): Promise<{ applied: number; failed: number }> {
-  let state = 'installing';
+  let state: PeerRoutesApplyState = 'installing';
   setHandler(stateQuery, () => state);
   let results: RouteResult[] = [];
   let failAll: string | null = null;

@@ -3,7 +3,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import { PREVIEW_WAKE_SIGNAL } from '../domain/previews';
+import { PREVIEW_WAKE_SIGNAL, type PreviewStatus } from '../domain/previews';
 import { operationSearchAttributes, workflowIdOf } from '../domain/search-attributes';
 import { appDeploy } from './app-deploy';
 import { stateQuery } from './common';
@@ -49,7 +49,7 @@ function failedDeployData(error: string): Record<string, unknown> {
  * deleted or expires_at reached: destroying -> gone (the preview app is removed).
  */
 export async function previewEnvironment(input: PreviewEnvironmentInput): Promise<'gone'> {
-  let state = 'creating';
+  let state: PreviewStatus | 'gone' = 'creating';
   let woken = false;
   let handled = input.handledGeneration ?? 0;
   let provisioned = input.provisioned ?? false;

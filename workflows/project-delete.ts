@@ -9,9 +9,12 @@ export interface ProjectDeleteInput {
   projectUuid: string;
 }
 
+/** Where projectDelete is, as its `state` query answers. */
+export type ProjectDeleteState = 'releasing' | 'deleting' | 'deleted';
+
 /** Deletes a project: releases its compute resource assignments, then removes it. */
 export async function projectDelete(input: ProjectDeleteInput): Promise<void> {
-  let state = 'releasing';
+  let state: ProjectDeleteState = 'releasing';
   setHandler(stateQuery, () => state);
   await releaseProjectAssignments(input.projectUuid);
   state = 'deleting';

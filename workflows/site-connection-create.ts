@@ -7,9 +7,12 @@ export interface SiteConnectionCreateInput {
   connectionUuid: string;
 }
 
+/** Where siteConnectionCreate is, as its `state` query answers. */
+export type SiteConnectionCreateState = 'connecting' | 'failed' | 'active';
+
 /** Brings up a site-to-site connection's IPsec tunnels: pending -> active (or failed). */
 export async function siteConnectionCreate(input: SiteConnectionCreateInput): Promise<string> {
-  let state = 'connecting';
+  let state: SiteConnectionCreateState = 'connecting';
   setHandler(stateQuery, () => state);
   try {
     await driverActivities.createSiteTunnel(input.connectionUuid);

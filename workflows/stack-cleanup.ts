@@ -9,9 +9,12 @@ export interface StackCleanupInput {
   itemUuids: string[];
 }
 
+/** Where stackCleanup is, as its `state` query answers. */
+export type StackCleanupState = 'removing' | 'done';
+
 /** After DELETE /stacks/{uuid}: the stack's services are removed from the data plane. */
 export async function stackCleanup(input: StackCleanupInput): Promise<void> {
-  let state = 'removing';
+  let state: StackCleanupState = 'removing';
   setHandler(stateQuery, () => state);
   await removeStackServices(input.itemUuids);
   state = 'done';

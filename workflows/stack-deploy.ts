@@ -12,6 +12,9 @@ export interface StackDeployInput {
   deploymentUuid: string;
 }
 
+/** Where stackDeploy is, as its `state` query answers. */
+export type StackDeployState = 'validating' | 'failed' | 'publishing' | 'building' | 'deploying' | 'running' | 'degraded';
+
 /**
  * A stack deployment: validating (clone, analyze, required variables) -> publishing
  * (materialize services) -> building (images of services with a build section) ->
@@ -20,7 +23,7 @@ export interface StackDeployInput {
  */
 export async function stackDeploy(input: StackDeployInput): Promise<string> {
   const d = input.deploymentUuid;
-  let state = 'validating';
+  let state: StackDeployState = 'validating';
   setHandler(stateQuery, () => state);
 
   await acts.setStackDeploymentPhase(d, ['pending'], 'validating', 'cloning the repository and reading the compose file');

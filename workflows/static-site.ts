@@ -3,6 +3,7 @@ import type { Activities } from '../activities';
 import { emit } from './events';
 import { longBuild, quickDriverCall, refusing } from './activity-options';
 import { failureMessage } from './failures';
+import type { SiteState } from '../domain/static-sites';
 
 const acts = proxyActivities<Activities>(quickDriverCall);
 const publish = proxyActivities<Activities>(refusing(longBuild, 'GitError', 'SiteContentError'));
@@ -17,7 +18,10 @@ export interface SiteDeployInput {
  * One static-site deployment: deploying -> running | failed, with deploy_started and
  * deploy_ended (data.app_id = the site's uuid; data.message = why it failed, else null).
  */
-export async function deploySite(input: SiteDeployInput, setState: (s: string) => void): Promise<string> {
+/** Where a site's deployment is, as the deploying workflow's `state` query answers. */
+export type SiteDeployState = 'queued' | 'skipped' | Extract<SiteState, 'pending' | 'assigned' | 'deploying' | 'running' | 'failed'>;
+
+export async function deploySite(input: SiteDeployInput, setState: (s: SiteDeployState) => void): Promise<SiteDeployState> {
   if (!(await acts.startSiteDeployment(input.siteUuid, input.deploymentUuid))) return 'skipped';
   setState('deploying');
   await emit(input.workspaceUuid, 'deploy_started', input.siteUuid, { deployment_id: input.deploymentUuid, commit_sha: null });

@@ -7,12 +7,15 @@ export interface VpcAttachInput {
   attachmentUuid: string;
 }
 
+/** Where vpcAttach is, as its `state` query answers. */
+export type VpcAttachState = 'attaching' | 'restarting' | 'compensating' | 'failed' | 'attached';
+
 /**
  * Attaches a workload to a subnet: plugs it in through the driver, restarts it once so it
  * comes up on the VPC, and moves the attachment to attached (or failed, unplugged again).
  */
 export async function vpcAttach(input: VpcAttachInput): Promise<string> {
-  let state = 'attaching';
+  let state: VpcAttachState = 'attaching';
   setHandler(stateQuery, () => state);
   try {
     await driverActivities.attachWorkloadNetwork(input.attachmentUuid);

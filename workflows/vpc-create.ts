@@ -9,6 +9,9 @@ export interface VpcCreateInput {
   cidrV4: string;
 }
 
+/** Where vpcCreate is, as its `state` query answers. */
+export type VpcCreateState = 'deriving' | 'provisioning' | 'compensating' | 'failed' | 'activating' | 'active';
+
 /**
  * Creates a VPC: derives its IPv6 range (ULA /48 from the uuid), resolver (base + 2) and
  * VPN pool, provisions VPC, router and resolver through the driver, and moves the VPC from
@@ -16,7 +19,7 @@ export interface VpcCreateInput {
  * VPC is failed.
  */
 export async function vpcCreate(input: VpcCreateInput): Promise<string> {
-  let state = 'deriving';
+  let state: VpcCreateState = 'deriving';
   setHandler(stateQuery, () => state);
   const addressing = deriveVpcAddressing(input.vpcUuid, input.cidrV4);
   try {

@@ -7,9 +7,12 @@ export interface VpnGatewayEnableInput {
   gatewayUuid: string;
 }
 
+/** Where vpnGatewayEnable is, as its `state` query answers. */
+export type VpnGatewayEnableState = 'enabling' | 'failed' | 'active';
+
 /** Turns a VPN gateway on through the driver: pending -> active (or failed). */
 export async function vpnGatewayEnable(input: VpnGatewayEnableInput): Promise<string> {
-  let state = 'enabling';
+  let state: VpnGatewayEnableState = 'enabling';
   setHandler(stateQuery, () => state);
   try {
     await driverActivities.enableVpnGateway(input.gatewayUuid);

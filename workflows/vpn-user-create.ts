@@ -12,13 +12,16 @@ export interface VpnUserCreateInput {
 
 export const vaultEmptied = defineSignal(VAULT_EMPTIED_SIGNAL);
 
+/** Where vpnUserCreate is, as its `state` query answers. */
+export type VpnUserCreateState = 'activating' | 'failed' | 'vault-open' | 'config-read' | 'vault-expired' | 'key-destroyed';
+
 /**
  * Activates a WireGuard device (adds it as a peer of the VPC's gateway), then keeps the
  * vault's timer: when the configuration is not read within the vault time, the private key
  * is destroyed. A read signals `vaultEmptied` and ends the wait early.
  */
 export async function vpnUserCreate(input: VpnUserCreateInput): Promise<string> {
-  let state = 'activating';
+  let state: VpnUserCreateState = 'activating';
   let emptied = false;
   setHandler(stateQuery, () => state);
   setHandler(vaultEmptied, () => { emptied = true; });

@@ -12,6 +12,14 @@ export const redeliverSignal = defineSignal(WEBHOOK_REDELIVER_SIGNAL);
 const { attemptWebhookDelivery, notifyWebhookDisabled } = proxyActivities<Activities>(quickDb);
 
 
+/** Where a delivery is, as its `state` query answers: attempting, waiting between attempts, then the last outcome. */
+export type WebhookDeliveryState =
+  | 'attempting'
+  | `attempt ${number} of ${number}`
+  | `waiting ${number} s before attempt ${number}`
+  | 'notifying admins'
+  | DeliveryAttemptResult['outcome'];
+
 /**
  * Delivers one event to one webhook (id `webhook-delivery/<webhook>/<event>`): attempt
  * now; after a failed attempt wait 30 s, 2 m, 8 m, 30 m, 1 h, 3 h, 8 h, 12 h (with
@@ -21,7 +29,7 @@ const { attemptWebhookDelivery, notifyWebhookDisabled } = proxyActivities<Activi
  * starts another cycle; one that arrives while waiting cuts the wait short.
  */
 export async function webhookDelivery(input: WebhookDeliveryArgs): Promise<string> {
-  let state = 'attempting';
+  let state: WebhookDeliveryState = 'attempting';
   let requested = 0;
   let handled = 0;
   setHandler(stateQuery, () => state);
