@@ -2,7 +2,7 @@ import { proxyActivities, setHandler, sleep } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { stateQuery } from './common';
 import { quickDb } from './activity-options';
-import type { AddonState } from '../domain/data';
+import type { AddonState } from '../domain/addon-states';
 
 const { transition, provisionAddonCluster, refreshAddonStatus, ensureAddonSubPaths, syncAddonSettings } = proxyActivities<Activities>(quickDb);
 
