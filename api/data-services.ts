@@ -9,7 +9,7 @@ import type { DataEngine } from '../activities/provider/data';
 import { assertProjectVisible } from './access';
 import { recordAudit, snapshot } from './audit';
 import { conflict, notFound, unprocessable } from './problem';
-import type { RouteContext } from './route';
+import type { AnyRouteContext } from './route';
 import type { AddonCreateBody, AddonUpdateBody, RestoreBody } from './schemas/addons';
 import { markNeedsRedeploy } from './variables';
 import { ADDON_COLUMNS, ADDON_FROM, addonView, type AddonRow, type AddonView } from './views/addons';
@@ -17,7 +17,7 @@ import { iso } from './views/common';
 
 /** Shared handler logic of add-ons (/apps/{uuid}/addons), services (/services) and cron jobs. */
 
-type Ctx = RouteContext<any, any, any>;
+type Ctx = AnyRouteContext;
 type Db = Pick<EntityManager, 'query'>;
 
 export const LIVE_STATES = ['healthy', 'bound', 'running', 'degraded', 'degradated', 'failing', 'lost', 'crashloopbackoff', 'failed'];

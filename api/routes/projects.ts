@@ -6,7 +6,7 @@ import { assertProjectVisible, visibleProjectsClause } from '../access';
 import { recordAudit, snapshot } from '../audit';
 import { selectPage, type Page } from '../pagination';
 import { conflict, notFound, unprocessable } from '../problem';
-import { route, type RouteContext } from '../route';
+import { route, type AnyRouteContext } from '../route';
 import { arr, obj, oneOf, str, uuid } from '../schemas/common';
 import { projectSchema, projectViews, restrictionSchema, restrictionView, type ProjectRow, type RestrictionView } from '../views/projects';
 
@@ -33,7 +33,7 @@ const restrictionBody = obj({
   }),
 });
 
-type Ctx = RouteContext<any, any, any>;
+type Ctx = AnyRouteContext;
 
 /** The project, if it exists in the caller's workspace and is not closed to the caller. */
 export async function findProject(ctx: Ctx, projectUuid: string, db: EntityManager = ctx.deps.dataSource.manager): Promise<ProjectRow> {

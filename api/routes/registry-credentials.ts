@@ -5,7 +5,7 @@ import { one, rows, type Db } from '../../entities/sql';
 import { recordAudit, snapshot } from '../audit';
 import { selectPage, type Page } from '../pagination';
 import { conflict, notFound, unprocessable } from '../problem';
-import { route, type RouteContext } from '../route';
+import { route, type AnyRouteContext } from '../route';
 import { obj, oneOf, str } from '../schemas/common';
 import { CREDENTIAL_COLUMNS, registryCredentialSchema, registryCredentialView, type RegistryCredentialRow } from '../views/registry-credentials';
 
@@ -28,7 +28,7 @@ const createBody = obj({
 });
 const updateBody = obj(fields);
 
-type Ctx = RouteContext<any, any, any>;
+type Ctx = AnyRouteContext;
 
 function assertHostname(registry: RegistryProvider, hostname: string | null | undefined): void {
   if (needsHostname(registry) && !hostname) {

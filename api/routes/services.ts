@@ -9,7 +9,7 @@ import {
 } from '../data-services';
 import { selectPage, type Page } from '../pagination';
 import { unprocessable } from '../problem';
-import { route, type RouteContext } from '../route';
+import { route, type AnyRouteContext } from '../route';
 import {
   mountBody, publicAccessBody, restoreBody, serviceCreateBody, serviceUpdateBody, stateBody,
   type AddonUpdateBody, type RestoreBody, type ServiceCreateBody,
@@ -21,7 +21,7 @@ import { isoRequired } from '../views/common';
 
 const TAG = 'services';
 type Params = { id: string };
-type Ctx = RouteContext<any, any, any>;
+type Ctx = AnyRouteContext;
 
 const mountSchema = obj({
   uuid: uuid().required(), service_id: uuid().required(), app_uuid: uuid().required(), mount_path: str().required(),
