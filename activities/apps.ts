@@ -7,7 +7,7 @@ import { one, rows } from '../entities/sql';
 import { effectiveEnvironment } from './app-environment';
 import type { ActivityDeps } from './deps';
 import { branchHead, commitSubject, GitError } from './git';
-import type { AppRuntimeStatus, AppSpec, BuildStatus } from './provider/apps';
+import type { AppRuntimeStatus, AppSpec, BuildStatus } from '../platform/drivers/apps';
 import { parentImageSync } from './parent-image-sync';
 import { moveAppTo, moveState } from './state';
 import { plugInAppNetworks } from './vpc';

@@ -2,18 +2,15 @@ import type { Addon } from '../entities/addon';
 import { randomBytes } from 'node:crypto';
 import { ApplicationFailure } from '@temporalio/common';
 import { ScheduleAlreadyRunning, ScheduleNotFoundError } from '@temporalio/client';
-import { BerthOperation, BerthResource, BerthWorkspace } from '../domain/search-attributes';
+import { typedStart, type WorkflowArgs, type WorkflowName } from '../platform/workflow-starts';
 import { diffRecords } from '../domain/audit';
-import { ADDON_LIVE_STATES, UNHEALTHY_STATES, type AddonState } from '../domain/data';
+import { ADDON_LIVE_STATES, UNHEALTHY_STATES, type AddonState, type RestoreChoice } from '../domain/data';
 import { insertAuditEvent } from '../entities/audit-events';
 import { one, rows } from '../entities/sql';
 import { attemptScopedUuid } from './attempt-id';
 import type { ActivityDeps } from './deps';
 import { moveState } from './state';
-import type { ClusterSpec, ClusterStatus, DataEngine, RestoreSource } from './provider/data';
-
-/** What workflows pass to restore: identifiers and plain choices, never credentials. */
-export type RestoreChoice = { backupName: string } | { targetTime: string } | { latest: true };
+import type { ClusterSpec, ClusterStatus, DataEngine, RestoreSource } from '../platform/drivers/data';
 
 /** A row of `addons` as the activities read it (SELECT *), its state one of the add-on states. */
 type AddonRow = Omit<Addon, 'state'> & { state: AddonState };
@@ -77,7 +74,11 @@ export function createDataActivities(deps: Pick<ActivityDeps, 'dataSource' | 'lo
       await temporal.schedule.create({
         scheduleId: `addon-health/${config.taskQueue}`,
         spec: { intervals: [{ every: '1m' }] },
-        action: { type: 'startWorkflow', workflowType: 'addonHealthSweep', taskQueue: config.taskQueue, workflowId: `addon-health/${config.taskQueue}`, args: [], workflowExecutionTimeout: '5 minutes' },
+        // One sweep per task queue, not an operation on a resource: its own id, no search attributes.
+        action: {
+          type: 'startWorkflow', workflowType: 'addonHealthSweep' satisfies WorkflowName, taskQueue: config.taskQueue,
+          workflowId: `addon-health/${config.taskQueue}`, args: [] satisfies WorkflowArgs<'addonHealthSweep'>, workflowExecutionTimeout: '5 minutes',
+        },
       });
     } catch (err) {
       if (!(err instanceof ScheduleAlreadyRunning)) {
@@ -242,15 +243,8 @@ export function createDataActivities(deps: Pick<ActivityDeps, 'dataSource' | 'lo
       }
       const s = row.settings as { schedule_type: string; cron?: string; interval?: number };
       const spec = s.schedule_type === 'cron' ? { cronExpressions: [s.cron!] } : { intervals: [{ every: `${s.interval ?? 60}m` as const }] };
-      const action = {
-        type: 'startWorkflow' as const, workflowType: 'cronjobRun', taskQueue: config.taskQueue,
-        workflowId: `cronjob-run/${uuid}`, args: [{ cronjobUuid: uuid }],
-        typedSearchAttributes: [
-          { key: BerthWorkspace, value: row.workspace_uuid },
-          { key: BerthResource, value: uuid },
-          { key: BerthOperation, value: 'cronjob-run' },
-        ],
-      };
+      const run = typedStart('cronjobRun', [{ cronjobUuid: uuid }], { operation: 'cronjob-run', workspaceUuid: row.workspace_uuid, resourceUuid: uuid });
+      const action = { type: 'startWorkflow' as const, workflowType: run.workflowType, taskQueue: config.taskQueue, ...run.options };
       let result: 'created' | 'updated';
       try {
         await temporal.schedule.create({ scheduleId: `cronjob/${uuid}`, spec, action, memo: { app: row.app_uuid, label: row.label } });

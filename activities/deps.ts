@@ -2,7 +2,7 @@ import type { Client } from '@temporalio/client';
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import type { SecretBox } from '../domain/secret-box';
-import type { Config } from '../worker/config';
+import type { Config } from '../platform/config';
 import type { Provider } from './provider/provider';
 
 /** What activities are built from (worker/ assembles it; tests pass their own). */

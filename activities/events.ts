@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { eventData, InvalidEventError, type EventEnvelope, type EventResource, type EventType } from '../domain/events';
 import { one, rows } from '../entities/sql';
-import { startWebhookDelivery } from '../worker/webhook-starts';
+import { startWebhookDelivery } from '../platform/webhook-starts';
 import type { ActivityDeps } from './deps';
 import { pruneDeliveries } from './webhooks';
 

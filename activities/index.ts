@@ -15,7 +15,7 @@ import { createStaticSiteActivities } from './static-sites';
 
 export type { ActivityDeps } from './deps';
 export type { StorageCleanupInput } from './buckets';
-export type { AnalyzeInput, AnalyzeResult, PublishedItem } from './stacks';
+export type { PublishedItem } from './stacks';
 
 /** Every activity, built from its dependencies (the worker registers the result). */
 export function createActivities(deps: ActivityDeps) {

@@ -1,6 +1,6 @@
 import nodemailer, { type Transporter } from 'nodemailer';
 import type { Logger } from 'pino';
-import type { Config } from '../worker/config';
+import type { Config } from '../platform/config';
 
 export interface MailMessage {
   to: string[];

@@ -3,7 +3,7 @@ import { Context } from '@temporalio/activity';
 import type { EntityManager } from 'typeorm';
 import { DEPLOYABLE_STATES } from '../domain/apps';
 import { rows } from '../entities/sql';
-import { Outbox } from '../worker/outbox';
+import { Outbox, type EnqueuedOperation } from '../platform/outbox';
 import type { ActivityDeps } from './deps';
 
 function currentTaskQueue(fallback: string): string {
@@ -24,12 +24,12 @@ function currentTaskQueue(fallback: string): string {
 export function parentImageSync({ dataSource, temporal, logger, config }: Pick<ActivityDeps, 'dataSource' | 'temporal' | 'logger' | 'config'>) {
   const outbox = () => new Outbox(dataSource, temporal, { taskQueue: currentTaskQueue(config.taskQueue), logger });
   return {
-    async queue(m: EntityManager, parentUuid: string): Promise<string[]> {
+    async queue(m: EntityManager, parentUuid: string): Promise<EnqueuedOperation[]> {
       const box = outbox();
       const clones = await rows<{ uuid: string; workspace_uuid: string }>(m,
         `SELECT uuid, workspace_uuid FROM apps WHERE parent_app_uuid = $1 AND parent_image_auto_sync AND deployment_method = 'parent_image'
             AND preview_parent_uuid IS NULL AND state = ANY($2) ORDER BY created_at FOR UPDATE`, [parentUuid, DEPLOYABLE_STATES]);
-      const ops: string[] = [];
+      const ops: EnqueuedOperation[] = [];
       for (const clone of clones) {
         const uuid = randomUUID();
         const inserted = await rows(m,
@@ -37,13 +37,13 @@ export function parentImageSync({ dataSource, temporal, logger, config }: Pick<A
            ON CONFLICT DO NOTHING RETURNING uuid`, [uuid, clone.uuid, clone.workspace_uuid]);
         if (inserted.length === 0) continue;
         const op = await box.enqueue(m, {
-          operation: 'app-deploy', workflowType: 'appDeploy', workspaceUuid: clone.workspace_uuid, resourceUuid: clone.uuid, subId: uuid,
+          operation: 'app-deploy', workflow: 'appDeploy', workspaceUuid: clone.workspace_uuid, resourceUuid: clone.uuid, subId: uuid,
           taskQueue: currentTaskQueue(config.taskQueue), args: [{ deploymentUuid: uuid }],
         });
-        ops.push(op.uuid);
+        ops.push(op);
       }
       return ops;
     },
-    dispatch: (ops: string[]) => outbox().dispatch(...ops),
+    dispatch: (ops: EnqueuedOperation[]) => outbox().dispatch(...ops),
   };
 }

@@ -3,26 +3,12 @@ import { readFile, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
 import type { AppState } from '../domain/apps';
-import type { StackState } from '../domain/stacks';
-import { analyzeCompose, COMPOSE_FILE_NAMES, ComposeError, type ComposeWarning, type Manifest } from '../domain/compose';
+import { analyzeCompose, COMPOSE_FILE_NAMES, ComposeError, type Manifest } from '../domain/compose';
+import type { AnalyzeInput, AnalyzeResult, StackState } from '../domain/stacks';
 import { one, rows } from '../entities/sql';
 import type { ActivityDeps } from './deps';
 import { moveAppTo, moveState } from './state';
 import { cloneBranch, type GitCredential } from './git';
-
-export interface AnalyzeInput {
-  workspaceUuid: string;
-  repositoryUrl: string;
-  branch: string;
-  composePath: string;
-  credentialId: string | null;
-}
-
-export interface AnalyzeResult {
-  commitSha: string;
-  manifest: Manifest;
-  warnings: ComposeWarning[];
-}
 
 export interface PublishedItem {
   uuid: string;

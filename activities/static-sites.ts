@@ -3,7 +3,7 @@ import path from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
 import { contentType, SITE_PREFIX, siteHost } from '../domain/static-sites';
 import { one } from '../entities/sql';
-import type { SiteFile } from './provider/storage';
+import type { SiteFile } from '../platform/drivers/storage';
 import type { ActivityDeps } from './deps';
 import { cloneBranch } from './git';
 import { moveState } from './state';

@@ -3,7 +3,7 @@ import { cidr4, subnetV6Of, type VpcAddressing } from '../domain/vpc';
 import { one, rows, type Db } from '../entities/sql';
 import type { ActivityDeps } from './deps';
 import { moveState } from './state';
-import type { NetworkDriver, RouteResult, VpcSpec } from './provider/network';
+import type { NetworkDriver, RouteResult, VpcSpec } from '../platform/drivers/network';
 
 interface VpcRow {
   uuid: string;

@@ -3,7 +3,7 @@ import { isIP } from 'node:net';
 import { Agent, request } from 'undici';
 import { checkDestination, resolvedVerdict, type AllowList } from '../domain/webhook-destination';
 import { truncateMessage } from '../domain/webhooks';
-import { ResolutionError, type HostResolver } from '../worker/resolver';
+import { ResolutionError, type HostResolver } from '../platform/resolver';
 
 export type PostResult =
   /** The endpoint answered (any status). */

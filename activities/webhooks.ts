@@ -4,7 +4,7 @@ import { parseAllowList } from '../domain/webhook-destination';
 import { webhookHeaders } from '../domain/webhook-signature';
 import { WEBHOOK_ATTEMPT_TIMEOUT_MS, WEBHOOK_DELIVERIES_KEPT, WEBHOOK_DISABLE_AFTER_FAILURES } from '../domain/webhooks';
 import { one, rows } from '../entities/sql';
-import { createHostResolver } from '../worker/resolver';
+import { createHostResolver } from '../platform/resolver';
 import type { ActivityDeps } from './deps';
 import { createMailer } from './mail';
 import { postWebhook, type PostResult } from './webhook-transport';

@@ -64,7 +64,7 @@ export function createApp(deps: ApiDeps, routes: readonly RouteDef[] = allRoutes
   // Signed by the code host, not bearer-authenticated: before authentication (api/code-host.ts).
   app.use(codeHostRouter(deps, limiter).routes());
   app.use(rateLimit(limiter, tokenOrAddressKey));
-  app.use(authenticate(deps.dataSource));
+  app.use(authenticate(deps.dataSource, deps.tokenCache));
   app.use(bodyParser({
     enableTypes: ['json'],
     jsonLimit: BODY_LIMIT,

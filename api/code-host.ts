@@ -4,13 +4,16 @@ import { WorkflowNotFoundError } from '@temporalio/client';
 import type Koa from 'koa';
 import type { EntityManager } from 'typeorm';
 import { diffRecords } from '../domain/audit';
+import { isUuid } from '../domain/ids';
 import { branchMatches, previewAppName, previewKey } from '../domain/previews';
 import { insertAuditEvent } from '../entities/audit-events';
 import { one, rows, type Db } from '../entities/sql';
 import type { ApiDeps } from './context';
 import { appAddressKey, rateLimit, type RequestLimiter } from './middleware/rate-limit';
-import { assertResourceFitsProject, effectiveTarget, PREVIEW_OPERATION, previewSnapshot, previewWorkflowId, wakePreview } from './preview-envs';
+import { checkAssignment } from './placement';
+import { effectiveTarget, PREVIEW_OPERATION, previewSnapshot, previewWorkflowId, wakePreview } from './preview-envs';
 import { Problem, badRequest, conflict } from './problem';
+import type { EnqueuedOperation } from '../platform/outbox';
 
 /**
  * The code-host endpoint: GitHub-compatible `pull_request` and `push` deliveries for one
@@ -21,7 +24,6 @@ import { Problem, badRequest, conflict } from './problem';
  */
 export const CODE_HOST_PATH = '/api/v1/code_host/apps/:uuid/events';
 export const CODE_HOST_BODY_LIMIT = 5 * 1024 * 1024;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export interface HookOutcome {
   result: 'pong' | 'created' | 'updated' | 'destroying' | 'ignored';
@@ -95,7 +97,7 @@ export function codeHostRouter(deps: ApiDeps, limiter: RequestLimiter): Router {
   router.post(CODE_HOST_PATH, rateLimit(limiter, (ctx) => appAddressKey(ctx.params.uuid ?? '', ctx)), async (ctx) => {
     const body = await rawBody(ctx);
     const refused = () => new Problem(401, 'the X-Hub-Signature-256 signature does not match this app\'s preview webhook secret');
-    if (!UUID.test(ctx.params.uuid!)) throw refused();
+    if (!isUuid(ctx.params.uuid!)) throw refused();
     const parent = await one<ParentRow>(deps.dataSource,
       `SELECT a.uuid, a.workspace_uuid, a.project_id, a.resource_uuid, a.name, c.enabled, c.pull_requests, c.branch_patterns,
               c.resource_uuid AS config_resource, c.project_uuid AS config_project, c.use_parent_image, c.lifetime_hours, c.webhook_secret_sealed
@@ -237,12 +239,12 @@ async function previousRunActive(deps: ApiDeps, parentAppUuid: string, key: stri
   }
 }
 
-async function create(deps: ApiDeps, m: EntityManager, parent: ParentRow, origin: Origin, s: Source): Promise<{ outcome: HookOutcome; op: string }> {
+async function create(deps: ApiDeps, m: EntityManager, parent: ParentRow, origin: Origin, s: Source): Promise<{ outcome: HookOutcome; op: EnqueuedOperation }> {
   if (await previousRunActive(deps, parent.uuid, s.key)) {
     throw conflict('the previous preview environment of this pull request or branch is still being removed; deliver the event again in a moment');
   }
   const target = effectiveTarget(parent, { resource_uuid: parent.config_resource, project_uuid: parent.config_project });
-  await assertResourceFitsProject(m, target.resourceUuid, target.projectUuid, 'config.resource_id');
+  await checkAssignment(m, target.resourceUuid, target.projectUuid, 'config.resource_id');
   let appName = previewAppName(parent.name, s.pullRequest !== null ? { pullRequest: s.pullRequest } : { branch: s.branch });
   const taken = await one(m, `SELECT 1 FROM apps WHERE name = $1 UNION ALL SELECT 1 FROM preview_environments WHERE app_name = $1`, [appName]);
   if (taken) appName = `${appName}-${randomBytes(2).toString('hex')}`;
@@ -258,11 +260,11 @@ async function create(deps: ApiDeps, m: EntityManager, parent: ParentRow, origin
       `https://${appName}.${region!.domain}`, s.pullRequest, s.title, s.author, s.url, s.branch, s.baseBranch, s.sha, parent.lifetime_hours]);
   if (!row) throw conflict('another delivery created this preview environment at the same time; deliver the event again');
   const op = await deps.outbox.enqueue(m, {
-    operation: PREVIEW_OPERATION, workflowType: 'previewEnvironment', workspaceUuid: parent.workspace_uuid, resourceUuid: parent.uuid,
+    operation: PREVIEW_OPERATION, workflow: 'previewEnvironment', workspaceUuid: parent.workspace_uuid, resourceUuid: parent.uuid,
     subId: s.key, args: [{ workspaceUuid: parent.workspace_uuid, parentAppUuid: parent.uuid, key: s.key }],
   });
   await auditDelivery(m, parent, origin, 'preview.create', null, await previewSnapshot(m, row.id));
-  return { outcome: { result: 'created', preview_environment_id: row.id }, op: op.uuid };
+  return { outcome: { result: 'created', preview_environment_id: row.id }, op };
 }
 
 /** Closed or merged pull request, deleted branch: -> destroying. */

@@ -1,14 +1,16 @@
 import type { Client } from '@temporalio/client';
-import type { DataDriver } from '../activities/provider/data';
-import type { StorageDriver } from '../activities/provider/storage';
+import type { DataDriver } from '../platform/drivers/data';
+import type { StorageDriver } from '../platform/drivers/storage';
 import type { LocalLayout } from '../platform/local-layout';
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import type { SecretBox } from '../domain/secret-box';
 import type { CallerIdentity } from '../domain/projects';
-import type { Config } from '../worker/config';
+import type { Config } from '../platform/config';
 import type { RouteDef } from './route';
-import type { Outbox } from '../worker/outbox';
+import type { Outbox } from '../platform/outbox';
+import type { TokenRow } from './middleware/auth';
+import type { TokenCache } from './middleware/token-cache';
 
 /** Everything the API needs, passed in by whoever builds the app (bin/ or a test). */
 export interface ApiDeps {
@@ -24,6 +26,8 @@ export interface ApiDeps {
   localLayout?: LocalLayout;
   /** What the data-plane driver can run (an engine it cannot run is refused at create with a 422). */
   data?: Pick<DataDriver, 'supports'>;
+  /** Token lookups kept for at most a second, dropped on any token, membership or role change (absent: looked up on every request). */
+  tokenCache?: TokenCache<TokenRow>;
   /** Check every response body against its route's declared schema (tests). */
   validateResponses?: boolean;
   /** Check that every accepted mutating request wrote exactly its route's audit entry (tests). */

@@ -1,11 +1,9 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { WorkflowExecutionAlreadyStartedError, WorkflowIdConflictPolicy } from '@temporalio/client';
 import type { EntityManager } from 'typeorm';
-import { subPathProblem } from '../domain/data';
-import { BerthOperation, BerthResource, BerthWorkspace } from '../domain/search-attributes';
+import { subPathProblem, type DataType, type RestoreChoice } from '../domain/data';
+import { typedStart } from '../platform/workflow-starts';
 import { one, rows } from '../entities/sql';
-import type { RestoreChoice } from '../activities/data';
-import type { DataEngine } from '../activities/provider/data';
 import { assertProjectVisible } from './access';
 import { recordAudit, snapshot } from './audit';
 import { conflict, notFound, unprocessable } from './problem';
@@ -14,6 +12,7 @@ import type { AddonCreateBody, AddonUpdateBody, RestoreBody } from './schemas/ad
 import { markNeedsRedeploy } from './variables';
 import { ADDON_COLUMNS, ADDON_FROM, addonView, type AddonRow, type AddonView } from './views/addons';
 import { iso } from './views/common';
+import type { EnqueuedOperation } from '../platform/outbox';
 
 /** Shared handler logic of add-ons (/apps/{uuid}/addons), services (/services) and cron jobs. */
 
@@ -80,11 +79,11 @@ const slug = (s: string) => s.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(
 /** Inserts an add-on or service in state `pending` with generated credentials and enqueues its provisioning. */
 export async function insertData(ctx: Ctx, m: EntityManager, input: {
   kind: 'addon' | 'service'; appUuid: string | null; projectId: string | null; resourceUuid: string; body: AddonCreateBody;
-}): Promise<{ uuid: string; op: { uuid: string } }> {
+}): Promise<{ uuid: string; op: EnqueuedOperation }> {
   const b = input.body;
   checkSettings(b.type, await planTypeOf(m, input.resourceUuid), b);
   checkSubPath(b.type, b.sub_path, b.access_mode);
-  const unsupported = ctx.deps.data?.supports(b.type as DataEngine) ?? null;
+  const unsupported = ctx.deps.data?.supports(b.type as DataType) ?? null;
   if (unsupported) throw unprocessable(unsupported, [{ path: 'body.type', message: unsupported }]);
   const uuid = randomUUID();
   const name = `${slug(b.name ?? (input.kind === 'service' ? b.label ?? b.type : b.type))}-${randomBytes(4).toString('hex')}`;
@@ -109,7 +108,7 @@ export async function insertData(ctx: Ctx, m: EntityManager, input: {
   // the app's environment gains the add-on's connection variables (`var`) at its next deployment
   if (input.appUuid) await markNeedsRedeploy(m, { kind: 'app', uuid: input.appUuid });
   const op = await ctx.deps.outbox.enqueue(m, {
-    operation: input.kind === 'service' ? 'service-provision' : 'addon-provision', workflowType: 'addonProvision',
+    operation: input.kind === 'service' ? 'service-provision' : 'addon-provision', workflow: 'addonProvision',
     workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: uuid, args: [{ addonUuid: uuid, storage: b.type === 'storage' }],
   });
   return { uuid, op };
@@ -119,7 +118,7 @@ export async function insertData(ctx: Ctx, m: EntityManager, input: {
  * Applies an accepted update: backup_enabled changes now (BKP-01); a workflow brings
  * backup_active in line (BKP-02). Records the route's audit entry (also for a no-op).
  */
-export async function updateData(ctx: Ctx, m: EntityManager, row: AddonRow, b: AddonUpdateBody): Promise<{ uuid: string } | null> {
+export async function updateData(ctx: Ctx, m: EntityManager, row: AddonRow, b: AddonUpdateBody): Promise<EnqueuedOperation | null> {
   if (row.replica_of && (b.backup_enabled !== undefined || b.public_access !== undefined)) {
     throw unprocessable('a read replica follows its primary\'s backups and public access', [{ path: 'body', message: 'change the primary instead' }]);
   }
@@ -139,7 +138,7 @@ export async function updateData(ctx: Ctx, m: EntityManager, row: AddonRow, b: A
   await recordAudit(m, ctx, { resourceUuid: row.uuid, before, after: await snapshot(m, 'addons', row.uuid) });
   if (!settingsChange || !LIVE_STATES.includes(row.state)) return null; // provisioning applies the settings itself
   return ctx.deps.outbox.enqueue(m, {
-    operation: row.kind === 'service' ? 'service-sync' : 'addon-sync', workflowType: 'addonSync', workspaceUuid: ctx.caller.workspaceUuid,
+    operation: row.kind === 'service' ? 'service-sync' : 'addon-sync', workflow: 'addonSync', workspaceUuid: ctx.caller.workspaceUuid,
     resourceUuid: row.uuid, subId: String(updated!.settings_generation), args: [{ addonUuid: row.uuid }],
   });
 }
@@ -147,7 +146,7 @@ export async function updateData(ctx: Ctx, m: EntityManager, row: AddonRow, b: A
 /** Sets public access (its own permission) and applies it to the cluster. */
 export async function setPublicAccess(ctx: Ctx, row: AddonRow, on: boolean): Promise<AddonView> {
   const op = await ctx.deps.dataSource.transaction((m) => updateData(ctx, m, row, { public_access: on }));
-  if (op) await ctx.deps.outbox.dispatch(op.uuid);
+  if (op) await ctx.deps.outbox.dispatch(op);
   return viewOf(ctx, row.uuid);
 }
 
@@ -198,13 +197,10 @@ export async function startRestore(ctx: Ctx, row: AddonRow, b: RestoreBody, pref
   if (!LIVE_STATES.includes(row.state)) throw conflict(`the database is ${row.state}; restore once it is running`);
   const toNew = b.to_new_cluster ?? false;
   try {
-    await ctx.deps.temporal.workflow.start('addonRestore', {
-      workflowId: `${prefix}/${row.uuid}`, taskQueue: ctx.deps.config.taskQueue,
-      args: [{ addonUuid: row.uuid, from, toNewCluster: toNew }],
-      workflowIdConflictPolicy: WorkflowIdConflictPolicy.FAIL,
-      typedSearchAttributes: [
-        { key: BerthWorkspace, value: ctx.caller.workspaceUuid }, { key: BerthResource, value: row.uuid }, { key: BerthOperation, value: prefix },
-      ],
+    const restore = typedStart('addonRestore', [{ addonUuid: row.uuid, from, toNewCluster: toNew }],
+      { operation: prefix, workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: row.uuid });
+    await ctx.deps.temporal.workflow.start(restore.workflowType, {
+      ...restore.options, taskQueue: ctx.deps.config.taskQueue, workflowIdConflictPolicy: WorkflowIdConflictPolicy.FAIL,
     });
   } catch (err) {
     if (err instanceof WorkflowExecutionAlreadyStartedError) throw conflict('a restore of this database is already running');
@@ -239,11 +235,11 @@ export async function destroy(ctx: Ctx, row: AddonRow, mode: 'reset' | 'delete',
     }
     await recordAudit(m, ctx, { resourceUuid: row.uuid, before, after: await snapshot(m, 'addons', row.uuid) });
     return ctx.deps.outbox.enqueue(m, {
-      operation: `${what === 'service' ? 'service' : 'addon'}-${mode}`, workflowType: 'addonDestroy', workspaceUuid: ctx.caller.workspaceUuid,
+      operation: `${what === 'service' ? 'service' : 'addon'}-${mode}`, workflow: 'addonDestroy', workspaceUuid: ctx.caller.workspaceUuid,
       resourceUuid: row.uuid, args: [{ addonUuid: row.uuid, mode }],
     });
   });
-  await ctx.deps.outbox.dispatch(op.uuid);
+  await ctx.deps.outbox.dispatch(op);
   return {
     message: mode === 'reset'
       ? `Resetting ${row.name}: every piece of its data and its backups is being dropped. This is destructive: the data does not come back.`
@@ -265,11 +261,11 @@ export async function createReplica(ctx: Ctx, primary: AddonRow, b: { cpu_size: 
       [primary.uuid, id, name, JSON.stringify({ ...primary.quota, cpu_size: b.cpu_size, ram_size: b.ram_size }), `c-${id}`]);
     await recordAudit(m, ctx, { resourceUuid: id, before: null, after: await snapshot(m, 'addons', id) });
     const enq = await ctx.deps.outbox.enqueue(m, {
-      operation: 'addon-replica', workflowType: 'addonProvision', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: id, args: [{ addonUuid: id }],
+      operation: 'addon-replica', workflow: 'addonProvision', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: id, args: [{ addonUuid: id }],
     });
     return { uuid: id, op: enq };
   });
-  await ctx.deps.outbox.dispatch(op.uuid);
+  await ctx.deps.outbox.dispatch(op);
   return viewOf(ctx, uuid);
 }
 
@@ -284,10 +280,10 @@ export async function changeState(ctx: Ctx, row: AddonRow, action: 'start' | 'st
     if (!moved) throw conflict(action === 'stop' ? `cannot stop: the ${row.kind === 'service' ? 'service' : 'add-on'} is ${row.state}` : `cannot start: it is ${row.state}, not stopped`);
     await recordAudit(m, ctx, { resourceUuid: row.uuid, before, after: await snapshot(m, 'addons', row.uuid) });
     return ctx.deps.outbox.enqueue(m, {
-      operation: row.kind === 'service' ? 'service-sync' : 'addon-sync', workflowType: 'addonSync', workspaceUuid: ctx.caller.workspaceUuid,
+      operation: row.kind === 'service' ? 'service-sync' : 'addon-sync', workflow: 'addonSync', workspaceUuid: ctx.caller.workspaceUuid,
       resourceUuid: row.uuid, subId: String(moved.g), args: [{ addonUuid: row.uuid }],
     });
   });
-  await ctx.deps.outbox.dispatch(op.uuid);
+  await ctx.deps.outbox.dispatch(op);
   return viewOf(ctx, row.uuid);
 }

@@ -48,7 +48,7 @@ function basicPassword(ctx: Koa.Context): string {
 
 async function authorize(deps: ApiDeps, ctx: Koa.Context, token: string): Promise<Caller> {
   try {
-    return await callerOfToken(deps.dataSource, token, ctx.get(WORKSPACE_HEADER) || null);
+    return await callerOfToken(deps.dataSource, token, ctx.get(WORKSPACE_HEADER) || null, deps.tokenCache);
   } catch (err) {
     if (err instanceof Problem && err.status === 401) throw challenge(err.detail.replace('bearer token', 'token'));
     throw err;

@@ -1,9 +1,7 @@
-import type { EntityManager } from 'typeorm';
-import { PREVIEW_WAKE_SIGNAL, resourceProjectProblem } from '../domain/previews';
+import { PREVIEW_WAKE_SIGNAL } from '../domain/previews';
 import { workflowIdOf } from '../domain/search-attributes';
 import { one, type Db } from '../entities/sql';
 import type { ApiDeps } from './context';
-import { unprocessable } from './problem';
 
 /** Shared by the preview routes and the code-host endpoint. */
 
@@ -42,12 +40,4 @@ export async function wakePreview(deps: ApiDeps, parentAppUuid: string, key: str
 /** The compute resource and project previews of a parent run on (config, else the parent's). */
 export function effectiveTarget(parent: { resource_uuid: string; project_id: string | null }, config: { resource_uuid: string | null; project_uuid: string | null }) {
   return { resourceUuid: config.resource_uuid ?? parent.resource_uuid, projectUuid: config.project_uuid ?? parent.project_id };
-}
-
-/** PRV-09: 422 when the resource is assigned to projects and the target project is not one of them. */
-export async function assertResourceFitsProject(m: Pick<EntityManager, 'query'>, resourceUuid: string, projectUuid: string | null, field: string): Promise<void> {
-  const assigned: Array<{ project_uuid: string }> = await m.query(
-    `SELECT project_uuid FROM project_resources WHERE resource_uuid = $1 ORDER BY project_uuid`, [resourceUuid]);
-  const problem = resourceProjectProblem(assigned.map((a) => a.project_uuid), projectUuid);
-  if (problem) throw unprocessable(`${problem} (resource ${resourceUuid})`, [{ path: field, message: problem }]);
 }

@@ -19,10 +19,10 @@ export async function withQuotaAlerts<T>(ctx: AnyRouteContext, m: Pick<EntityMan
   if (crossings.length > 0) {
     const workspaceUuid = ctx.caller.workspaceUuid;
     const op = await ctx.deps.outbox.enqueue(m as EntityManager, {
-      operation: 'quota-alert', workflowType: 'quotaAlert', workspaceUuid, resourceUuid, subId: randomUUID(),
+      operation: 'quota-alert', workflow: 'quotaAlert', workspaceUuid, resourceUuid, subId: randomUUID(),
       args: [{ workspaceUuid, resourceUuid, resourceName: after.name, crossings }],
     });
-    ctx.dispatchAfter(op.uuid);
+    ctx.dispatchAfter(op);
   }
   return result;
 }

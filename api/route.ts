@@ -2,6 +2,7 @@ import type Koa from 'koa';
 import type * as yup from 'yup';
 import type { Operation } from '../domain/permissions';
 import type { ApiDeps, Caller } from './context';
+import type { EnqueuedOperation } from '../platform/outbox';
 
 export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
@@ -16,7 +17,7 @@ export interface RouteContext<P = Record<string, string>, Q = Record<string, unk
   /** The route being served (its declared audit action names the request's audit entry). */
   route: RouteDef;
   /** Starts an operation the handler enqueued once the handler has returned (its transaction committed). */
-  dispatchAfter(operationUuid: string): void;
+  dispatchAfter(operation: EnqueuedOperation): void;
 }
 
 /** A context from any route, for helpers that use only the caller, the deps and the request (not params, query or body). */
@@ -29,7 +30,7 @@ export type AnyRouteContext = RouteContext<unknown, unknown, unknown>;
  * dispatch on their own, so an operation left for later is dispatched at once.
  */
 export function outsideRouteContext<P>(fields: Omit<RouteContext<P, {}, {}>, 'query' | 'body' | 'dispatchAfter'>): RouteContext<P, {}, {}> {
-  return { ...fields, query: {}, body: {}, dispatchAfter: (uuid) => void fields.deps.outbox.dispatch(uuid) };
+  return { ...fields, query: {}, body: {}, dispatchAfter: (op) => void fields.deps.outbox.dispatch(op) };
 }
 
 /**

@@ -1,14 +1,14 @@
 import Router from '@koa/router';
 import * as yup from 'yup';
+import { isUuid } from '../domain/ids';
 import { OPERATIONS, allows, describeRequirement } from '../domain/permissions';
 import { auditCheck } from './audit';
 import type { ApiDeps } from './context';
+import type { EnqueuedOperation } from '../platform/outbox';
 import { validationProblem } from './middleware/errors';
 import { Problem, forbidden, notFound } from './problem';
 import { koaPath, pathParams, type RouteDef } from './route';
 import { pageQuery } from './schemas/common';
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** The query schema a route really validates: its own, plus page/per_page for lists. */
 export function querySchemaOf(route: RouteDef): yup.ObjectSchema<any> | undefined {
@@ -58,7 +58,7 @@ export function buildRouter(routes: readonly RouteDef[], deps: ApiDeps): Router 
       } else {
         for (const name of paramNames) {
           const value = ctx.params[name]!;
-          if (!UUID.test(value)) throw notFound(r.tag.replace(/s$/, ''));
+          if (!isUuid(value)) throw notFound(r.tag.replace(/s$/, ''));
           params[name] = value.toLowerCase();
         }
       }
@@ -81,9 +81,9 @@ export function buildRouter(routes: readonly RouteDef[], deps: ApiDeps): Router 
         body = await validate(r.body, hasBody(ctx) ? raw : {}, 'body');
       }
       const checkAudit = await auditCheck(deps, r, ctx.state.requestId);
-      const later: string[] = [];
+      const later: EnqueuedOperation[] = [];
       const result = await r.handler({
-        params, query, body, caller, deps, koa: ctx, requestId: ctx.state.requestId, route: r, dispatchAfter: (uuid) => { later.push(uuid); },
+        params, query, body, caller, deps, koa: ctx, requestId: ctx.state.requestId, route: r, dispatchAfter: (op) => { later.push(op); },
       });
       await checkAudit?.();
       await deps.outbox.dispatch(...later);

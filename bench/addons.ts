@@ -15,12 +15,12 @@ import path from 'node:path';
 import { Client } from 'pg';
 import { createLocalData } from '../activities/provider/local/data';
 import { detectIsolation } from '../activities/provider/local/isolation';
-import type { ClusterSpec } from '../activities/provider/data';
+import type { ClusterSpec } from '../platform/drivers/data';
 import { startEmbeddedPostgres } from '../bin/embedded-postgres';
 import { SecretBox } from '../domain/secret-box';
 import { createDataSource, migrate } from '../entities/data-source';
 import { localLayout } from '../platform/local-layout';
-import { createLogger } from '../worker/logger';
+import { createLogger } from '../platform/logger';
 
 const N = Number(process.env.BENCH_N ?? 5);
 const GOAL_MS = 10_000;

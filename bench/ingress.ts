@@ -3,7 +3,7 @@
  * own, bench/ingress/app.ts) reached straight and through the local ingress (routing by
  * Host, settings from PostgreSQL through its cache, round-robin, X-Forwarded-*, traffic
  * signals), measured in the same run. Load comes from a separate process
- * (bench/ingress/load.ts) so the ingress process measured does only the ingress's work.
+ * (bench/load.ts) so the ingress process measured does only the ingress's work.
  * Rounds alternate straight and through, after a warm-up of each; each round's ratio pairs
  * two measurements taken seconds apart, so a change in the machine's load hits both. It
  * also prints the CPU each process spent per request (load generator, app, ingress): on a
@@ -20,8 +20,9 @@ import path from 'node:path';
 import { startLocalIngress } from '../activities/provider/local/ingress';
 import { SecretBox } from '../domain/secret-box';
 import { createWorkspace, DEFAULT_PLAN } from '../bin/bootstrap';
-import { createLogger } from '../worker/logger';
+import { createLogger } from '../platform/logger';
 import { benchDatabase, freePort } from './database';
+import { loadFromProcess } from './load-process';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
@@ -56,7 +57,7 @@ async function appCpu(appUrl: string): Promise<number> {
 async function load(url: string, host: string, seconds: number, appUrl: string): Promise<Round> {
   const app0 = await appCpu(appUrl);
   const own0 = process.cpuUsage();
-  const result = JSON.parse(await firstLine(run('load.ts', [url, host, String(seconds), String(CONCURRENCY)]))) as { ok: number; bad: number; rps: number; cpuUs: number };
+  const result = await loadFromProcess(url, { host }, seconds, CONCURRENCY);
   const own = process.cpuUsage(own0);
   const app = await appCpu(appUrl) - app0;
   if (result.bad > 0) throw new Error(`${result.bad} requests to ${url} (Host ${host}) did not answer 200`);

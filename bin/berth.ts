@@ -3,7 +3,7 @@ import { runResource, UsageError } from './resource';
 import { runApi, runMigrate, runWorkerProcess } from './serve';
 import { resolveTemporal } from './temporal-cli';
 import { runToken } from './token';
-import { loadConfig } from '../worker/config';
+import { loadConfig } from '../platform/config';
 
 const USAGE = `usage: berth <command>
 

@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import type { DataSource } from 'typeorm';
 import { rows } from '../entities/sql';
-import type { Config } from '../worker/config';
+import type { Config } from '../platform/config';
 import { DEFAULT_PLAN, DRIVER_LABEL_PREFIX, insertComputeResource } from './bootstrap';
 import { findWorkspace, withDatabase } from './token';
 

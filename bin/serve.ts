@@ -1,8 +1,8 @@
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { createApp } from '../api/app';
 import { createDataSource, migrate } from '../entities/data-source';
-import type { Config } from '../worker/config';
-import { createLogger } from '../worker/logger';
+import type { Config } from '../platform/config';
+import { createLogger } from '../platform/logger';
 import { startWorker } from '../worker/main';
 import { openRuntime } from '../worker/runtime';
 import { labelResourcesWithDriver, seedDefaults } from './bootstrap';

@@ -3,14 +3,13 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import type { DataSource } from 'typeorm';
+import { isUuid } from '../domain/ids';
 import { hashToken } from '../domain/tokens';
 import { createDataSource } from '../entities/data-source';
 import { one, rows } from '../entities/sql';
-import type { Config } from '../worker/config';
+import type { Config } from '../platform/config';
 import { addMember, issueToken } from './bootstrap';
 import { startEmbeddedPostgres } from './embedded-postgres';
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
  * Opens the database the stack uses: DATABASE_URL, or the embedded cluster under the data
@@ -46,7 +45,7 @@ export async function withDatabase<T>(config: Config, fn: (ds: DataSource) => Pr
 
 export async function findWorkspace(ds: DataSource, ref: string): Promise<string> {
   const ws = await one<{ uuid: string }>(ds,
-    UUID.test(ref) ? `SELECT uuid FROM workspaces WHERE uuid = $1` : `SELECT uuid FROM workspaces WHERE name = $1`, [ref]);
+    isUuid(ref) ? `SELECT uuid FROM workspaces WHERE uuid = $1` : `SELECT uuid FROM workspaces WHERE name = $1`, [ref]);
   if (!ws) throw new Error(`no workspace "${ref}"`);
   return ws.uuid;
 }
@@ -99,10 +98,10 @@ export async function runToken(config: Config, argv: string[]): Promise<void> {
     if (!ref) throw new Error('usage: berth token revoke <token uuid or the token itself>');
     await withDatabase(config, async (ds) => {
       const revoked = await rows(ds,
-        UUID.test(ref)
+        isUuid(ref)
           ? `UPDATE api_tokens SET revoked_at = now() WHERE uuid = $1 AND revoked_at IS NULL RETURNING uuid`
           : `UPDATE api_tokens SET revoked_at = now() WHERE token_hash = $1 AND revoked_at IS NULL RETURNING uuid`,
-        [UUID.test(ref) ? ref : hashToken(ref)]);
+        [isUuid(ref) ? ref : hashToken(ref)]);
       if (revoked.length === 0) throw new Error('no such active token');
       err(`token ${revoked[0].uuid} revoked`);
     });

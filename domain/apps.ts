@@ -2,6 +2,7 @@
  * Pure rules of apps (contract: App, States, the moves table): state names, which state
  * changes a person may ask for from which state, names, ports, variable keys.
  */
+import { workflowIdOf } from './search-attributes';
 
 /** Provisioning states, the live orchestrator statuses, and sleeping (contract: States). */
 export const APP_PROVISIONING_STATES = ['pending', 'assigned', 'start_scheduled', 'started', 'deploying', 'cloning',
@@ -125,6 +126,9 @@ export function externalPortCandidate(start: number, internalPort: number, attem
   return p;
 }
 
+/** The operation of an app's lifecycle workflow (`appLifecycle`, id `app/<uuid>`). */
+export const APP_OPERATION = 'app';
+
 /** Signals of the app workflow (`app/<uuid>`): the driver and routes reach it by these names. */
 export const APP_SIGNALS = {
   command: 'appCommand',
@@ -134,5 +138,5 @@ export const APP_SIGNALS = {
 } as const;
 
 export function appWorkflowId(appUuid: string): string {
-  return `app/${appUuid}`;
+  return workflowIdOf(APP_OPERATION, appUuid);
 }

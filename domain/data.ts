@@ -5,6 +5,9 @@ import { CronExpressionParser } from 'cron-parser';
 export const DATA_TYPES = ['postgres', 'mysql', 'valkey', 'storage'] as const;
 export type DataType = (typeof DATA_TYPES)[number];
 /** ADD-01: every add-on type, cron jobs included. */
+/** What workflows pass to restore: identifiers and plain choices, never credentials. */
+export type RestoreChoice = { backupName: string } | { targetTime: string } | { latest: true };
+
 export const ADDON_TYPES = [...DATA_TYPES, 'cronjob'] as const;
 
 export { ADDON_LIVE_STATES, ADDON_STATES, PROVISIONING_STATES, UNHEALTHY_STATES, type AddonState } from './addon-states';

@@ -47,15 +47,3 @@ export function previewAppName(parentName: string, source: { pullRequest: number
   return `${parentName}-${suffix}`;
 }
 
-/**
- * PRV-09: while previews are enabled, the compute resource they run on (resource_id, or
- * the parent's own in parent mode) may be assigned to projects only if the target project
- * is one of them. Returns the refusal, or null.
- */
-export function resourceProjectProblem(assignedProjects: readonly string[], targetProject: string | null): string | null {
-  if (assignedProjects.length === 0) return null;
-  if (targetProject && assignedProjects.includes(targetProject)) return null;
-  return targetProject
-    ? 'the compute resource is assigned to other projects than the target project'
-    : 'the compute resource is assigned to projects, and the previews have no target project among them';
-}

@@ -20,6 +20,29 @@ export function operationSearchAttributes(workspaceUuid: string, resourceUuid: s
   ];
 }
 
+/**
+ * Who one operation is for: its name (the first part of the workflow id and the
+ * `BerthOperation` attribute), the workspace and the resource uuid (the second part and
+ * `BerthResource`), and an optional third part of the id.
+ */
+export interface OperationTarget {
+  operation: string;
+  workspaceUuid: string;
+  resourceUuid: string;
+  subId?: string;
+}
+
+/**
+ * The workflow id and search attributes of one operation's workflow, built here once for
+ * every start path: the outbox, direct client starts and schedules, child workflows.
+ */
+export function operationStart(target: OperationTarget) {
+  return {
+    workflowId: workflowIdOf(target.operation, target.resourceUuid, target.subId),
+    typedSearchAttributes: operationSearchAttributes(target.workspaceUuid, target.resourceUuid, target.operation),
+  };
+}
+
 /** Workflow ids: `<operation>/<resource uuid>[/<sub id>]`. */
 export function workflowIdOf(operation: string, resourceUuid: string, subId?: string): string {
   return subId ? `${operation}/${resourceUuid}/${subId}` : `${operation}/${resourceUuid}`;

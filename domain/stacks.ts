@@ -1,3 +1,5 @@
+import type { ComposeWarning, Manifest } from './compose';
+
 /** A stack's computed state (contract: Stack, States). */
 export const STACK_STATES = ['pending', 'validating', 'publishing', 'building', 'deploying', 'running', 'degraded', 'failed', 'stopped'] as const;
 export type StackState = (typeof STACK_STATES)[number];
@@ -24,3 +26,18 @@ export function computeStackState(latest: { state: string } | null, serviceStatu
 export const STACK_NAME = /^[a-z0-9][a-z0-9-]{1,38}[a-z0-9]$/;
 /** Environment variable names a compose file can interpolate. */
 export const VARIABLE_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/** The stack-analyze workflow's input and answer (the API starts it and waits on it). */
+export interface AnalyzeInput {
+  workspaceUuid: string;
+  repositoryUrl: string;
+  branch: string;
+  composePath: string;
+  credentialId: string | null;
+}
+
+export interface AnalyzeResult {
+  commitSha: string;
+  manifest: Manifest;
+  warnings: ComposeWarning[];
+}

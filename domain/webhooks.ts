@@ -1,7 +1,8 @@
 /**
  * Webhook delivery rules shared by the API, the activities and the delivery workflow
- * (pure: no imports, so the workflow sandbox can use it).
+ * (pure: it imports only domain/, so the workflow sandbox can use it).
  */
+import { workflowIdOf } from './search-attributes';
 
 /** Total attempts per event (Limits: webhook attempts). */
 export const WEBHOOK_MAX_ATTEMPTS = 9;
@@ -41,7 +42,7 @@ export interface WebhookDeliveryArgs {
 
 /** `webhook-delivery/<webhook uuid>/<event id>`: one workflow id per webhook and event. */
 export function webhookDeliveryWorkflowId(webhookUuid: string, eventId: string): string {
-  return `${WEBHOOK_DELIVERY_OPERATION}/${webhookUuid}/${eventId}`;
+  return workflowIdOf(WEBHOOK_DELIVERY_OPERATION, webhookUuid, eventId);
 }
 
 /**

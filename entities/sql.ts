@@ -1,4 +1,6 @@
-import type { EntityManager } from 'typeorm';
+import type { Pool, QueryResultRow } from 'pg';
+import type { DataSource, EntityManager } from 'typeorm';
+import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver';
 
 /** Anything that runs SQL: a DataSource, an EntityManager (in or out of a transaction). */
 export type Db = Pick<EntityManager, 'query'>;
@@ -17,4 +19,17 @@ export async function rows<T = any>(db: Db, sql: string, params: unknown[] = [])
 
 export async function one<T = any>(db: Db, sql: string, params: unknown[] = []): Promise<T | undefined> {
   return (await rows<T>(db, sql, params))[0];
+}
+
+/**
+ * Rows of a hot read as a named prepared statement on TypeORM's own pg pool, around its
+ * query runner: PostgreSQL plans the statement once per connection instead of on every
+ * request (the App statement of GET /apps/{uuid} plans in about 4 ms and runs in 0.3 ms,
+ * docs/performance.md), and TypeORM's per-statement runner is skipped. Only for reads
+ * outside a transaction; `name` must be unique to `sql`. The rows are what `rows` would
+ * give (the same pg type parsers).
+ */
+export async function preparedRows<T = any>(ds: DataSource, name: string, sql: string, params: unknown[]): Promise<T[]> {
+  const pool = (ds.driver as PostgresDriver).master as Pool;
+  return (await pool.query<T & QueryResultRow>({ name, text: sql, values: params })).rows;
 }

@@ -8,14 +8,16 @@ import type { ActivityDeps } from '../activities';
 import type { Provider } from '../activities/provider/provider';
 import { createSimulatedProvider } from '../activities/provider/simulated';
 import { createObjectStoreStorage } from '../activities/provider/object-store-storage';
-import type { ObjectStoreOptions } from '../activities/provider/storage';
+import type { ObjectStoreOptions } from '../platform/drivers/storage';
 import { localLayoutFor, startLocalProvider } from '../activities/provider/local';
 import { localEngineSupport } from '../activities/provider/local/data';
 import type { ApiDeps } from '../api/context';
+import type { TokenRow } from '../api/middleware/auth';
+import { TokenCache } from '../api/middleware/token-cache';
 import { SecretBox } from '../domain/secret-box';
 import { createDataSource } from '../entities/data-source';
-import type { Config } from './config';
-import { Outbox } from './outbox';
+import type { Config } from '../platform/config';
+import { Outbox } from '../platform/outbox';
 
 /** The secret keyring: BERTH_SECRET_KEY, or a key generated once under the data directory. */
 export function loadSecretBox(config: Config, logger: Logger): SecretBox {
@@ -63,6 +65,8 @@ export async function openRuntime(config: Config, logger: Logger, addresses: { d
   const connection = Connection.lazy({ address: addresses.temporalAddress });
   const temporal = new Client({ connection, namespace: config.temporalNamespace });
   const outbox = new Outbox(dataSource, temporal, { taskQueue: config.taskQueue, logger });
+  // its LISTEN connection opens on the first API request, so a worker process has none
+  const tokenCache = new TokenCache<TokenRow>(addresses.databaseUrl, logger);
   const objectStore = addresses.objectStore ?? objectStoreFromConfig(config);
   const simulated = () => createSimulatedProvider({ dataSource, faultRate: config.providerFaultRate, latencyMs: config.providerLatencyMs, objectStore });
   // The API reaches the object store directly (bucket objects, download links); it starts no data plane.
@@ -86,7 +90,7 @@ export async function openRuntime(config: Config, logger: Logger, addresses: { d
       return { dataSource, logger, config, secretBox, provider: await startProvider(), temporal };
     },
     apiDeps: {
-      dataSource, temporal, outbox, secretBox, logger, config, storage,
+      dataSource, temporal, outbox, secretBox, logger, config, storage, tokenCache,
       // the API reads build and app logs and serves git repositories where the local driver keeps them
       localLayout: config.provider === 'local' ? localLayoutFor(config, { uidSwitch: process.getuid?.() === 0 }) : undefined,
       // which engines the data plane can run: an add-on it cannot run is refused at create (422)
@@ -102,6 +106,7 @@ export async function openRuntime(config: Config, logger: Logger, addresses: { d
       await started?.close?.();
       await native?.close();
       await connection.close();
+      await tokenCache.close();
       await dataSource.destroy();
     },
   };

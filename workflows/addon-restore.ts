@@ -1,7 +1,7 @@
 import { proxyActivities, setHandler, sleep, uuid4 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import type { RestoreChoice } from '../activities/data';
 import { UNHEALTHY_STATES } from '../domain/addon-states';
+import type { RestoreChoice } from '../domain/data';
 import { stateQuery } from './common';
 import { patientDriverCall } from './activity-options';
 

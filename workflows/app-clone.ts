@@ -1,7 +1,7 @@
 import { log, ParentClosePolicy, patched, setHandler, sleep, startChild, uuid4 } from '@temporalio/workflow';
 import type { CloneFlags } from '../activities/apps';
-import { appWorkflowId } from '../domain/apps';
-import { BerthOperation, BerthResource, BerthWorkspace } from '../domain/search-attributes';
+import { APP_OPERATION } from '../domain/apps';
+import { operationStart } from '../domain/search-attributes';
 import { appLifecycle } from './app';
 import { acts, awaitLive } from './app-steps';
 import { stateQuery } from './common';
@@ -114,14 +114,9 @@ export async function appClone(input: AppCloneInput): Promise<{ outcome: 'cloned
   state = 'awaiting-live';
   await acts.moveApp(targetUuid, ['started'], await awaitLive(targetUuid));
   await startChild(appLifecycle, {
-    workflowId: appWorkflowId(targetUuid),
+    ...operationStart({ operation: APP_OPERATION, workspaceUuid: input.workspaceUuid, resourceUuid: targetUuid }),
     args: [{ appUuid: targetUuid, provisioned: true }],
     parentClosePolicy: ParentClosePolicy.ABANDON,
-    typedSearchAttributes: [
-      { key: BerthWorkspace, value: input.workspaceUuid },
-      { key: BerthResource, value: targetUuid },
-      { key: BerthOperation, value: 'app' },
-    ],
   });
   state = 'cloned';
   return { outcome: 'cloned', reason: null };

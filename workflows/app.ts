@@ -1,6 +1,6 @@
 import { condition, continueAsNew, isCancellation, ParentClosePolicy, patched, setHandler, startChild, workflowInfo } from '@temporalio/workflow';
 import { deploysBranchHeadAtCreation, FREE_PLAN_IDLE_MS, HEALTH_EVENT_STATE, isFreePlan, type AppState, type HealthEvent, type LiveStatus } from '../domain/apps';
-import { BerthOperation, BerthResource, BerthWorkspace } from '../domain/search-attributes';
+import { operationStart } from '../domain/search-attributes';
 import { appDeploy } from './app-deploy';
 import { stateQuery } from './common';
 import { acts, awaitLive, commandSignal, emitAppEvent, healthSignal, liveStatusSignal, refreshSignal, trafficSignal, type AppCommand } from './app-steps';
@@ -68,14 +68,9 @@ export async function appLifecycle(input: AppLifecycleInput): Promise<void> {
         const deploymentUuid = await acts.createInitialDeployment(appUuid);
         if (deploymentUuid) {
           await startChild(appDeploy, {
-            workflowId: `app-deploy/${appUuid}/${deploymentUuid}`,
+            ...operationStart({ operation: 'app-deploy', workspaceUuid: info.workspaceUuid, resourceUuid: appUuid, subId: deploymentUuid }),
             args: [{ deploymentUuid }],
             parentClosePolicy: ParentClosePolicy.ABANDON,
-            typedSearchAttributes: [
-              { key: BerthWorkspace, value: info.workspaceUuid },
-              { key: BerthResource, value: appUuid },
-              { key: BerthOperation, value: 'app-deploy' },
-            ],
           });
         }
       }

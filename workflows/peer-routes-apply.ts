@@ -1,5 +1,5 @@
 import { setHandler } from '@temporalio/workflow';
-import type { RouteResult } from '../activities/provider/network';
+import type { RouteResult } from '../platform/drivers/network';
 import { stateQuery } from './common';
 import { dbActivities, driverActivities } from './vpc-common';
 import { failureMessage } from './failures';

@@ -4,7 +4,7 @@ import {
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { PREVIEW_WAKE_SIGNAL, type PreviewStatus } from '../domain/previews';
-import { operationSearchAttributes, workflowIdOf } from '../domain/search-attributes';
+import { operationStart } from '../domain/search-attributes';
 import { appDeploy } from './app-deploy';
 import { stateQuery } from './common';
 import { emit } from './events';
@@ -91,9 +91,8 @@ export async function previewEnvironment(input: PreviewEnvironmentInput): Promis
           const deploymentUuid = uuid4();
           await queuePreviewDeployment({ environmentId: id, deploymentUuid, commitSha: intent.headSha });
           await executeChild(appDeploy, {
-            workflowId: workflowIdOf('app-deploy', intent.appUuid, deploymentUuid),
+            ...operationStart({ operation: 'app-deploy', workspaceUuid: input.workspaceUuid, resourceUuid: intent.appUuid, subId: deploymentUuid }),
             args: [{ deploymentUuid, previewEnvironmentId: id }],
-            typedSearchAttributes: operationSearchAttributes(input.workspaceUuid, intent.appUuid, 'app-deploy'),
           });
           const done = await recordPreviewDeployment({ environmentId: id, generation: intent.generation, commitSha: intent.headSha, deploymentUuid });
           await emit(input.workspaceUuid, 'deploy_ended', intent.appUuid,

@@ -1,5 +1,6 @@
 import { proxyActivities, setHandler } from '@temporalio/workflow';
-import type { Activities, AnalyzeInput, AnalyzeResult } from '../activities';
+import type { Activities } from '../activities';
+import type { AnalyzeInput, AnalyzeResult } from '../domain/stacks';
 import { stateQuery } from './common';
 import { refusing, sourceRead } from './activity-options';
 

@@ -6,7 +6,7 @@ import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { ApplicationFailure } from '@temporalio/common';
 import type { Readable } from 'node:stream';
 import type { DataSource } from 'typeorm';
-import type { ObjectStoreOptions, StorageDriver, StoredObject } from './storage';
+import type { ObjectStoreOptions, StorageDriver, StoredObject } from '../../platform/drivers/storage';
 
 function notFound(err: unknown): boolean {
   if (!(err instanceof S3ServiceException)) return false;

@@ -1,14 +1,15 @@
-import type { NetworkDriver } from './network';
-import type { DataDriver } from './data';
-import type { AppsDriver } from './apps';
+import type { NetworkDriver } from '../../platform/drivers/network';
+import type { DataDriver } from '../../platform/drivers/data';
+import type { AppsDriver } from '../../platform/drivers/apps';
 import type { SimulatedCore } from './simulated/core';
-import type { StacksDriver } from './stacks';
-import type { StorageDriver } from './storage';
+import type { StacksDriver } from '../../platform/drivers/stacks';
+import type { StorageDriver } from '../../platform/drivers/storage';
 
 /**
  * The data-plane driver: the only way activities reach the cluster that runs workloads.
- * It is composed of one typed part per area (an interface in ./<area>.ts, e.g.
- * `apps: AppsDriver`), each implemented by every driver. The embedded default is the
+ * It is composed of one typed part per area (an interface in platform/drivers/<area>.ts, e.g.
+ * `apps: AppsDriver`; there because api/ reads storage and data through them too), each
+ * implemented by every driver. The embedded default is the
  * simulated driver (./simulated), which says so in its name.
  */
 export interface Provider {

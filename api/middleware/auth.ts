@@ -1,14 +1,16 @@
 import type Koa from 'koa';
 import type { DataSource } from 'typeorm';
+import { isUuid } from '../../domain/ids';
 import { isPermission, type BuiltinRole, type Permission } from '../../domain/permissions';
 import { hashToken } from '../../domain/tokens';
+import { preparedRows } from '../../entities/sql';
 import type { Caller } from '../context';
 import { badRequest, forbidden, unauthorized } from '../problem';
+import type { TokenCache } from './token-cache';
 
 export const WORKSPACE_HEADER = 'X-Workspace-Id';
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-interface TokenRow {
+export interface TokenRow {
   token_uuid: string;
   token_workspace: string;
   token_member: string | null;
@@ -29,13 +31,13 @@ interface TokenRow {
  * workspace the member's user belongs to (with that membership's role); a workspace
  * token reaches only its own workspace.
  */
-export function authenticate(ds: DataSource): Koa.Middleware {
+export function authenticate(ds: DataSource, cache?: TokenCache<TokenRow>): Koa.Middleware {
   return async (ctx, next) => {
     const header = ctx.get('authorization');
     if (!header) throw unauthorized('missing Authorization header; send "Authorization: Bearer <token>"');
     const match = /^Bearer[ ]+([^\s]+)$/i.exec(header);
     if (!match) throw unauthorized('the Authorization header must read "Bearer <token>"');
-    ctx.state.caller = await callerOfToken(ds, match[1]!, ctx.get(WORKSPACE_HEADER) || null);
+    ctx.state.caller = await callerOfToken(ds, match[1]!, ctx.get(WORKSPACE_HEADER) || null, cache);
     await next();
   };
 }
@@ -44,21 +46,21 @@ export function authenticate(ds: DataSource): Koa.Middleware {
  * The caller a token stands for in the selected workspace (null: the token's own), or a
  * 401 (unknown, revoked, expired) / 403 (a workspace the token does not reach) problem.
  * Marks the token used. Shared by bearer authentication and the git endpoint (api/git-http.ts).
+ * With a cache the row may come from it (never older than a second, dropped at once when a
+ * token, a membership or a role changes: api/middleware/token-cache.ts); every check below
+ * runs on it all the same.
  */
-export async function callerOfToken(ds: DataSource, token: string, selected: string | null): Promise<Caller> {
-  if (selected !== null && !UUID.test(selected)) throw badRequest(`${WORKSPACE_HEADER} must be a workspace UUID`);
-  const rows: TokenRow[] = await ds.query(
-    `SELECT t.uuid AS token_uuid, t.workspace_uuid AS token_workspace, t.member_uuid AS token_member,
-            t.permissions AS token_permissions, t.expires_at, t.revoked_at, t.last_used_at,
-            m.uuid AS member_uuid, m.user_uuid, r.name AS role_name, r.builtin, r.permissions AS role_permissions
-       FROM api_tokens t
-       LEFT JOIN members tm ON tm.uuid = t.member_uuid
-       LEFT JOIN members m ON m.user_uuid = tm.user_uuid AND m.workspace_uuid = COALESCE($2::uuid, t.workspace_uuid)
-       LEFT JOIN roles r ON r.uuid = m.role_uuid
-      WHERE t.token_hash = $1`,
-    [hashToken(token), selected],
-  );
-  const row = rows[0];
+export async function callerOfToken(ds: DataSource, token: string, selected: string | null, cache?: TokenCache<TokenRow>): Promise<Caller> {
+  if (selected !== null && !isUuid(selected)) throw badRequest(`${WORKSPACE_HEADER} must be a workspace UUID`);
+  const hash = hashToken(token);
+  const key = `${hash} ${selected ?? ''}`;
+  let row = cache?.get(key);
+  if (!row) {
+    const generation = cache?.current ?? 0;
+    row = await lookupToken(ds, hash, selected);
+    // only a row that can authenticate is kept: an unknown or revoked token is looked up each time
+    if (row && !row.revoked_at) cache?.set(key, row, generation);
+  }
   if (!row || row.revoked_at) throw unauthorized('the bearer token is not valid');
   if (row.expires_at && row.expires_at.getTime() <= Date.now()) throw unauthorized('the bearer token has expired');
 
@@ -89,6 +91,7 @@ export async function callerOfToken(ds: DataSource, token: string, selected: str
     };
   }
   if (!row.last_used_at || Date.now() - row.last_used_at.getTime() > 60_000) {
+    row.last_used_at = new Date(); // the row may be cached: marked once a minute, not on every hit
     await ds.query(
       `UPDATE api_tokens SET last_used_at = now()
         WHERE uuid = $1 AND (last_used_at IS NULL OR last_used_at < now() - interval '60 seconds')`,
@@ -96,4 +99,20 @@ export async function callerOfToken(ds: DataSource, token: string, selected: str
     );
   }
   return caller;
+}
+
+/** The token by its hash, with its user's membership in the selected workspace (null: the token's own) and that role. */
+async function lookupToken(ds: DataSource, hash: string, selected: string | null): Promise<TokenRow | undefined> {
+  const rows = await preparedRows<TokenRow>(ds, 'berth_token_lookup',
+    `SELECT t.uuid AS token_uuid, t.workspace_uuid AS token_workspace, t.member_uuid AS token_member,
+            t.permissions AS token_permissions, t.expires_at, t.revoked_at, t.last_used_at,
+            m.uuid AS member_uuid, m.user_uuid, r.name AS role_name, r.builtin, r.permissions AS role_permissions
+       FROM api_tokens t
+       LEFT JOIN members tm ON tm.uuid = t.member_uuid
+       LEFT JOIN members m ON m.user_uuid = tm.user_uuid AND m.workspace_uuid = COALESCE($2::uuid, t.workspace_uuid)
+       LEFT JOIN roles r ON r.uuid = m.role_uuid
+      WHERE t.token_hash = $1`,
+    [hash, selected],
+  );
+  return rows[0];
 }

@@ -1,7 +1,7 @@
 import type Koa from 'koa';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import { hashToken } from '../../domain/tokens';
-import type { RateLimit } from '../../worker/config';
+import type { RateLimit } from '../../platform/config';
 import { Problem } from '../problem';
 
 /**

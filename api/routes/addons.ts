@@ -31,7 +31,7 @@ export const addonRoutes = [
         const app = await findApp(ctx, ctx.params.uuid, m);
         return insertData(ctx, m, { kind: 'addon', appUuid: app.uuid, projectId: app.project_id, resourceUuid: app.resource_uuid, body: ctx.body });
       });
-      await ctx.deps.outbox.dispatch(op.uuid);
+      await ctx.deps.outbox.dispatch(op);
       ctx.koa.set('Location', `/api/v1/apps/${ctx.params.uuid}/addons/${uuid}`);
       return viewOf(ctx, uuid);
     },
@@ -53,7 +53,7 @@ export const addonRoutes = [
         await findApp(ctx, ctx.params.uuid, m);
         return updateData(ctx, m, await findAddon(ctx, { appUuid: ctx.params.uuid }, ctx.params.id, m), ctx.body);
       });
-      if (op) await ctx.deps.outbox.dispatch(op.uuid);
+      if (op) await ctx.deps.outbox.dispatch(op);
       return viewOf(ctx, ctx.params.id);
     },
   }),

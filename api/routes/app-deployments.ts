@@ -42,12 +42,12 @@ export async function createDeployment(ctx: Ctx, appUuid: string, body: { commit
     if (inserted.length === 0) throw conflict('a deployment of this app is in progress');
     await recordAudit(m, ctx, { resourceUuid: uuid, after: await snapshot(m, 'app_deployments', uuid) });
     const op = await ctx.deps.outbox.enqueue(m, {
-      operation: 'app-deploy', workflowType: 'appDeploy', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: app.uuid, subId: uuid,
+      operation: 'app-deploy', workflow: 'appDeploy', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: app.uuid, subId: uuid,
       args: [{ deploymentUuid: uuid }],
     });
     return { view: deploymentView(inserted[0]!), op };
   });
-  await ctx.deps.outbox.dispatch(op.uuid);
+  await ctx.deps.outbox.dispatch(op);
   return view;
 }
 

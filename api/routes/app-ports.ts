@@ -127,8 +127,7 @@ async function portRecord(m: Pick<EntityManager, 'query'>, appUuid: string, id: 
 }
 
 async function syncPorts(ctx: Ctx, m: EntityManager, appUuid: string) {
-  const op = await enqueueCommand(ctx, m, appUuid, 'sync_ports', 'sync-ports');
-  return op.uuid;
+  return enqueueCommand(ctx, m, appUuid, 'sync_ports', 'sync-ports');
 }
 
 export const appPortRoutes = [

@@ -2,6 +2,7 @@ import { randomInt } from 'node:crypto';
 import type { EntityManager } from 'typeorm';
 import * as yup from 'yup';
 import { suffixedName } from '../../domain/apps';
+import { normalizeRepositoryUrl } from '../../domain/git-urls';
 import type { AppQuota } from '../../entities/app';
 import { holdAppCapacity } from '../../entities/capacity';
 import { one } from '../../entities/sql';
@@ -62,30 +63,6 @@ export async function appResponse(ctx: Ctx, appUuid: string, db: Pick<EntityMana
   return (await withAddons(db, ctx.deps.secretBox, [view]))[0]!;
 }
 
-/**
- * Where an app may go: the compute resource must be the workspace's, the project the
- * workspace's (open to the caller, not being deleted), and a resource assigned to
- * projects takes only apps of those projects (CLN-04).
- */
-export async function checkPlacement(ctx: Ctx, m: Pick<EntityManager, 'query'>, resourceUuid: string, projectId: string | null, field = 'body'): Promise<void> {
-  const resource = await one<{ uuid: string; project_ids: string[] }>(m,
-    `SELECT c.uuid, COALESCE(array_agg(pr.project_uuid::text) FILTER (WHERE pr.project_uuid IS NOT NULL), '{}') AS project_ids
-       FROM compute_resources c LEFT JOIN project_resources pr ON pr.resource_uuid = c.uuid
-      WHERE c.uuid = $1 AND c.workspace_uuid = $2 GROUP BY c.uuid`, [resourceUuid, ctx.caller.workspaceUuid]);
-  if (!resource) throw unprocessable('resource_id is not a compute resource of this workspace', [{ path: `${field}.resource_id`, message: 'no such compute resource in this workspace' }]);
-  if (projectId) {
-    const project = await one<{ state: string }>(m, `SELECT state FROM projects WHERE uuid = $1 AND workspace_uuid = $2`, [projectId, ctx.caller.workspaceUuid]);
-    if (!project || (await hiddenProjects(ctx)).has(projectId)) {
-      throw unprocessable('project_id is not a project of this workspace', [{ path: `${field}.project_id`, message: 'no such project in this workspace' }]);
-    }
-    if (project.state === 'deleting') throw unprocessable('the project is being deleted', [{ path: `${field}.project_id`, message: 'project is being deleted' }]);
-  }
-  if (resource.project_ids.length > 0 && (!projectId || !resource.project_ids.includes(projectId))) {
-    throw unprocessable('the compute resource is assigned to projects: project_id must be one of them',
-      [{ path: `${field}.project_id`, message: `must be one of ${resource.project_ids.join(', ')}` }]);
-  }
-}
-
 /** Holds the quota on the resource (locked while summed, so two creations cannot both take the last capacity); crossing 80% or 100% alerts. */
 export async function reserveCapacity(ctx: Ctx, m: Pick<EntityManager, 'query'>, appUuid: string, resourceUuid: string, quota: AppQuota): Promise<void> {
   const short = await withQuotaAlerts(ctx, m, resourceUuid, () => holdAppCapacity(m, appUuid, resourceUuid, quota));
@@ -95,16 +72,11 @@ export async function reserveCapacity(ctx: Ctx, m: Pick<EntityManager, 'query'>,
   }
 }
 
-/** A git repository URL the platform may reach (file:// only when the operator allows it). */
+/** The repository of a public_git or github app (domain/git-urls.ts); for github, `owner/repo` names a GitHub repository. */
 function checkRepository(ctx: Ctx, method: string, repository: string): string {
-  if (method === 'github' && /^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/.test(repository)) return `https://github.com/${repository}.git`;
-  const ok = /^(https?|git|ssh):\/\/[^\s]+$/.test(repository) || /^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[^\s]+$/.test(repository)
-    || (ctx.deps.config.gitAllowFileUrls && /^file:\/\/\/[^\s]+$/.test(repository));
-  if (!ok) {
-    throw unprocessable('deployment_config.repository must be a git URL (https://, ssh://, git:// or user@host:path)',
-      [{ path: 'body.deployment_config.repository', message: 'not a git URL the platform can reach' }]);
-  }
-  return repository;
+  const r = normalizeRepositoryUrl(repository, ctx.deps.config.gitAllowFileUrls, method === 'github' ? { ownerRepoHost: 'github.com' } : {});
+  if ('problem' in r) throw unprocessable(`deployment_config.repository ${r.problem}`, [{ path: 'body.deployment_config.repository', message: r.problem }]);
+  return r.url;
 }
 
 /**

@@ -1,13 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import * as yup from 'yup';
 import { DEFAULT_QUOTA } from '../../domain/app-defaults';
-import { stateMove, type StateAction } from '../../domain/apps';
+import { APP_OPERATION, stateMove, type StateAction } from '../../domain/apps';
 import { canReachProject } from '../../domain/projects';
 import type { HealthCheck, ScalingProfile } from '../../entities/app';
 import { one, rows } from '../../entities/sql';
 import { visibleProjectsClause } from '../access';
 import { recordAudit, snapshot } from '../audit';
 import { selectPage, type Page } from '../pagination';
+import { checkPlacement } from '../placement';
 import { conflict, notFound, unprocessable } from '../problem';
 import { route, type RouteContext } from '../route';
 import {
@@ -16,8 +17,8 @@ import {
 import { int, json, obj } from '../schemas/common';
 import { wakePreview } from '../preview-envs';
 import { recordVpcJoin, resolveVpcJoin } from '../vpc-join';
-import { APP_SELECT, appSchema, appView, loadAppWithRestrictions, withAddons, type JoinedRow } from '../views/apps';
-import { appResponse, assertChangeable, checkDeployment, checkPlacement, findApp, insertApp, reserveCapacity, type Ctx, type FoundApp } from './app-support';
+import { APP_SELECT, appSchema, appView, loadReachableApp, withAddons, type JoinedRow } from '../views/apps';
+import { appResponse, assertChangeable, checkDeployment, findApp, insertApp, reserveCapacity, type Ctx, type FoundApp } from './app-support';
 
 const TAG = 'apps';
 
@@ -28,7 +29,7 @@ export async function enqueueCommand(ctx: Ctx, m: Parameters<Ctx['deps']['outbox
   const commandId = randomUUID();
   return ctx.deps.outbox.enqueue(m, {
     // A fixed subId coalesces commands while one is in flight (the app workflow reads the database when it runs it).
-    operation: 'app-command', workflowType: 'appSendCommand', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: appUuid, subId: subId ?? commandId,
+    operation: 'app-command', workflow: 'appSendCommand', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: appUuid, subId: subId ?? commandId,
     args: [{ appUuid, command: { commandId, action } }],
   });
 }
@@ -55,7 +56,7 @@ const updateHandler = async (ctx: RouteContext<{ uuid: string }, unknown, unknow
   return updateSettings(ctx, { label: b.label, maintenance: b.maintenance, manage_dns_records: b.manage_dns_records, internal_port: b.internal_port }, async (app, m) => {
     const extra: Record<string, unknown> = {};
     if (b.project_id !== undefined && b.project_id !== app.project_id) {
-      await checkPlacement(ctx, m, app.resource_uuid, b.project_id);
+      await checkPlacement(ctx, m, { resourceId: app.resource_uuid, projectId: b.project_id });
       extra.project_id = b.project_id;
     }
     if (b.quota) {
@@ -79,7 +80,7 @@ export const appRoutes = [
       }
       const method = b.deployment_method ?? 'git_push';
       const { view, op } = await ctx.deps.dataSource.transaction(async (m) => {
-        await checkPlacement(ctx, m, b.resource_id, b.project_id ?? null);
+        await checkPlacement(ctx, m, { resourceId: b.resource_id, projectId: b.project_id });
         const join = await resolveVpcJoin(m, { workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: b.resource_id, vpcUuid: b.vpc_uuid, subnetUuid: b.vpc_subnet_uuid });
         const deployment = await checkDeployment(ctx, m, method, b.deployment_config);
         const uuid = randomUUID();
@@ -100,12 +101,12 @@ export const appRoutes = [
         }
         await recordAudit(m, ctx, { resourceUuid: uuid, after: await snapshot(m, 'apps', uuid) });
         const op = await ctx.deps.outbox.enqueue(m, {
-          operation: 'app', workflowType: 'appLifecycle', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: uuid, args: [{ appUuid: uuid }],
+          operation: APP_OPERATION, workflow: 'appLifecycle', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: uuid, args: [{ appUuid: uuid }],
         });
         ctx.koa.set('Location', `/api/v1/apps/${uuid}`);
         return { view: await appResponse(ctx, uuid, m), op };
       });
-      await ctx.deps.outbox.dispatch(op.uuid);
+      await ctx.deps.outbox.dispatch(op);
       return view;
     },
   }),
@@ -124,10 +125,11 @@ export const appRoutes = [
     method: 'get', path: '/apps/{uuid}', operation: 'apps.read', tag: TAG,
     summary: 'Show an app with its platform, region, add-ons and cron jobs', response: appSchema,
     async handler(ctx) {
-      // one query: the App and its project's restrictions (PRJ-04/05 checked here, not by a second query)
-      const found = await loadAppWithRestrictions(ctx.deps.dataSource, ctx.caller.workspaceUuid, ctx.params.uuid, ctx.deps.config.publicUrl);
-      if (!found || !canReachProject(ctx.caller, found.restrictions)) throw notFound('app');
-      return (await withAddons(ctx.deps.dataSource, ctx.deps.secretBox, [found.view]))[0];
+      // one statement: the App, its project's restrictions (PRJ-04/05 checked on them) and its add-ons
+      const found = await loadReachableApp(ctx.deps.dataSource, ctx.deps.secretBox, ctx.caller.workspaceUuid, ctx.params.uuid, ctx.deps.config.publicUrl,
+        (restrictions) => canReachProject(ctx.caller, restrictions));
+      if (!found) throw notFound('app');
+      return found;
     },
   }),
   route<{ uuid: string }, {}, yup.InferType<typeof updateAppBody>>({
@@ -262,7 +264,7 @@ export const appRoutes = [
         const op = await enqueueCommand(ctx, m, app.uuid, ctx.body.action);
         return { view: await appResponse(ctx, app.uuid, m), op };
       });
-      await ctx.deps.outbox.dispatch(op.uuid);
+      await ctx.deps.outbox.dispatch(op);
       return view;
     },
   }),
@@ -282,11 +284,11 @@ export const appRoutes = [
         const preview = await one<{ parent_app_uuid: string; key: string }>(m,
           `UPDATE preview_environments SET status = 'destroying', updated_at = now() WHERE app_uuid = $1 RETURNING parent_app_uuid, key`, [app.uuid]);
         const op = preview ? null : await ctx.deps.outbox.enqueue(m, {
-          operation: 'app-delete', workflowType: 'appDelete', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: app.uuid, args: [{ appUuid: app.uuid }],
+          operation: 'app-delete', workflow: 'appDelete', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: app.uuid, args: [{ appUuid: app.uuid }],
         });
         return { view: await appResponse(ctx, app.uuid, m), op, preview };
       });
-      if (op) await ctx.deps.outbox.dispatch(op.uuid);
+      if (op) await ctx.deps.outbox.dispatch(op);
       if (preview) await wakePreview(ctx.deps, preview.parent_app_uuid, preview.key);
       return view;
     },
@@ -322,7 +324,7 @@ export const appRoutes = [
         }
         const resourceUuid = b.resource_id ?? source.resource_uuid;
         const projectId = b.project_id !== undefined ? b.project_id : source.project_id;
-        await checkPlacement(ctx, m, resourceUuid, projectId);
+        await checkPlacement(ctx, m, { resourceId: resourceUuid, projectId });
         const full = await one<Record<string, any>>(m,
           `SELECT builder, manage_dns_records, maintenance, private_access, allow_connections, internal_port, quota, health_checks, scaling_profile
              FROM apps WHERE uuid = $1`, [source.uuid]);
@@ -341,7 +343,7 @@ export const appRoutes = [
         // the new app is the resource; the entry names its source
         await recordAudit(m, ctx, { resourceUuid: uuid, after: { ...(await snapshot(m, 'apps', uuid)), cloned_from: source.uuid } });
         const op = await ctx.deps.outbox.enqueue(m, {
-          operation: 'app-clone', workflowType: 'appClone', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: uuid,
+          operation: 'app-clone', workflow: 'appClone', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: uuid,
           args: [{
             workspaceUuid: ctx.caller.workspaceUuid, sourceUuid: source.uuid, targetUuid: uuid, useParentImage: b.use_parent_image,
             flags: {
@@ -354,7 +356,7 @@ export const appRoutes = [
         ctx.koa.set('Location', `/api/v1/apps/${uuid}`);
         return { view: await appResponse(ctx, uuid, m), op };
       });
-      await ctx.deps.outbox.dispatch(op.uuid);
+      await ctx.deps.outbox.dispatch(op);
       return view;
     },
   }),

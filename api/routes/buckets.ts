@@ -1,13 +1,13 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { EntityManager } from 'typeorm';
 import * as yup from 'yup';
-import type { StorageDriver } from '../../activities/provider/storage';
+import type { StorageDriver } from '../../platform/drivers/storage';
 import { bucketName, defaultAcl, defaultPolicy, GIB, objectKeyProblem, policyProblem, quotaBytes, VISIBILITIES, type Visibility } from '../../domain/buckets';
 import { one } from '../../entities/sql';
 import { assertProjectVisible, visibleProjectsClause } from '../access';
 import { recordAudit, snapshot } from '../audit';
 import { selectPage, type Page } from '../pagination';
-import { checkPlacement, checkProject } from '../placement';
+import { checkPlacement } from '../placement';
 import { conflict, notFound, Problem, unavailable, unprocessable } from '../problem';
 import { withQuotaAlerts } from '../quota-alerts';
 import { route, type AnyRouteContext } from '../route';
@@ -130,7 +130,7 @@ export const bucketRoutes = [
       const visibility: Visibility = b.visibility ?? 'private_access';
       const disk = b.disk_size ?? 1;
       const { bucket, operation } = await ctx.deps.dataSource.transaction(async (m) => {
-        await checkPlacement(ctx, m, { resourceId, projectId: b.project_id, field: b.resource_id ? 'resource_id' : 'platform_id' });
+        await checkPlacement(ctx, m, { resourceId, projectId: b.project_id, paths: { resource: b.resource_id ? 'body.resource_id' : 'body.platform_id' } });
         await m.query(`SELECT 1 FROM compute_resources WHERE uuid = $1 FOR UPDATE`, [resourceId]);
         const uuid = randomUUID();
         await checkCapacity(m, resourceId, uuid, disk);
@@ -147,12 +147,12 @@ export const bucketRoutes = [
           `INSERT INTO resource_allocations (owner_uuid, owner_type, resource_uuid, disk_size) VALUES ($1, 'bucket', $2, $3)`, [uuid, resourceId, quotaBytes(disk)]));
         await recordAudit(m, ctx, { resourceUuid: uuid, before: null, after: await snapshot(m, 'buckets', uuid) });
         const op = await ctx.deps.outbox.enqueue(m, {
-          operation: 'bucket-provision', workflowType: 'bucketProvision', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: uuid,
+          operation: 'bucket-provision', workflow: 'bucketProvision', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: uuid,
           args: [{ bucketUuid: uuid }],
         });
         return { bucket: await view(ctx, m, (await findBucket(ctx, uuid, m))!, true), operation: op };
       });
-      await ctx.deps.outbox.dispatch(operation.uuid);
+      await ctx.deps.outbox.dispatch(operation);
       if (b.platform_id) {
         ctx.koa.set('Deprecation', PLATFORM_ID_DEPRECATED);
         ctx.koa.set('Link', '</docs#buckets>; rel="deprecation"; type="text/html"');
@@ -178,10 +178,7 @@ export const bucketRoutes = [
       return ctx.deps.dataSource.transaction(async (m) => {
         const current = await findBucket(ctx, ctx.params.uuid, m, true);
         const before = await snapshot(m, 'buckets', current.uuid);
-        if (b.project_id) {
-          await checkProject(ctx, m, b.project_id);
-          await checkPlacement(ctx, m, { resourceId: current.resource_uuid, projectId: b.project_id });
-        }
+        if (b.project_id !== undefined) await checkPlacement(ctx, m, { resourceId: current.resource_uuid, projectId: b.project_id });
         const disk = b.disk_size ?? current.disk_size_gib;
         if (b.disk_size !== undefined && b.disk_size !== current.disk_size_gib) {
           await m.query(`SELECT 1 FROM compute_resources WHERE uuid = $1 FOR UPDATE`, [current.resource_uuid]);
@@ -219,11 +216,11 @@ export const bucketRoutes = [
         await m.query(`DELETE FROM buckets WHERE uuid = $1`, [b.uuid]);
         await recordAudit(m, ctx, { resourceUuid: b.uuid, before, after: null });
         return ctx.deps.outbox.enqueue(m, {
-          operation: 'bucket-delete', workflowType: 'storageCleanup', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: b.uuid,
+          operation: 'bucket-delete', workflow: 'storageCleanup', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: b.uuid,
           args: [{ bucketName: b.name, accessKey: b.s3_access_key, siteHost: null }],
         });
       });
-      await ctx.deps.outbox.dispatch(operation.uuid);
+      await ctx.deps.outbox.dispatch(operation);
       return undefined;
     },
   }),

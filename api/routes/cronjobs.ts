@@ -53,7 +53,7 @@ function schedule(current: Record<string, unknown>, b: UpdateBody): Record<strin
 
 async function enqueueSync(ctx: Ctx, m: EntityManager, uuid: string, generation: number) {
   return ctx.deps.outbox.enqueue(m, {
-    operation: 'cronjob-sync', workflowType: 'cronjobSync', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: uuid,
+    operation: 'cronjob-sync', workflow: 'cronjobSync', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: uuid,
     subId: String(generation), args: [{ cronjobUuid: uuid }],
   });
 }
@@ -84,7 +84,7 @@ export const cronjobRoutes = [
         await recordAudit(m, ctx, { resourceUuid: id, after: await snapshot(m, 'addons', id) });
         return { uuid: id, op: await enqueueSync(ctx, m, id, 0) };
       });
-      await ctx.deps.outbox.dispatch(op.uuid);
+      await ctx.deps.outbox.dispatch(op);
       ctx.koa.set('Location', `/api/v1/apps/${ctx.params.uuid}/cronjobs/${uuid}`);
       return viewOf(ctx, uuid);
     },
@@ -113,7 +113,7 @@ export const cronjobRoutes = [
         await recordAudit(m, ctx, { resourceUuid: row.uuid, before, after: await snapshot(m, 'addons', row.uuid) });
         return enqueueSync(ctx, m, row.uuid, updated.g);
       });
-      await ctx.deps.outbox.dispatch(op.uuid);
+      await ctx.deps.outbox.dispatch(op);
       return viewOf(ctx, ctx.params.id);
     },
   }),
@@ -131,7 +131,7 @@ export const cronjobRoutes = [
         await recordAudit(m, ctx, { resourceUuid: row.uuid, before, after: await snapshot(m, 'addons', row.uuid) });
         return { op: await enqueueSync(ctx, m, row.uuid, updated!.g), name: row.label };
       });
-      await ctx.deps.outbox.dispatch(op.uuid);
+      await ctx.deps.outbox.dispatch(op);
       return { message: `Deleting cron job ${name} and its schedule.` };
     },
   }),

@@ -173,13 +173,13 @@ export const domainRoutes = [
           `UPDATE domains SET verification_status = 'in_progress', check_attempts = 0, last_check_error = NULL, updated_at = now()
             WHERE uuid = $1 AND verification_status IN ('pending', 'failed') RETURNING ${DOMAIN_COLUMNS}`, [found.uuid]);
         const op = await ctx.deps.outbox.enqueue(m, {
-          operation: 'domain-verify', workflowType: 'domainVerify', workspaceUuid: ctx.caller.workspaceUuid,
+          operation: 'domain-verify', workflow: 'domainVerify', workspaceUuid: ctx.caller.workspaceUuid,
           resourceUuid: found.uuid, args: [{ domainUuid: found.uuid }],
         });
         await recordAudit(m, ctx, { resourceUuid: found.uuid, before, after: await snapshot(m, 'domains', found.uuid) });
         return { domain: updated!, operation: op };
       });
-      if (operation) await ctx.deps.outbox.dispatch(operation.uuid);
+      if (operation) await ctx.deps.outbox.dispatch(operation);
       return domainView(domain);
     },
   }),

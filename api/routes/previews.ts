@@ -3,10 +3,10 @@ import * as yup from 'yup';
 import { branchPatternProblem, MAX_LIFETIME_HOURS, PREVIEW_STATUSES } from '../../domain/previews';
 import { one, rows } from '../../entities/sql';
 import { findApp } from '../app-scope';
-import { assertProjectVisible } from '../access';
 import { recordAudit } from '../audit';
 import { selectPage, type Page } from '../pagination';
-import { assertResourceFitsProject, effectiveTarget, PREVIEW_COLUMNS, previewSnapshot, wakePreview } from '../preview-envs';
+import { checkAssignment, checkProject, checkResource } from '../placement';
+import { effectiveTarget, PREVIEW_COLUMNS, previewSnapshot, wakePreview } from '../preview-envs';
 import { conflict, notFound, unprocessable } from '../problem';
 import { route } from '../route';
 import { arr, bool, int, obj, oneOf, str, uuid } from '../schemas/common';
@@ -80,18 +80,11 @@ export const previewRoutes = [
           use_parent_image: b.use_parent_image ?? current.use_parent_image,
           lifetime_hours: b.lifetime_hours !== undefined ? b.lifetime_hours : current.lifetime_hours,
         };
-        if (next.resource_uuid && next.resource_uuid !== current.resource_uuid) {
-          const found = await one(m, `SELECT 1 FROM compute_resources WHERE uuid = $1 AND workspace_uuid = $2`, [next.resource_uuid, ctx.caller.workspaceUuid]);
-          if (!found) throw unprocessable('resource_id is not a compute resource of this workspace', [{ path: 'body.resource_id', message: 'not found in this workspace' }]);
-        }
-        if (next.project_uuid && next.project_uuid !== current.project_uuid) {
-          const found = await one<{ uuid: string }>(m, `SELECT uuid FROM projects WHERE uuid = $1 AND workspace_uuid = $2`, [next.project_uuid, ctx.caller.workspaceUuid]);
-          if (!found) throw unprocessable('project_id is not a project of this workspace', [{ path: 'body.project_id', message: 'not found in this workspace' }]);
-          await assertProjectVisible(ctx, found.uuid, 'project');
-        }
+        if (next.resource_uuid && next.resource_uuid !== current.resource_uuid) await checkResource(ctx, m, next.resource_uuid);
+        if (next.project_uuid && next.project_uuid !== current.project_uuid) await checkProject(ctx, m, next.project_uuid);
         if (next.enabled) {
           const target = effectiveTarget(app, next);
-          await assertResourceFitsProject(m, target.resourceUuid, target.projectUuid, next.resource_uuid ? 'body.resource_id' : 'body.enabled');
+          await checkAssignment(m, target.resourceUuid, target.projectUuid, next.resource_uuid ? 'body.resource_id' : 'body.enabled');
         }
         const secret = current.webhook_secret_sealed === null || b.rotate_webhook_secret === true ? newSecret() : undefined;
         const sealed = secret ? ctx.deps.secretBox.seal(secret) : current.webhook_secret_sealed;

@@ -143,13 +143,13 @@ export const projectRoutes = [
           `UPDATE projects SET state = 'deleting', updated_at = now() WHERE uuid = $1
             RETURNING uuid, name, description, state, created_at, updated_at`, [found.uuid]);
         const op = await ctx.deps.outbox.enqueue(m, {
-          operation: 'project-delete', workflowType: 'projectDelete', workspaceUuid: ctx.caller.workspaceUuid,
+          operation: 'project-delete', workflow: 'projectDelete', workspaceUuid: ctx.caller.workspaceUuid,
           resourceUuid: found.uuid, args: [{ projectUuid: found.uuid }],
         });
         await recordAudit(m, ctx, { resourceUuid: found.uuid, before, after: await snapshot(m, 'projects', found.uuid) });
         return { project: await view(ctx, m, updated!), operation: op };
       });
-      await ctx.deps.outbox.dispatch(operation.uuid);
+      await ctx.deps.outbox.dispatch(operation);
       return project;
     },
   }),

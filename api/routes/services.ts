@@ -1,15 +1,15 @@
 import { randomUUID } from 'node:crypto';
-import type { EntityManager } from 'typeorm';
 import * as yup from 'yup';
 import { one } from '../../entities/sql';
-import { assertProjectVisible, hiddenProjects, visibleProjectsClause } from '../access';
+import { assertProjectVisible, visibleProjectsClause } from '../access';
 import { recordAudit, snapshot } from '../audit';
 import {
   backupsOf, changeState, checkSubPath, destroy, findAddon, findApp, insertData, setPublicAccess, startRestore, updateData, viewOf,
 } from '../data-services';
 import { selectPage, type Page } from '../pagination';
+import { checkPlacement } from '../placement';
 import { unprocessable } from '../problem';
-import { route, type AnyRouteContext } from '../route';
+import { route } from '../route';
 import {
   mountBody, publicAccessBody, restoreBody, serviceCreateBody, serviceUpdateBody, stateBody,
   type AddonUpdateBody, type RestoreBody, type ServiceCreateBody,
@@ -21,25 +21,11 @@ import { isoRequired } from '../views/common';
 
 const TAG = 'services';
 type Params = { id: string };
-type Ctx = AnyRouteContext;
 
 const mountSchema = obj({
   uuid: uuid().required(), service_id: uuid().required(), app_uuid: uuid().required(), mount_path: str().required(),
   sub_path: str().nullable().defined(), access_mode: str().required(), state: str().required(), created_at: timestamp().required(),
 });
-
-async function checkPlacement(ctx: Ctx, m: Pick<EntityManager, 'query'>, resourceUuid: string | undefined, projectId: string | null | undefined): Promise<void> {
-  if (resourceUuid) {
-    const r = await one(m, `SELECT 1 FROM compute_resources WHERE uuid = $1 AND workspace_uuid = $2`, [resourceUuid, ctx.caller.workspaceUuid]);
-    if (!r) throw unprocessable('resource_id is not a compute resource of this workspace', [{ path: 'body.resource_id', message: 'not found in this workspace' }]);
-  }
-  if (projectId) {
-    const p = await one(m, `SELECT 1 FROM projects WHERE uuid = $1 AND workspace_uuid = $2 AND state = 'active'`, [projectId, ctx.caller.workspaceUuid]);
-    if (!p || (await hiddenProjects(ctx)).has(projectId)) {
-      throw unprocessable('project_id is not a project of this workspace', [{ path: 'body.project_id', message: 'not found in this workspace' }]);
-    }
-  }
-}
 
 export const serviceRoutes = [
   route<{}, Page>({
@@ -59,10 +45,10 @@ export const serviceRoutes = [
     summary: 'Create a standalone service on a compute resource', response: addonSchema,
     async handler(ctx) {
       const { uuid, op } = await ctx.deps.dataSource.transaction(async (m) => {
-        await checkPlacement(ctx, m, ctx.body.resource_id, ctx.body.project_id);
+        await checkPlacement(ctx, m, { resourceId: ctx.body.resource_id, projectId: ctx.body.project_id });
         return insertData(ctx, m, { kind: 'service', appUuid: null, projectId: ctx.body.project_id ?? null, resourceUuid: ctx.body.resource_id, body: ctx.body });
       });
-      await ctx.deps.outbox.dispatch(op.uuid);
+      await ctx.deps.outbox.dispatch(op);
       ctx.koa.set('Location', `/api/v1/services/${uuid}`);
       return viewOf(ctx, uuid);
     },
@@ -80,10 +66,10 @@ export const serviceRoutes = [
     async handler(ctx) {
       const op = await ctx.deps.dataSource.transaction(async (m) => {
         const row = await findAddon(ctx, { service: true }, ctx.params.id, m);
-        await checkPlacement(ctx, m, undefined, ctx.body.project_id);
+        if (ctx.body.project_id !== undefined) await checkPlacement(ctx, m, { resourceId: row.resource_uuid, projectId: ctx.body.project_id });
         return updateData(ctx, m, row, ctx.body);
       });
-      if (op) await ctx.deps.outbox.dispatch(op.uuid);
+      if (op) await ctx.deps.outbox.dispatch(op);
       return viewOf(ctx, ctx.params.id);
     },
   }),
@@ -157,13 +143,13 @@ export const serviceRoutes = [
         await markNeedsRedeploy(m, { kind: 'app', uuid: app.uuid });
         const gen = await one<{ g: number }>(m, `UPDATE addons SET settings_generation = settings_generation + 1 WHERE uuid = $1 RETURNING settings_generation AS g`, [service.uuid]);
         const enq = await ctx.deps.outbox.enqueue(m, {
-          operation: 'service-mount', workflowType: 'addonSync', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: service.uuid,
+          operation: 'service-mount', workflow: 'addonSync', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: service.uuid,
           subId: String(gen!.g), args: [{ addonUuid: service.uuid, subPaths: true }],
         });
         await recordAudit(m, ctx, { resourceUuid: service.uuid, before: null, after: await snapshot(m, 'service_mounts', inserted.uuid) });
         return { row: inserted, op: enq };
       });
-      await ctx.deps.outbox.dispatch(op.uuid);
+      await ctx.deps.outbox.dispatch(op);
       return {
         uuid: row.uuid, service_id: service.uuid, app_uuid: app.uuid, mount_path: row.mount_path, sub_path: row.sub_path,
         access_mode: 'shared', state: row.state, created_at: isoRequired(row.created_at),

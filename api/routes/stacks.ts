@@ -3,16 +3,15 @@ import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import type { EntityManager } from 'typeorm';
 import * as yup from 'yup';
-import type { AnalyzeInput, AnalyzeResult } from '../../activities';
 import { composePathProblem, type Manifest } from '../../domain/compose';
 import { BRANCH, normalizeRepositoryUrl } from '../../domain/git-urls';
-import { BerthOperation, BerthResource, BerthWorkspace } from '../../domain/search-attributes';
-import { STACK_NAME, VARIABLE_NAME } from '../../domain/stacks';
+import { typedStart, type Workflows } from '../../platform/workflow-starts';
+import { STACK_NAME, VARIABLE_NAME, type AnalyzeInput, type AnalyzeResult } from '../../domain/stacks';
 import { one, rows } from '../../entities/sql';
 import { assertProjectVisible, visibleProjectsClause } from '../access';
 import { recordAudit, snapshot } from '../audit';
 import { selectPage, type Page } from '../pagination';
-import { checkPlacement, checkProject } from '../placement';
+import { checkPlacement, checkResource } from '../placement';
 import { conflict, notFound, Problem, unprocessable } from '../problem';
 import { route, type AnyRouteContext } from '../route';
 import { bool, json, obj, str, uuid } from '../schemas/common';
@@ -82,12 +81,10 @@ async function checkCredential(ctx: Ctx, credentialId: string | null | undefined
 async function analyze(ctx: Ctx, input: AnalyzeInput): Promise<AnalyzeResult> {
   const id = randomUUID();
   try {
-    return await ctx.deps.temporal.workflow.execute('stackAnalyze', {
-      taskQueue: ctx.deps.config.taskQueue, workflowId: `stack-analyze/${id}`, args: [input], workflowExecutionTimeout: '4 minutes',
-      typedSearchAttributes: [
-        { key: BerthWorkspace, value: ctx.caller.workspaceUuid }, { key: BerthResource, value: id }, { key: BerthOperation, value: 'stack-analyze' },
-      ],
-    }) as AnalyzeResult;
+    const analysis = typedStart('stackAnalyze', [input], { operation: 'stack-analyze', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: id });
+    return await ctx.deps.temporal.workflow.execute<Workflows['stackAnalyze']>(analysis.workflowType, {
+      ...analysis.options, taskQueue: ctx.deps.config.taskQueue, workflowExecutionTimeout: '4 minutes',
+    });
   } catch (err) {
     if (err instanceof WorkflowFailedError) {
       let cause: unknown = err.cause;
@@ -132,7 +129,7 @@ async function startDeployment(ctx: Ctx, m: EntityManager, stackUuid: string) {
   const deploymentUuid = randomUUID();
   await m.query(`INSERT INTO stack_deployments (uuid, stack_uuid) VALUES ($1, $2)`, [deploymentUuid, stackUuid]);
   return ctx.deps.outbox.enqueue(m, {
-    operation: 'stack-deploy', workflowType: 'stackDeploy', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: stackUuid, subId: deploymentUuid,
+    operation: 'stack-deploy', workflow: 'stackDeploy', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: stackUuid, subId: deploymentUuid,
     args: [{ stackUuid, deploymentUuid }],
   });
 }
@@ -145,7 +142,7 @@ export const stackRoutes = [
     async handler(ctx) {
       const b = ctx.body;
       const url = repository(ctx, b.repository_url, 'repository_url');
-      if (b.resource_id) await checkPlacement(ctx, ctx.deps.dataSource.manager, { resourceId: b.resource_id, projectId: undefined });
+      if (b.resource_id) await checkResource(ctx, ctx.deps.dataSource.manager, b.resource_id);
       await checkCredential(ctx, b.credential_id);
       const result = await analyze(ctx, { workspaceUuid: ctx.caller.workspaceUuid, repositoryUrl: url, branch: b.branch, composePath: b.compose_path ?? '.', credentialId: b.credential_id ?? null });
       return { commit_sha: result.commitSha, manifest: result.manifest, warnings: result.warnings };
@@ -180,7 +177,7 @@ export const stackRoutes = [
       checkVariables(result.manifest, values);
       const uuid = randomUUID();
       const { stack, operation } = await ctx.deps.dataSource.transaction(async (m) => {
-        if (b.project_id) await checkProject(ctx, m, b.project_id);
+        await checkPlacement(ctx, m, { resourceId: b.resource_id, projectId: b.project_id });
         const [row] = await m.query(
           `INSERT INTO stacks (uuid, workspace_uuid, project_id, resource_uuid, name, label, compose_path, repository, branch, auto_deploy_enabled,
                                credential_id, manifest, variables_sealed)
@@ -192,7 +189,7 @@ export const stackRoutes = [
         await recordAudit(m, ctx, { resourceUuid: uuid, before: null, after: await snapshot(m, 'stacks', uuid) });
         return { stack: await view(ctx, m, uuid), operation: op };
       });
-      await ctx.deps.outbox.dispatch(operation.uuid);
+      await ctx.deps.outbox.dispatch(operation);
       ctx.koa.set('Location', `/api/v1/stacks/${uuid}`);
       return stack;
     },
@@ -210,7 +207,7 @@ export const stackRoutes = [
     async handler(ctx) {
       return ctx.deps.dataSource.transaction(async (m) => {
         const s = await findStack(ctx, ctx.params.uuid, m, true);
-        if (ctx.body.project_id) await checkPlacement(ctx, m, { resourceId: s.resource_uuid, projectId: ctx.body.project_id });
+        if (ctx.body.project_id !== undefined) await checkPlacement(ctx, m, { resourceId: s.resource_uuid, projectId: ctx.body.project_id });
         const before = await snapshot(m, 'stacks', s.uuid);
         await m.query(`UPDATE stacks SET label = $2, project_id = $3, updated_at = now() WHERE uuid = $1`,
           [s.uuid, ctx.body.label ?? s.label, ctx.body.project_id === undefined ? s.project_id : ctx.body.project_id]);
@@ -255,7 +252,7 @@ export const stackRoutes = [
         await recordAudit(m, ctx, { resourceUuid: s.uuid, before, after: await snapshot(m, 'stacks', s.uuid) });
         return { stack: await view(ctx, m, s.uuid), operation: op };
       });
-      await ctx.deps.outbox.dispatch(operation.uuid);
+      await ctx.deps.outbox.dispatch(operation);
       return stack;
     },
   }),
@@ -275,11 +272,11 @@ export const stackRoutes = [
         await m.query(`DELETE FROM stacks WHERE uuid = $1`, [s.uuid]);
         await recordAudit(m, ctx, { resourceUuid: s.uuid, before, after: null });
         return ctx.deps.outbox.enqueue(m, {
-          operation: 'stack-delete', workflowType: 'stackCleanup', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: s.uuid,
+          operation: 'stack-delete', workflow: 'stackCleanup', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: s.uuid,
           args: [{ itemUuids: uuids }],
         });
       });
-      await ctx.deps.outbox.dispatch(operation.uuid);
+      await ctx.deps.outbox.dispatch(operation);
       return undefined;
     },
   }),

@@ -110,13 +110,13 @@ export const staticSiteRoutes = [
           await m.query(`INSERT INTO static_site_deployments (uuid, site_uuid) VALUES ($1, $2)`, [deploymentUuid, uuid]);
         }
         const op = await ctx.deps.outbox.enqueue(m, {
-          operation: 'static-site-provision', workflowType: 'staticSiteProvision', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: uuid,
+          operation: 'static-site-provision', workflow: 'staticSiteProvision', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: uuid,
           args: [{ workspaceUuid: ctx.caller.workspaceUuid, siteUuid: uuid, deploymentUuid }],
         });
         await recordAudit(m, ctx, { resourceUuid: uuid, before: null, after: await snapshot(m, 'static_sites', uuid) });
         return { site: siteView(await findSite(ctx, uuid, m), ctx.deps.config.sitesDomain), operation: op };
       });
-      await ctx.deps.outbox.dispatch(operation.uuid);
+      await ctx.deps.outbox.dispatch(operation);
       ctx.koa.set('Location', `/api/v1/static_sites/${site.uuid}`);
       return site;
     },
@@ -163,13 +163,13 @@ export const staticSiteRoutes = [
         const deploymentUuid = randomUUID();
         await m.query(`INSERT INTO static_site_deployments (uuid, site_uuid) VALUES ($1, $2)`, [deploymentUuid, s.uuid]);
         const op = await ctx.deps.outbox.enqueue(m, {
-          operation: 'static-site-deploy', workflowType: 'staticSiteDeploy', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: s.uuid, subId: deploymentUuid,
+          operation: 'static-site-deploy', workflow: 'staticSiteDeploy', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: s.uuid, subId: deploymentUuid,
           args: [{ workspaceUuid: ctx.caller.workspaceUuid, siteUuid: s.uuid, deploymentUuid }],
         });
         await recordAudit(m, ctx, { resourceUuid: s.uuid, before, after: await snapshot(m, 'static_sites', s.uuid) });
         return { site: siteView(await findSite(ctx, s.uuid, m), ctx.deps.config.sitesDomain), operation: op };
       });
-      await ctx.deps.outbox.dispatch(operation.uuid);
+      await ctx.deps.outbox.dispatch(operation);
       return site;
     },
   }),
@@ -196,11 +196,11 @@ export const staticSiteRoutes = [
         await m.query(`DELETE FROM static_sites WHERE uuid = $1`, [s.uuid]);
         await recordAudit(m, ctx, { resourceUuid: s.uuid, before, after: null });
         return ctx.deps.outbox.enqueue(m, {
-          operation: 'static-site-delete', workflowType: 'storageCleanup', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: s.uuid,
+          operation: 'static-site-delete', workflow: 'storageCleanup', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: s.uuid,
           args: [{ bucketName: bucket, accessKey: null, siteHost: siteHost(s.name, ctx.deps.config.sitesDomain) }],
         });
       });
-      await ctx.deps.outbox.dispatch(operation.uuid);
+      await ctx.deps.outbox.dispatch(operation);
       return undefined;
     },
   }),

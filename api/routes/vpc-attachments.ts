@@ -41,12 +41,12 @@ export const vpcAttachmentRoutes = [
         const row = await insertAttachment(m, vpc, ctx.body.subnet_uuid, type, workload, 'attaching');
         await recordAudit(m, ctx, { resourceUuid: row.uuid, before: null, after: await snapshot(m, 'vpc_attachments', row.uuid) });
         const op = await ctx.deps.outbox.enqueue(m, {
-          operation: 'vpc-attach', workflowType: 'vpcAttach', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: row.uuid,
+          operation: 'vpc-attach', workflow: 'vpcAttach', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: row.uuid,
           args: [{ attachmentUuid: row.uuid }],
         });
         return { attachment: row, operation: op };
       });
-      await ctx.deps.outbox.dispatch(operation.uuid);
+      await ctx.deps.outbox.dispatch(operation);
       ctx.koa.set('Location', `/api/v1/vpcs/${attachment.vpc_uuid}/attachments/${attachment.uuid}`);
       return attachmentView(attachment);
     },
@@ -70,13 +70,13 @@ export const vpcAttachmentRoutes = [
         const updated = await one<AttachmentRow>(m,
           `UPDATE vpc_attachments SET status = 'detaching', updated_at = now() WHERE uuid = $1 RETURNING ${ATTACHMENT_COLUMNS}`, [found.uuid]);
         const op = await ctx.deps.outbox.enqueue(m, {
-          operation: 'vpc-detach', workflowType: 'vpcDetach', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: found.uuid,
+          operation: 'vpc-detach', workflow: 'vpcDetach', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: found.uuid,
           args: [{ attachmentUuid: found.uuid }],
         });
         await recordAudit(m, ctx, { resourceUuid: found.uuid, before, after: await snapshot(m, 'vpc_attachments', found.uuid) });
         return { attachment: updated!, operation: op };
       });
-      if (operation) await ctx.deps.outbox.dispatch(operation.uuid);
+      if (operation) await ctx.deps.outbox.dispatch(operation);
       return attachmentView(attachment);
     },
   }),

@@ -65,7 +65,7 @@ export const vpcPeerRouteRoutes = [
         if (unclaimed.length === 0) throw conflict('an apply of the staged routes is already running');
         await m.query(`UPDATE vpc_peer_routes SET apply_uuid = $2, updated_at = now() WHERE uuid = ANY($1::uuid[])`, [unclaimed.map((r) => r.uuid), applyUuid]);
         const op = await ctx.deps.outbox.enqueue(m, {
-          operation: 'peer-routes-apply', workflowType: 'peerRoutesApply', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: vpc.uuid,
+          operation: 'peer-routes-apply', workflow: 'peerRoutesApply', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: vpc.uuid,
           subId: applyUuid, args: [{ vpcUuid: vpc.uuid, applyUuid }],
         });
         const routes = await rows<PeerRouteRow>(m,
@@ -78,7 +78,7 @@ export const vpcPeerRouteRoutes = [
         });
         return { claimed: routes, operation: op };
       });
-      await ctx.deps.outbox.dispatch(operation.uuid);
+      await ctx.deps.outbox.dispatch(operation);
       ctx.koa.set('X-Apply-Id', applyUuid);
       return claimed.map(peerRouteView);
     },

@@ -87,12 +87,12 @@ export const vpcSiteConnectionRoutes = [
           [randomUUID(), ctx.caller.workspaceUuid, uuid, `site-to-site connection ${ctx.body.name} (VPC ${vpc.name})`, SITE_CONNECTION_MONTHLY_USD]);
         await recordAudit(m, ctx, { resourceUuid: uuid, before: null, after: await snapshot(m, 'vpc_site_connections', uuid) });
         const op = await ctx.deps.outbox.enqueue(m, {
-          operation: 'site-connection-create', workflowType: 'siteConnectionCreate', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: uuid,
+          operation: 'site-connection-create', workflow: 'siteConnectionCreate', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: uuid,
           args: [{ connectionUuid: uuid }],
         });
         return { connection: (await one<SiteConnectionRow>(m, `${SITE_CONNECTION_SELECT} WHERE c.uuid = $1`, [uuid]))!, operation: op };
       });
-      await ctx.deps.outbox.dispatch(operation.uuid);
+      await ctx.deps.outbox.dispatch(operation);
       ctx.koa.set('Location', `/api/v1/vpcs/${connection.vpc_uuid}/site_connections/${connection.uuid}`);
       return siteConnectionView(connection);
     },
@@ -114,13 +114,13 @@ export const vpcSiteConnectionRoutes = [
         if (found.status === 'pending') throw conflict('the connection is still being set up; delete it once it is active or failed');
         await m.query(`UPDATE vpc_site_connections SET status = 'deleting', updated_at = now() WHERE uuid = $1`, [found.uuid]);
         const op = await ctx.deps.outbox.enqueue(m, {
-          operation: 'site-connection-delete', workflowType: 'siteConnectionDelete', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: found.uuid,
+          operation: 'site-connection-delete', workflow: 'siteConnectionDelete', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: found.uuid,
           args: [{ connectionUuid: found.uuid }],
         });
         await recordAudit(m, ctx, { resourceUuid: found.uuid, before, after: await snapshot(m, 'vpc_site_connections', found.uuid) });
         return { connection: { ...found, status: 'deleting' as const }, operation: op };
       });
-      if (operation) await ctx.deps.outbox.dispatch(operation.uuid);
+      if (operation) await ctx.deps.outbox.dispatch(operation);
       return siteConnectionView(connection);
     },
   }),

@@ -67,12 +67,12 @@ export const vpcVpnGatewayRoutes = [
         if (!row) throw conflict(`the VPC already has a ${kind} gateway (one of each kind per VPC)`);
         await recordAudit(m, ctx, { resourceUuid: uuid, before: null, after: await snapshot(m, 'vpc_vpn_gateways', uuid) });
         const op = await ctx.deps.outbox.enqueue(m, {
-          operation: 'vpn-gateway-enable', workflowType: 'vpnGatewayEnable', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: uuid,
+          operation: 'vpn-gateway-enable', workflow: 'vpnGatewayEnable', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: uuid,
           args: [{ gatewayUuid: uuid }],
         });
         return { gateway: row, operation: op };
       });
-      await ctx.deps.outbox.dispatch(operation.uuid);
+      await ctx.deps.outbox.dispatch(operation);
       ctx.koa.set('Location', `/api/v1/vpcs/${gateway.vpc_uuid}/vpn_gateways/${gateway.uuid}`);
       return gatewayView(gateway);
     },
@@ -99,13 +99,13 @@ export const vpcVpnGatewayRoutes = [
           `UPDATE vpc_vpn_gateways SET status = 'deleting', updated_at = now() WHERE uuid = $1 RETURNING ${GATEWAY_COLUMNS}`, [found.uuid]);
         await m.query(`UPDATE vpc_vpn_users SET status = 'deleting', updated_at = now() WHERE gateway_uuid = $1`, [found.uuid]);
         const op = await ctx.deps.outbox.enqueue(m, {
-          operation: 'vpn-gateway-disable', workflowType: 'vpnGatewayDisable', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: found.uuid,
+          operation: 'vpn-gateway-disable', workflow: 'vpnGatewayDisable', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: found.uuid,
           args: [{ gatewayUuid: found.uuid }],
         });
         await recordAudit(m, ctx, { resourceUuid: found.uuid, before, after: await snapshot(m, 'vpc_vpn_gateways', found.uuid) });
         return { gateway: updated!, operation: op };
       });
-      if (operation) await ctx.deps.outbox.dispatch(operation.uuid);
+      if (operation) await ctx.deps.outbox.dispatch(operation);
       return gatewayView(gateway);
     },
   }),

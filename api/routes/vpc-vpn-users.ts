@@ -60,12 +60,12 @@ export const vpcVpnUserRoutes = [
         if (!row) throw unprocessable(`the VPN pool ${vpc.vpn_pool_v4} has no free address`);
         await recordAudit(m, ctx, { resourceUuid: uuid, before: null, after: await snapshot(m, 'vpc_vpn_users', uuid) });
         const op = await ctx.deps.outbox.enqueue(m, {
-          operation: 'vpn-user-create', workflowType: 'vpnUserCreate', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: uuid,
+          operation: 'vpn-user-create', workflow: 'vpnUserCreate', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: uuid,
           args: [{ userUuid: uuid, vaultMs: WIREGUARD_VAULT_MS }],
         });
         return { user: row, operation: op };
       });
-      await ctx.deps.outbox.dispatch(operation.uuid);
+      await ctx.deps.outbox.dispatch(operation);
       ctx.koa.set('Location', `/api/v1/vpcs/${user.vpc_uuid}/vpn_users/${user.uuid}`);
       return vpnUserView(user);
     },
@@ -129,13 +129,13 @@ export const vpcVpnUserRoutes = [
           `UPDATE vpc_vpn_users SET status = 'deleting', private_key_sealed = NULL, updated_at = now() WHERE uuid = $1 RETURNING ${VPN_USER_COLUMNS}`,
           [found.uuid]);
         const op = await ctx.deps.outbox.enqueue(m, {
-          operation: 'vpn-user-delete', workflowType: 'vpnUserDelete', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: found.uuid,
+          operation: 'vpn-user-delete', workflow: 'vpnUserDelete', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: found.uuid,
           args: [{ userUuid: found.uuid }],
         });
         await recordAudit(m, ctx, { resourceUuid: found.uuid, before, after: await snapshot(m, 'vpc_vpn_users', found.uuid) });
         return { user: updated!, operation: op };
       });
-      if (operation) await ctx.deps.outbox.dispatch(operation.uuid);
+      if (operation) await ctx.deps.outbox.dispatch(operation);
       return vpnUserView(user);
     },
   }),

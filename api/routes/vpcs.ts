@@ -71,12 +71,12 @@ export const vpcRoutes = [
               [randomUUID(), uuid, formatCidr4(defaultSubnet(cidr4(range)))]);
             await recordAudit(m, ctx, { resourceUuid: uuid, before: null, after: await snapshot(m, 'vpcs', uuid) });
             const op = await ctx.deps.outbox.enqueue(m, {
-              operation: 'vpc-create', workflowType: 'vpcCreate', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: uuid,
+              operation: 'vpc-create', workflow: 'vpcCreate', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: uuid,
               args: [{ vpcUuid: uuid, cidrV4: range }],
             });
             return { vpc: await findVpc(ctx, uuid, m), operation: op };
           });
-          await ctx.deps.outbox.dispatch(operation.uuid);
+          await ctx.deps.outbox.dispatch(operation);
           ctx.koa.set('Location', `/api/v1/vpcs/${uuid}`);
           return vpcView(vpc);
         } catch (err) {
@@ -144,13 +144,13 @@ export const vpcRoutes = [
         if (n > 0) throw unprocessable(`the VPC still has ${n} site-to-site connection(s), each holding a billed public address; delete them first`);
         await m.query(`UPDATE vpcs SET status = 'deleting', updated_at = now() WHERE uuid = $1`, [found.uuid]);
         const op = await ctx.deps.outbox.enqueue(m, {
-          operation: 'vpc-delete', workflowType: 'vpcDelete', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: found.uuid,
+          operation: 'vpc-delete', workflow: 'vpcDelete', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: found.uuid,
           args: [{ vpcUuid: found.uuid }],
         });
         await recordAudit(m, ctx, { resourceUuid: found.uuid, before, after: await snapshot(m, 'vpcs', found.uuid) });
         return { vpc: await findVpc(ctx, found.uuid, m), operation: op };
       });
-      if (operation) await ctx.deps.outbox.dispatch(operation.uuid);
+      if (operation) await ctx.deps.outbox.dispatch(operation);
       return vpcView(vpc);
     },
   }),

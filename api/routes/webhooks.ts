@@ -7,8 +7,8 @@ import { generateWebhookSecret } from '../../domain/webhook-signature';
 import { WEBHOOK_ATTEMPT_TIMEOUT_MS, webhookDeliveryWorkflowId } from '../../domain/webhooks';
 import { one, rows } from '../../entities/sql';
 import { recordAudit, snapshot } from '../audit';
-import { createHostResolver, ResolutionError } from '../../worker/resolver';
-import { redeliveryOperation, startWebhookDelivery } from '../../worker/webhook-starts';
+import { createHostResolver, ResolutionError } from '../../platform/resolver';
+import { redeliveryOperation, startWebhookDelivery } from '../../platform/webhook-starts';
 import { selectPage, type Page } from '../pagination';
 import { notFound, unprocessable } from '../problem';
 import { route, type AnyRouteContext } from '../route';
@@ -246,7 +246,7 @@ export const webhookRoutes = [
         return { delivery: moved ?? found, op: queued };
       });
       // A Temporal outage here is logged and left to the reconciler: the retry is committed, the answer stays 200.
-      await ctx.deps.outbox.dispatch(op.uuid);
+      await ctx.deps.outbox.dispatch(op);
       return deliveryView(delivery);
     },
   }),

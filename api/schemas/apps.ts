@@ -1,5 +1,6 @@
 import * as yup from 'yup';
 import { APP_NAME, BUILDERS, DEPLOYMENT_METHODS, DEPLOYMENT_PERIODS, DEPLOYMENT_STATES, STATE_ACTIONS, APP_STATES } from '../../domain/apps';
+import { BRANCH } from '../../domain/git-urls';
 import { arr, bool, int, json, num, obj, oneOf, str, uuid } from './common';
 
 const GIB = 2 ** 30;
@@ -53,7 +54,7 @@ export const deploymentSettingsBody = obj({
   builder: oneOf(BUILDERS),
 });
 
-const branch = () => str().matches(/^(?!\/|.*\.\.|.*\/\/|.*\/$|-)[A-Za-z0-9._\/-]{1,200}$/, '${path} must be a branch name');
+const branch = () => str().matches(BRANCH, '${path} must be a branch name');
 
 /** deployment_config per method (unknown keys refused, like every body object). */
 export const DEPLOYMENT_CONFIG: Record<string, yup.ObjectSchema<any>> = {

@@ -84,11 +84,25 @@ export async function loadAppAddons(db: Pick<EntityManager, 'query'>, secretBox:
   for (const a of appUuids) out.set(a, { addons: [], cronjobs: [] });
   if (appUuids.length === 0) return out;
   const found: AddonRow[] = await db.query(
-    `SELECT ${ADDON_COLUMNS} FROM ${ADDON_FROM} WHERE a.app_uuid = ANY($1::uuid[]) AND a.state <> 'deleting' ORDER BY a.created_at DESC, a.uuid DESC`,
+    `SELECT ${ADDON_COLUMNS} FROM ${ADDON_FROM} WHERE a.app_uuid = ANY($1::uuid[]) AND ${APP_ADDONS_WHERE} ORDER BY ${APP_ADDONS_ORDER}`,
     [appUuids]);
   for (const row of found) {
     const entry = out.get(row.app_uuid!)!;
     (row.type === 'cronjob' ? entry.cronjobs : entry.addons).push(addonView(row, secretBox));
+  }
+  return out;
+}
+
+/** Which add-ons an App view shows, newest first (loadAppAddons, and the one statement of GET /apps/{uuid}). */
+export const APP_ADDONS_WHERE = `a.state <> 'deleting'`;
+export const APP_ADDONS_ORDER = 'a.created_at DESC, a.uuid DESC';
+
+/** The add-ons and cron jobs of one app from rows read as JSON (json_agg of ADDON_COLUMNS, in order): timestamps arrive as text. */
+export function appAddonsFromJson(rows: ReadonlyArray<Omit<AddonRow, 'created_at' | 'updated_at'> & { created_at: string; updated_at: string }>, secretBox: SecretBox): { addons: AddonView[]; cronjobs: AddonView[] } {
+  const out = { addons: [] as AddonView[], cronjobs: [] as AddonView[] };
+  for (const json of rows) {
+    const row: AddonRow = { ...json, created_at: new Date(json.created_at), updated_at: new Date(json.updated_at) };
+    (row.type === 'cronjob' ? out.cronjobs : out.addons).push(addonView(row, secretBox));
   }
   return out;
 }

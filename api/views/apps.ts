@@ -1,11 +1,12 @@
 import type { SecretBox } from '../../domain/secret-box';
-import { loadAppAddons } from './addons';
+import { ADDON_COLUMNS, ADDON_FROM, APP_ADDONS_ORDER, APP_ADDONS_WHERE, appAddonsFromJson, loadAppAddons } from './addons';
 import * as yup from 'yup';
 import type { AppQuota } from '../../entities/app';
 import type { Component, Plan } from '../../entities/compute-resource';
 import type { RestrictionRule } from '../../domain/projects';
 import type { Db } from '../../entities/sql';
-import { rows } from '../../entities/sql';
+import { preparedRows, rows } from '../../entities/sql';
+import type { DataSource } from 'typeorm';
 import { APP_STATES, BUILDERS, DEPLOYMENT_METHODS, DEPLOYMENT_STATES, internalUrl, publicUrl } from '../../domain/apps';
 import { arr, bool, json, num, obj, oneOf, str, timestamp, uuid } from '../schemas/common';
 import { iso, isoRequired } from './common';
@@ -165,17 +166,25 @@ export async function loadApp(db: Db, workspaceUuid: string, appUuid: string, or
 }
 
 /**
- * The hot path of GET /apps/{uuid}: the App and the restrictions of its project in one
- * query, so the project check needs no query of its own.
+ * The hot path of GET /apps/{uuid}: the App, the restrictions of its project, and its
+ * add-ons and cron jobs in one statement (one round trip: docs/performance.md), or null when
+ * there is no such app in the workspace or `reaches` refuses its project's restrictions.
+ * The add-on views (which open sealed passwords) are built only once the project check passed.
  */
-export async function loadAppWithRestrictions(db: Db, workspaceUuid: string, appUuid: string, origin: string): Promise<{ view: AppView; restrictions: RestrictionRule[] } | null> {
-  const [row] = await rows<JoinedRow & { restrictions: RestrictionRule[] | null }>(db,
-    `${APP_SELECT.replace('FROM apps a', `, rs.rules AS restrictions FROM apps a`)}
+export async function loadReachableApp(ds: DataSource, secretBox: SecretBox, workspaceUuid: string, appUuid: string, origin: string,
+  reaches: (restrictions: RestrictionRule[]) => boolean): Promise<AppView | null> {
+  const [row] = await preparedRows<JoinedRow & { restrictions: RestrictionRule[] | null; addon_rows: Parameters<typeof appAddonsFromJson>[0] | null }>(ds, 'berth_app_show', REACHABLE_APP_SQL, [workspaceUuid, appUuid]);
+  if (!row || !reaches(row.restrictions ?? [])) return null;
+  return { ...appView(row, origin), ...appAddonsFromJson(row.addon_rows ?? [], secretBox) };
+}
+
+// inside the add-ons' subquery `a` is the add-on (ADDON_COLUMNS); the app is $2
+const REACHABLE_APP_SQL = `${APP_SELECT.replace('FROM apps a', `, rs.rules AS restrictions, ad.list AS addon_rows FROM apps a`)}
      LEFT JOIN LATERAL (SELECT json_agg(json_build_object('subject_type', subject_type, 'user_uuid', user_uuid, 'role_name', role_name)) AS rules
                           FROM project_restrictions WHERE project_uuid = a.project_id) rs ON true
-     WHERE a.workspace_uuid = $1 AND a.uuid = $2`, [workspaceUuid, appUuid]);
-  return row ? { view: appView(row, origin), restrictions: row.restrictions ?? [] } : null;
-}
+     LEFT JOIN LATERAL (SELECT json_agg(x ORDER BY x.created_at DESC, x.uuid DESC) AS list
+                          FROM (SELECT ${ADDON_COLUMNS} FROM ${ADDON_FROM} WHERE a.app_uuid = $2 AND ${APP_ADDONS_WHERE} ORDER BY ${APP_ADDONS_ORDER}) x) ad ON true
+     WHERE a.workspace_uuid = $1 AND a.uuid = $2`;
 
 // --- deployments ---
 

@@ -1,6 +1,6 @@
 import type { EntityManager } from 'typeorm';
 import * as yup from 'yup';
-import type { StorageDriver } from '../../activities/provider/storage';
+import type { StorageDriver } from '../../platform/drivers/storage';
 import { BUCKET_STATES, publicEndpoint, quotaBytes, usagePercentage, VISIBILITIES, type Visibility } from '../../domain/buckets';
 import type { SecretBox } from '../../domain/secret-box';
 import { unavailable } from '../problem';

@@ -16,6 +16,7 @@ import { DropSimPreviews1732970000000 } from './1732970000000-drop-sim-previews'
 import { LocalData1733000000000 } from './1733000000000-local-data';
 import { LocalApps1733100000000 } from './1733100000000-local-apps';
 import { LocalStackAddons1733250000000 } from './1733250000000-local-stack-addons';
+import { AuthNotify1733300000000 } from './1733300000000-auth-notify';
 
 /** Every migration, in timestamp order (one entry per line). */
 export const migrations = [
@@ -37,4 +38,5 @@ export const migrations = [
   LocalData1733000000000,
   LocalApps1733100000000,
   LocalStackAddons1733250000000,
+  AuthNotify1733300000000,
 ];

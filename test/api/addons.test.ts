@@ -131,6 +131,24 @@ describe('add-ons attached to apps', () => {
     expect(loaded.get(appUuid)!.cronjobs).toEqual([]);
   });
 
+  it('APP-10 ADD-02 CRN-05 GET /apps/{uuid} shows exactly the add-ons and cron jobs their own lists show, newest first', async () => {
+    const app = await insertApp(stack.ds, ws);
+    const first = await addon({ type: 'postgres' }, app);
+    const second = await addon({ type: 'valkey' }, app);
+    const job = await stack.http.post(`/api/v1/apps/${app}/cronjobs`).set(owner()).send({ label: 'hourly', command: 'rake stats' });
+    expect(job.status).toBe(201);
+    await live(first.uuid, app);
+    await live(second.uuid, app); // settled: nothing changes between the three reads
+    const shown = await stack.http.get(`/api/v1/apps/${app}`).set(owner());
+    expect(shown.status).toBe(200);
+    const list = await stack.http.get(`/api/v1/apps/${app}/addons`).set(owner());
+    const jobs = await stack.http.get(`/api/v1/apps/${app}/cronjobs`).set(owner());
+    expect(shown.body.addons.map((a: { uuid: string }) => a.uuid)).toEqual([second.uuid, first.uuid]);
+    expect(shown.body.addons).toEqual(list.body);
+    expect(shown.body.cronjobs).toEqual(jobs.body);
+    expect(shown.body.cronjobs.map((a: { uuid: string }) => a.uuid)).toEqual([job.body.uuid]);
+  });
+
   it('public access toggling (apps:operate) changes connection_details.external and the cluster', async () => {
     const created = await addon({ type: 'postgres' });
     const before = await live(created.uuid);

@@ -104,11 +104,14 @@ describe('buckets', () => {
     expect(foreign.status).toBe(422);
   });
 
-  it('BKT-07 project_id omitted leaves the bucket unassigned even on a resource assigned to a project', async () => {
-    const project = await stack.http.post('/api/v1/projects').set(auth(ws.ownerToken)).send({ name: 'media', resource_ids: [ws.resourceUuid] });
+  it('BKT-07 project_id omitted leaves the bucket unassigned (never inferred); CLN-04 PRV-09 a resource assigned to projects refuses it', async () => {
     const res = await stack.http.post('/api/v1/buckets').set(auth(ws.ownerToken)).send({ label: 'loose', resource_id: ws.resourceUuid });
     expect(res.status).toBe(201);
     expect(res.body.project_id).toBeNull();
+    const project = await stack.http.post('/api/v1/projects').set(auth(ws.ownerToken)).send({ name: 'media', resource_ids: [ws.resourceUuid] });
+    const refused = await stack.http.post('/api/v1/buckets').set(auth(ws.ownerToken)).send({ label: 'stray', resource_id: ws.resourceUuid });
+    expect(refused.status).toBe(422);
+    expect(refused.body.errors).toEqual([{ path: 'body.project_id', message: expect.stringContaining(project.body.uuid) }]);
     const assigned = await stack.http.post('/api/v1/buckets').set(auth(ws.ownerToken)).send({ label: 'tied', resource_id: ws.resourceUuid, project_id: project.body.uuid });
     expect(assigned.body.project_id).toBe(project.body.uuid);
     await stack.http.put(`/api/v1/projects/${project.body.uuid}`).set(auth(ws.ownerToken)).send({ resource_ids: [] }).expect(200);

@@ -51,6 +51,21 @@ describe('standalone services', () => {
     expect((await stack.http.get(`/api/v1/services/${b.uuid}`).set(owner())).status).toBe(404);
   });
 
+  it('CLN-04 PRV-09 placement: a resource assigned to projects takes only services of one of them (none refused); a move is checked too', async () => {
+    const assigned = await createResource(stack.ds, ws.uuid, ws.regionId, 'svc-assigned');
+    const mine = (await stack.http.post('/api/v1/projects').set(owner()).send({ name: 'svc-mine', resource_ids: [assigned] })).body.uuid;
+    const other = (await stack.http.post('/api/v1/projects').set(owner()).send({ name: 'svc-other' })).body.uuid;
+    const none = await stack.http.post('/api/v1/services').set(owner()).send({ type: 'valkey', label: 'stray', resource_id: assigned });
+    expect(none.status).toBe(422);
+    expect(none.body.errors).toEqual([{ path: 'body.project_id', message: expect.stringContaining(mine) }]);
+    expect((await stack.http.post('/api/v1/services').set(owner()).send({ type: 'valkey', label: 'x', resource_id: assigned, project_id: other })).status).toBe(422);
+    const ok = await service({ type: 'valkey', label: 'placed', resource_id: assigned, project_id: mine });
+    expect(ok.project_id).toBe(mine);
+    expect((await stack.http.put(`/api/v1/services/${ok.uuid}`).set(owner()).send({ project_id: other })).status).toBe(422);
+    expect((await stack.http.put(`/api/v1/services/${ok.uuid}`).set(owner()).send({ project_id: null })).status).toBe(422);
+    expect((await stack.http.put(`/api/v1/services/${ok.uuid}`).set(owner()).send({ project_id: mine })).status).toBe(200);
+  });
+
   it('a service in a project closed to the caller is hidden (404, left out of the list); lists page with X-Total-Count', async () => {
     const [project] = await stack.ds.query(`INSERT INTO projects (uuid, workspace_uuid, name) VALUES (gen_random_uuid(), $1, 'closed') RETURNING uuid`, [ws.uuid]);
     const hidden = await service({ type: 'valkey', label: 'hidden', project_id: project.uuid });

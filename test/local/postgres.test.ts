@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { Client } from 'pg';
 import { eventually } from '../support/stack';
 import { localDataHarness, specFor, type LocalDataHarness } from '../support/local-data';
-import type { ClusterSpec } from '../../activities/provider/data';
+import type { ClusterSpec } from '../../platform/drivers/data';
 
 /** A `pg` client on the endpoint the driver reports, with the spec's generated credentials. */
 async function connect(h: LocalDataHarness, spec: ClusterSpec, id = spec.id): Promise<Client> {

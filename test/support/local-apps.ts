@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { BuildStatus } from '../../activities/provider/apps';
+import type { BuildStatus } from '../../platform/drivers/apps';
 import type { AppEventSink, Backend, IngressRoutes, LocalBuilder, ReleaseManifest } from '../../activities/provider/local/contracts';
 import { appUid, localLayout, releaseImage, type LocalLayout } from '../../platform/local-layout';
 import { ROOT } from './env';

@@ -6,7 +6,7 @@
 import { LocalReleaseBuilder } from '../../activities/provider/local/builder';
 import { detectIsolation } from '../../activities/provider/local/isolation';
 import { localLayout } from '../../platform/local-layout';
-import { createLogger } from '../../worker/logger';
+import { createLogger } from '../../platform/logger';
 
 const [dataDir, appsDir, appUuid, deploymentUuid, repository, commitSha] = process.argv.slice(2) as [string, string, string, string, string, string];
 const builder = new LocalReleaseBuilder({

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { startEmbeddedObjectStore, type EmbeddedObjectStore } from '../../worker/object-store';
+import { startEmbeddedObjectStore, type EmbeddedObjectStore } from '../../platform/object-store';
 
 /** A real S3-compatible server (the embedded object store) on loopback, data in a temp dir. */
 export async function startObjectStore(): Promise<EmbeddedObjectStore & { dispose(): Promise<void> }> {

@@ -11,15 +11,17 @@ import request from 'supertest';
 import type { DataSource } from 'typeorm';
 import type { ActivityDeps } from '../../activities';
 import { createSimulatedProvider } from '../../activities/provider/simulated';
-import type { ObjectStoreOptions } from '../../activities/provider/storage';
+import type { ObjectStoreOptions } from '../../platform/drivers/storage';
 import { createApp } from '../../api/app';
 import type { ApiDeps } from '../../api/context';
+import type { TokenRow } from '../../api/middleware/auth';
+import { TokenCache } from '../../api/middleware/token-cache';
 import { SecretBox } from '../../domain/secret-box';
 import { localLayout } from '../../platform/local-layout';
-import { loadConfig, type Config } from '../../worker/config';
-import { createLogger } from '../../worker/logger';
+import { loadConfig, type Config } from '../../platform/config';
+import { createLogger } from '../../platform/logger';
 import { startWorker, type WorkerHandle } from '../../worker/main';
-import { Outbox } from '../../worker/outbox';
+import { Outbox } from '../../platform/outbox';
 import { tallyAudit } from './audit-tally';
 import { freshDatabase, type TestDatabase } from './db';
 import { testEnv } from './env';
@@ -73,7 +75,8 @@ export async function startStack(options: { env?: NodeJS.ProcessEnv; objectStore
   const outbox = new Outbox(db.ds, temporal, { taskQueue, logger });
   const provider = createSimulatedProvider({ dataSource: db.ds, faultRate: 0, latencyMs: 0, objectStore: options.objectStore });
   const layout = localLayout({ dataDir: mkdtempSync(path.join(tmpdir(), 'berth-data-')) });
-  const apiDeps: ApiDeps = { dataSource: db.ds, temporal, outbox, secretBox, logger, config, storage: provider.storage, localLayout: layout, data: provider.data,
+  const tokenCache = new TokenCache<TokenRow>(db.url, logger);
+  const apiDeps: ApiDeps = { dataSource: db.ds, temporal, outbox, secretBox, logger, config, storage: provider.storage, localLayout: layout, data: provider.data, tokenCache,
     validateResponses: true,
     verifyAudit: true, onAuditVerified: tallyAudit };
   const activityDeps: ActivityDeps = { dataSource: db.ds, logger, config, secretBox, provider, temporal };
@@ -114,6 +117,7 @@ export async function startStack(options: { env?: NodeJS.ProcessEnv; objectStore
       await native?.close();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await connection.close();
+      await tokenCache.close();
       await db.drop();
     },
   };

@@ -5,7 +5,7 @@ import { Worker } from '@temporalio/worker';
 import { temporal } from '@temporalio/proto';
 import { SEARCH_ATTRIBUTES } from '../../domain/search-attributes';
 import { createActivities, type ActivityDeps } from '../../activities';
-import { Outbox } from '../../worker/outbox';
+import { Outbox } from '../../platform/outbox';
 import { testEnv } from './env';
 
 export interface TimeSkipping {

@@ -1,5 +1,5 @@
 import { dnsTargetOf, domainNameProblem, txtRecordName, verifyDelayMinutes, verifySchedule, VERIFY_MAX_ATTEMPTS, wwwRoot } from '../../domain/domains';
-import { dnsServer, loadConfig } from '../../worker/config';
+import { dnsServer, loadConfig } from '../../platform/config';
 
 describe('domain rules', () => {
   it('DOM-06 waits Fibonacci minutes between checks, capped at 60', () => {

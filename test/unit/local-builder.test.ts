@@ -8,7 +8,7 @@ import { NOTHING_DETECTED } from '../../activities/provider/local/build-detect';
 import { buildRecordFile, writeBuildRecord } from '../../activities/provider/local/build-state';
 import { INTERRUPTED, LocalReleaseBuilder } from '../../activities/provider/local/builder';
 import { detectIsolation } from '../../activities/provider/local/isolation';
-import type { BuildStatus } from '../../activities/provider/apps';
+import type { BuildStatus } from '../../platform/drivers/apps';
 import { parseBuildLog } from '../../platform/build-log';
 import { appUid, localLayout, parseReleaseImage, releaseImage, type LocalLayout } from '../../platform/local-layout';
 import { appFixture, localRepo, type LocalRepo } from '../support/git';

@@ -1,6 +1,7 @@
 import { createHmac } from 'node:crypto';
 import { signatureMatches, signBody } from '../../api/code-host';
-import { branchMatches, branchPatternProblem, previewAppName, previewKey, resourceProjectProblem } from '../../domain/previews';
+import { assignmentRefusal } from '../../domain/placement';
+import { branchMatches, branchPatternProblem, previewAppName, previewKey } from '../../domain/previews';
 
 describe('preview rules', () => {
   it('branch patterns: * within a segment, ** across, ? one character', () => {
@@ -24,11 +25,11 @@ describe('preview rules', () => {
   });
 
   it('PRV-09 a resource assigned to projects must count the target project among them', () => {
-    expect(resourceProjectProblem([], null)).toBeNull();
-    expect(resourceProjectProblem([], 'p1')).toBeNull();
-    expect(resourceProjectProblem(['p1', 'p2'], 'p2')).toBeNull();
-    expect(resourceProjectProblem(['p1'], 'p2')).toMatch(/other projects/);
-    expect(resourceProjectProblem(['p1'], null)).not.toBeNull();
+    expect(assignmentRefusal([], null)).toBeNull();
+    expect(assignmentRefusal([], 'p1')).toBeNull();
+    expect(assignmentRefusal(['p1', 'p2'], 'p2')).toBeNull();
+    expect(assignmentRefusal(['p1'], 'p2')?.message).toMatch(/other projects/);
+    expect(assignmentRefusal(['p1'], null)).not.toBeNull();
   });
 
   it('X-Hub-Signature-256 is sha256=<hex HMAC-SHA256 of the raw body>, checked exactly', () => {

@@ -1,4 +1,4 @@
-import { loadConfig, parseRateLimit } from '../../worker/config';
+import { loadConfig, parseRateLimit } from '../../platform/config';
 
 describe('BERTH_RATE_LIMIT', () => {
   it('reads requests per window in seconds, minutes or hours, 600 per minute by default', () => {

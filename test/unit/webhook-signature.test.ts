@@ -1,6 +1,6 @@
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { generateWebhookSecret, signWebhook, webhookHeaders } from '../../domain/webhook-signature';
-import { loadConfig } from '../../worker/config';
+import { loadConfig } from '../../platform/config';
 import { WEBHOOK_MAX_ATTEMPTS, WEBHOOK_RETRY_DELAYS_MS, webhookAttemptOffsetMs, webhookRetryDelayMs } from '../../domain/webhooks';
 
 describe('Standard Webhooks signatures', () => {

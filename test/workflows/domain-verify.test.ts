@@ -35,7 +35,7 @@ async function startVerification(name: string) {
     `INSERT INTO domains (uuid, workspace_uuid, app_uuid, name, verification_status, verification_token) VALUES ($1, $2, $3, $4, 'in_progress', $5)`,
     [uuid, ws.uuid, app.uuid, name, token]);
   const op = await stack.ds.transaction((m) => ts.outbox.enqueue(m, {
-    operation: 'domain-verify', workflowType: 'domainVerify', workspaceUuid: ws.uuid, resourceUuid: uuid, args: [{ domainUuid: uuid }],
+    operation: 'domain-verify', workflow: 'domainVerify', workspaceUuid: ws.uuid, resourceUuid: uuid, args: [{ domainUuid: uuid }],
   }));
   return { uuid, token, op };
 }
@@ -66,7 +66,7 @@ describe('domainVerify workflow', () => {
     // The record shows up on the 12th lookup: 11 misses, 11 waits.
     dns.setTxt(`_platformapp-verify.${name}`, { values: ['v=unrelated', token], afterLookups: 11 });
     await ts.withWorker(async () => {
-      await ts.outbox.dispatch(op.uuid);
+      await ts.outbox.dispatch(op);
       const handle = ts.client.workflow.getHandle(op.workflowId);
       expect(await handle.result()).toBe('verified');
       expect(await handle.query('state')).toBe('verified');
@@ -88,7 +88,7 @@ describe('domainVerify workflow', () => {
     const { uuid, token, op } = await startVerification(name);
     dns.setTxt(`_platformapp-verify.${name}`, { values: ['berth-verify=not-the-token'] });
     await ts.withWorker(async () => {
-      await ts.outbox.dispatch(op.uuid);
+      await ts.outbox.dispatch(op);
       const handle = ts.client.workflow.getHandle(op.workflowId);
       expect(await handle.result()).toBe('failed');
       const waits = timerMinutes(await handle.fetchHistory());
@@ -107,7 +107,7 @@ describe('domainVerify workflow', () => {
     const name = `gone-${randomBytes(3).toString('hex')}.example.com`;
     const { uuid, op } = await startVerification(name);
     await ts.withWorker(async () => {
-      await ts.outbox.dispatch(op.uuid);
+      await ts.outbox.dispatch(op);
       const handle = ts.client.workflow.getHandle(op.workflowId);
       for (;;) {
         if (dns.lookups(`_platformapp-verify.${name}`) >= 1) break;

@@ -7,7 +7,7 @@ import { LocalAppsDriver } from '../../activities/provider/local/apps';
 import { detectIsolation } from '../../activities/provider/local/isolation';
 import { acceptsConnections, freePort } from '../../activities/provider/local/tcp-ports';
 import { SecretBox } from '../../domain/secret-box';
-import { createLogger } from '../../worker/logger';
+import { createLogger } from '../../platform/logger';
 import { freshDatabase, type TestDatabase } from '../support/db';
 import { seedWorkspace, type Workspace } from '../support/fixtures';
 import { insertApp } from '../support/app-rows';

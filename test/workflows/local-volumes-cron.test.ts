@@ -10,7 +10,7 @@ import { detectIsolation } from '../../activities/provider/local/isolation';
 import { mountVariable, volumeGid } from '../../activities/provider/local/volumes';
 import { appUid } from '../../platform/local-layout';
 import { SecretBox } from '../../domain/secret-box';
-import { createLogger } from '../../worker/logger';
+import { createLogger } from '../../platform/logger';
 import { freshDatabase, type TestDatabase } from '../support/db';
 import { seedWorkspace, type Workspace } from '../support/fixtures';
 import { insertApp } from '../support/app-rows';

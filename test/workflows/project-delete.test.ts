@@ -23,10 +23,10 @@ describe('projectDelete workflow', () => {
     await stack.ds.query(`INSERT INTO projects (uuid, workspace_uuid, name, state) VALUES ($1, $2, 'p', 'deleting')`, [projectUuid, ws.uuid]);
     await stack.ds.query(`INSERT INTO project_resources (project_uuid, resource_uuid) VALUES ($1, $2)`, [projectUuid, ws.resourceUuid]);
     const op = await stack.ds.transaction((m) => ts.outbox.enqueue(m, {
-      operation: 'project-delete', workflowType: 'projectDelete', workspaceUuid: ws.uuid, resourceUuid: projectUuid, args: [{ projectUuid }],
+      operation: 'project-delete', workflow: 'projectDelete', workspaceUuid: ws.uuid, resourceUuid: projectUuid, args: [{ projectUuid }],
     }));
     await ts.withWorker(async () => {
-      await ts.outbox.dispatch(op.uuid);
+      await ts.outbox.dispatch(op);
       const handle = ts.client.workflow.getHandle(op.workflowId);
       await handle.result();
       expect(await handle.query('state')).toBe('deleted');

@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import { buildLogLine } from '../../../platform/build-log';
 import { appUid, releaseImage, type LocalLayout } from '../../../platform/local-layout';
 import { gitEnv } from '../../git';
-import type { BuildStatus } from '../apps';
+import type { BuildStatus } from '../../../platform/drivers/apps';
 import { ensureAppDir } from './app-dirs';
 import { detect, type BuildPlan } from './build-detect';
 import { readBuildRecord, writeBuildRecord, type BuildRecord } from './build-state';

@@ -4,7 +4,7 @@
  * supervised processes, the ingress routes HTTP to them. Each part lives in its own file
  * of this folder; they meet only through these types.
  */
-import type { BuildStatus } from '../apps';
+import type { BuildStatus } from '../../../platform/drivers/apps';
 
 /** What the builder found in the source and how the release runs (written beside the release as JSON). */
 export interface ReleaseManifest {

@@ -1,6 +1,6 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { LOCAL_NO_VPC_FABRIC } from '../../../domain/vpc';
-import type { NetworkDriver } from '../network';
+import type { NetworkDriver } from '../../../platform/drivers/network';
 
 /**
  * The network part of the local driver: nothing to make, so every making operation fails

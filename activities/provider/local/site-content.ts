@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import path from 'node:path';
 import { contentType } from '../../../domain/static-sites';
-import type { ObjectContent, StorageDriver } from '../storage';
+import type { ObjectContent, StorageDriver } from '../../../platform/drivers/storage';
 import { sendText } from './ingress-pages';
 import { requestPath } from './static-files';
 

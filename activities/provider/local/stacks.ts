@@ -7,9 +7,9 @@ import { composePathProblem, type AddonType, type Manifest } from '../../../doma
 import type { SecretBox } from '../../../domain/secret-box';
 import { one, rows } from '../../../entities/sql';
 import { clusterIdOf, generatePassword } from '../../data';
-import type { AppsDriver } from '../apps';
-import type { DataDriver, DataEngine } from '../data';
-import type { StacksDriver } from '../stacks';
+import type { AppsDriver } from '../../../platform/drivers/apps';
+import type { DataDriver, DataEngine } from '../../../platform/drivers/data';
+import type { StacksDriver } from '../../../platform/drivers/stacks';
 import type { LocalBuilder } from './contracts';
 
 export interface LocalStacksDeps {

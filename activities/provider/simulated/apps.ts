@@ -4,7 +4,7 @@ import type { Client } from '@temporalio/client';
 import type { DataSource } from 'typeorm';
 import { APP_SIGNALS, appWorkflowId, type HealthEvent, type LiveStatus } from '../../../domain/apps';
 import { one, rows } from '../../../entities/sql';
-import type { AppRuntimeStatus, AppSpec, AppsDriver, BuildRequest, BuildStatus, PortSpec } from '../apps';
+import type { AppRuntimeStatus, AppSpec, AppsDriver, BuildRequest, BuildStatus, PortSpec } from '../../../platform/drivers/apps';
 import type { SimulatedCore } from './core';
 
 /** Outcomes a test or an operator scripts for one app of the simulated data plane. */

@@ -1,7 +1,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import type { DataSource } from 'typeorm';
 import { one } from '../../../entities/sql';
-import type { ObjectStoreOptions } from '../storage';
+import type { ObjectStoreOptions } from '../../../platform/drivers/storage';
 
 export interface SimulatedOptions {
   dataSource: DataSource;

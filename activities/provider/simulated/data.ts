@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { ApplicationFailure } from '@temporalio/common';
 import { one, rows } from '../../../entities/sql';
-import type { BackupInfo, ClusterSpec, ClusterStatus, DataDriver, RestoreSource } from '../data';
+import type { BackupInfo, ClusterSpec, ClusterStatus, DataDriver, RestoreSource } from '../../../platform/drivers/data';
 import type { SimulatedCore } from './core';
 
 /** Statuses a test (or operator) can force on a simulated cluster; `live` means healthy/bound. */

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { ApplicationFailure } from '@temporalio/common';
 import { one, rows } from '../../../entities/sql';
-import type { NetworkDriver } from '../network';
+import type { NetworkDriver } from '../../../platform/drivers/network';
 import type { SimulatedCore } from './core';
 
 const fingerprint = (s: string) => createHash('sha256').update(s).digest('hex');

@@ -1,4 +1,4 @@
-import type { StacksDriver } from '../stacks';
+import type { StacksDriver } from '../../../platform/drivers/stacks';
 import type { SimulatedCore } from './core';
 
 /**

@@ -3,8 +3,8 @@
  * Prints `listening <port>` when ready.
  */
 import { createApp } from '../../../api/app';
-import { loadConfig } from '../../../worker/config';
-import { createLogger } from '../../../worker/logger';
+import { loadConfig } from '../../../platform/config';
+import { createLogger } from '../../../platform/logger';
 import { openRuntime } from '../../../worker/runtime';
 
 async function main(): Promise<void> {

@@ -23,11 +23,11 @@ export const domainScenarios: ReplayScenario[] = [
         // What POST .../verify writes (in_progress and the outbox row), enqueued for the test server's task queue.
         await stack.ds.query(`UPDATE domains SET verification_status = 'in_progress' WHERE uuid = $1`, [created.body.uuid]);
         const op = await stack.ds.transaction((m) => ts.outbox.enqueue(m, {
-          operation: 'domain-verify', workflowType: 'domainVerify', workspaceUuid: ws.uuid,
+          operation: 'domain-verify', workflow: 'domainVerify', workspaceUuid: ws.uuid,
           resourceUuid: created.body.uuid, args: [{ domainUuid: created.body.uuid }],
         }));
         return await ts.withWorker(async () => {
-          await ts.outbox.dispatch(op.uuid);
+          await ts.outbox.dispatch(op);
           const handle = ts.client.workflow.getHandle(`domain-verify/${created.body.uuid}`);
           await handle.result();
           return handle.fetchHistory();

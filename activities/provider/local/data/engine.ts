@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import path from 'node:path';
 import type { Logger } from 'pino';
-import type { ClusterSpec } from '../../data';
+import type { ClusterSpec } from '../../../../platform/drivers/data';
 import type { Isolation } from '../isolation';
 import type { ClusterRow, ClusterSecrets, ClusterStore } from './store';
 

@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import type { SecretBox } from '../../../../domain/secret-box';
 import type { LocalLayout } from '../../../../platform/local-layout';
-import type { BackupInfo, ClusterSpec, ClusterStatus, DataDriver, DataEngine, JobRun, RestoreSource } from '../../data';
+import type { BackupInfo, ClusterSpec, ClusterStatus, DataDriver, DataEngine, JobRun, RestoreSource } from '../../../../platform/drivers/data';
 import { ensureRoots } from '../app-dirs';
 import { removeLimits, type Isolation } from '../isolation';
 import { copyVolume, ensureVolume, ensureVolumeSubPath } from '../volumes';

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { chmod, chown, mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { ClusterSpec } from '../../data';
+import type { ClusterSpec } from '../../../../platform/drivers/data';
 import { listenAddresses, logTail, pidAlive, secretsOf, serverLog, type Engine, type EngineContext } from './engine';
 import { asCluster, clusterUid, DEFAULT_SEARCH_PATH, findBinary, giveTo, run } from './proc';
 import type { ClusterRow } from './store';

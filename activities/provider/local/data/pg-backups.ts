@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { copyFile, mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
-import type { BackupInfo, RestoreSource } from '../../data';
+import type { BackupInfo, RestoreSource } from '../../../../platform/drivers/data';
 import { giveTo, clusterUid, run } from './proc';
 import type { Isolation } from '../isolation';
 import { slotOf, type PgEngine, type PgRecovery } from './postgres';

@@ -2,7 +2,7 @@ import { chmod, chown, mkdir, rm, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { Client } from 'pg';
-import type { ClusterSpec } from '../../data';
+import type { ClusterSpec } from '../../../../platform/drivers/data';
 import { listenAddresses, logTail, pidAlive, secretsOf, serverLog, type Engine, type EngineContext } from './engine';
 import { asCluster, clusterUid, giveTo, NOBODY, run } from './proc';
 import type { ClusterRow } from './store';

@@ -4,7 +4,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { DataSource } from 'typeorm';
 import type { SecretBox } from '../../../../domain/secret-box';
 import { one, rows } from '../../../../entities/sql';
-import type { ClusterSpec, DataEngine } from '../../data';
+import type { ClusterSpec, DataEngine } from '../../../../platform/drivers/data';
 
 /**
  * Ports of the local driver's database servers: below the kernel's ephemeral range

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import path from 'node:path';
-import type { ClusterSpec } from '../../data';
+import type { ClusterSpec } from '../../../../platform/drivers/data';
 import { listenAddresses, logTail, pidAlive, serverLog, type Engine, type EngineContext } from './engine';
 import { asCluster, clusterUid, giveTo, run } from './proc';
 import type { ClusterRow } from './store';

@@ -1,7 +1,9 @@
 /** Data-plane operations for databases, caches and storage volumes (add-ons and services). */
-import type { AddonState } from '../../domain/data';
 
-export type DataEngine = 'postgres' | 'mysql' | 'valkey' | 'storage';
+import type { AddonState, DataType } from '../../domain/data';
+
+/** The engines a data driver runs: the add-on data types of domain/data.ts. */
+export type DataEngine = DataType;
 
 export interface ClusterSpec {
   /** Cluster id chosen by the control plane (the add-on's cluster_id). */

@@ -2,7 +2,9 @@ import type { Readable } from 'node:stream';
 
 /**
  * The storage part of the data-plane driver: buckets and their objects on an
- * S3-compatible object store, access keys on it, and static-site routing.
+ * S3-compatible object store, access keys on it, and static-site routing. The driver
+ * interfaces live in platform/drivers/ (implementations in activities/provider/): api/ reads
+ * buckets through this one and never imports activities/.
  */
 
 /** Grants and revokes access keys on the object store (the embedded store offers one). */

@@ -1,17 +1,14 @@
 import { WorkflowExecutionAlreadyStartedError, WorkflowIdConflictPolicy, WorkflowIdReusePolicy, type Client } from '@temporalio/client';
-import { operationSearchAttributes } from '../domain/search-attributes';
+import type { OperationTarget } from '../domain/search-attributes';
+import { typedStart } from './workflow-starts';
 import {
-  WEBHOOK_DELIVERY_OPERATION, WEBHOOK_DELIVERY_WORKFLOW, WEBHOOK_REDELIVER_SIGNAL, webhookDeliveryWorkflowId, type WebhookDeliveryArgs,
+  WEBHOOK_DELIVERY_OPERATION, WEBHOOK_DELIVERY_WORKFLOW, WEBHOOK_REDELIVER_SIGNAL, type WebhookDeliveryArgs,
 } from '../domain/webhooks';
 import type { OperationRequest } from './outbox';
 
-function options(taskQueue: string, workspaceUuid: string, args: WebhookDeliveryArgs) {
-  return {
-    workflowId: webhookDeliveryWorkflowId(args.webhookUuid, args.eventId),
-    taskQueue,
-    args: [args],
-    typedSearchAttributes: operationSearchAttributes(workspaceUuid, args.webhookUuid, WEBHOOK_DELIVERY_OPERATION),
-  };
+/** The delivery of one webhook and event: `webhook-delivery/<webhook uuid>/<event id>`. */
+function target(workspaceUuid: string, args: WebhookDeliveryArgs): OperationTarget {
+  return { operation: WEBHOOK_DELIVERY_OPERATION, workspaceUuid, resourceUuid: args.webhookUuid, subId: args.eventId };
 }
 
 /**
@@ -21,8 +18,9 @@ function options(taskQueue: string, workspaceUuid: string, args: WebhookDelivery
  */
 export async function startWebhookDelivery(client: Client, taskQueue: string, workspaceUuid: string, args: WebhookDeliveryArgs): Promise<void> {
   try {
-    await client.workflow.start(WEBHOOK_DELIVERY_WORKFLOW, {
-      ...options(taskQueue, workspaceUuid, args),
+    const delivery = typedStart(WEBHOOK_DELIVERY_WORKFLOW, [args], target(workspaceUuid, args));
+    await client.workflow.start(delivery.workflowType, {
+      ...delivery.options, taskQueue,
       workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
       workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
     });
@@ -39,9 +37,6 @@ export async function startWebhookDelivery(client: Client, taskQueue: string, wo
  * if it had finished its last one), so it is never duplicated; a finished one is started
  * again as a new run.
  */
-export function redeliveryOperation(workspaceUuid: string, args: WebhookDeliveryArgs): OperationRequest {
-  return {
-    operation: WEBHOOK_DELIVERY_OPERATION, workflowType: WEBHOOK_DELIVERY_WORKFLOW, workspaceUuid,
-    resourceUuid: args.webhookUuid, subId: args.eventId, args: [args], signal: { name: WEBHOOK_REDELIVER_SIGNAL },
-  };
+export function redeliveryOperation(workspaceUuid: string, args: WebhookDeliveryArgs): OperationRequest<typeof WEBHOOK_DELIVERY_WORKFLOW> {
+  return { ...target(workspaceUuid, args), workflow: WEBHOOK_DELIVERY_WORKFLOW, args: [args], signal: { name: WEBHOOK_REDELIVER_SIGNAL } };
 }

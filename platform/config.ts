@@ -3,7 +3,7 @@ import path from 'node:path';
 import { parseAllowList } from '../domain/webhook-destination';
 
 /**
- * The one typed configuration module. Only bin/ and worker/ read process.env;
+ * The one typed configuration module. Only bin/ and this file read process.env (`loadConfig`);
  * everything else receives a Config (or the part of it that it needs).
  */
 export interface Config {

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
-import type { KeyRegistry, ObjectStoreOptions } from '../activities/provider/storage';
+import type { KeyRegistry, ObjectStoreOptions } from './drivers/storage';
 
 interface S3rverInstance {
   run(): Promise<AddressInfo>;

@@ -2,19 +2,19 @@ import { randomUUID } from 'node:crypto';
 import { WorkflowIdConflictPolicy, WorkflowIdReusePolicy, type Client } from '@temporalio/client';
 import type { Logger } from 'pino';
 import type { DataSource, EntityManager } from 'typeorm';
-import { operationSearchAttributes, workflowIdOf } from '../domain/search-attributes';
+import { operationStart, type OperationTarget } from '../domain/search-attributes';
+import type { WorkflowArgs, WorkflowName } from './workflow-starts';
 
-export interface OperationRequest {
-  /** Operation name, also the first part of the workflow id (e.g. `project-delete`). */
-  operation: string;
-  /** Exported workflow function name in workflows/. */
-  workflowType: string;
-  workspaceUuid: string;
-  resourceUuid: string;
-  /** Optional third part of the workflow id. */
-  subId?: string;
+/**
+ * One workflow start: which workflow with which arguments (typed from the workflow
+ * function, so a wrong argument is a compile error) for which operation (`OperationTarget`:
+ * the workflow id and search attributes come from it).
+ */
+export type OperationRequest<N extends WorkflowName = WorkflowName> = OperationTarget & {
+  /** The workflow's exported function name in workflows/. */
+  workflow: N;
   /** Workflow arguments: identifiers only, never secrets. */
-  args: unknown[];
+  args: WorkflowArgs<N>;
   taskQueue?: string;
   /**
    * Send this signal with a signal-with-start instead of a plain start: a running
@@ -23,9 +23,17 @@ export interface OperationRequest {
    * operation is sent at least once.
    */
   signal?: { name: string; args?: unknown[] };
+};
+
+/** An operation `enqueue` wrote; hand it to `dispatch` once the transaction committed. */
+export interface EnqueuedOperation {
+  uuid: string;
+  workflowId: string;
+  /** The row as written, so `dispatch` starts it without reading it back. */
+  readonly row: OperationRow;
 }
 
-interface OperationRow {
+export interface OperationRow {
   uuid: string;
   workflow_id: string;
   workflow_type: string;
@@ -52,26 +60,42 @@ export class Outbox {
     private readonly options: { taskQueue: string; logger: Logger },
   ) {}
 
-  async enqueue(manager: EntityManager, req: OperationRequest): Promise<{ uuid: string; workflowId: string }> {
-    const uuid = randomUUID();
-    const workflowId = workflowIdOf(req.operation, req.resourceUuid, req.subId);
+  /** Rows this process started: a second `dispatch` of one is a no-op (as re-reading its started row was). */
+  private readonly dispatched = new WeakSet<OperationRow>();
+
+  async enqueue<N extends WorkflowName>(manager: EntityManager, req: OperationRequest<N>): Promise<EnqueuedOperation> {
+    const row: OperationRow = {
+      uuid: randomUUID(),
+      workflow_id: operationStart(req).workflowId,
+      workflow_type: req.workflow,
+      operation: req.operation,
+      workspace_uuid: req.workspaceUuid,
+      resource_uuid: req.resourceUuid,
+      args: req.args,
+      task_queue: req.taskQueue ?? this.options.taskQueue,
+      signal: req.signal?.name ?? null,
+      signal_args: req.signal?.args ?? [],
+    };
     await manager.query(
       `INSERT INTO operations (uuid, workflow_id, workflow_type, operation, workspace_uuid, resource_uuid, args, task_queue, signal, signal_args)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-      [uuid, workflowId, req.workflowType, req.operation, req.workspaceUuid, req.resourceUuid, JSON.stringify(req.args),
-        req.taskQueue ?? this.options.taskQueue, req.signal?.name ?? null, JSON.stringify(req.signal?.args ?? [])],
+      [row.uuid, row.workflow_id, row.workflow_type, row.operation, row.workspace_uuid, row.resource_uuid, JSON.stringify(row.args),
+        row.task_queue, row.signal, JSON.stringify(row.signal_args)],
     );
-    return { uuid, workflowId };
+    return { uuid: row.uuid, workflowId: row.workflow_id, row };
   }
 
-  /** Starts the given operations now. Failures are logged and left to the reconciler. */
-  async dispatch(...uuids: string[]): Promise<void> {
-    if (uuids.length === 0) return;
-    const rows: OperationRow[] = await this.ds.query(
-      `SELECT * FROM operations WHERE uuid = ANY($1::uuid[]) AND started_at IS NULL ORDER BY created_at`,
-      [uuids],
-    );
-    for (const row of rows) await this.start(row);
+  /**
+   * Starts the given operations now, from the rows `enqueue` returned (call it after their
+   * transaction committed); one started already is not started again. Failures are logged and left to
+   * the reconciler, which also starts any operation never dispatched (a crash after commit).
+   */
+  async dispatch(...ops: EnqueuedOperation[]): Promise<void> {
+    for (const op of ops) {
+      if (this.dispatched.has(op.row)) continue;
+      this.dispatched.add(op.row);
+      if (!(await this.start(op.row))) this.dispatched.delete(op.row);
+    }
   }
 
   /**
@@ -96,10 +120,10 @@ export class Outbox {
     const db = manager ?? this.ds;
     try {
       const options = {
+        ...operationStart({ operation: row.operation, workspaceUuid: row.workspace_uuid, resourceUuid: row.resource_uuid }),
         workflowId: row.workflow_id,
         taskQueue: row.task_queue,
         args: row.args,
-        typedSearchAttributes: operationSearchAttributes(row.workspace_uuid, row.resource_uuid, row.operation),
       };
       if (row.signal) {
         await this.client.workflow.signalWithStart(row.workflow_type, {

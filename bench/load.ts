@@ -1,13 +1,15 @@
 /**
- * The load generator of `npm run bench:ingress`, in a process of its own so the measured
- * process does not also pay for generating load. Closed loop: CONCURRENCY clients over
- * keep-alive connections each send the next request when the last one answered.
- * argv: url host seconds concurrency; prints {"ok": n, "bad": n, "rps": n, "cpuUs": CPU microseconds this process spent}.
+ * A benchmark's load generator, in a process of its own so the measured process does not
+ * also pay for generating load (bench/load-process.ts starts it). Closed loop: CONCURRENCY
+ * clients over keep-alive connections each send the next request when the last one answered.
+ * argv: url seconds concurrency [headers as JSON];
+ * prints {"ok": n, "bad": n, "rps": n, "cpuUs": CPU microseconds this process spent}.
  */
 import { Agent, request } from 'undici';
 
 async function main(): Promise<void> {
-  const [url, host, seconds, concurrency] = process.argv.slice(2) as [string, string, string, string];
+  const [url, seconds, concurrency, headersJson] = process.argv.slice(2) as [string, string, string, string | undefined];
+  const headers = JSON.parse(headersJson ?? '{}') as Record<string, string>;
   const dispatcher = new Agent({ connections: Number(concurrency), keepAliveTimeout: 30_000 });
   const deadline = Date.now() + Number(seconds) * 1000;
   let ok = 0;
@@ -15,7 +17,7 @@ async function main(): Promise<void> {
   const cpu = process.cpuUsage();
   await Promise.all(Array.from({ length: Number(concurrency) }, async () => {
     while (Date.now() < deadline) {
-      const res = await request(url, { headers: { host }, dispatcher });
+      const res = await request(url, { headers, dispatcher });
       await res.body.text();
       if (res.statusCode === 200) ok++;
       else bad++;
