@@ -3,7 +3,7 @@
  * PostgreSQL, the Temporal dev server, real HTTP on loopback). Each scenario is bounded in
  * time, prints one line of figures, and the last line is `N passed, M failed` (exit code 1
  * when any failed). `--only a,b` runs some; `--soak-minutes N` (or `--minutes N`) sets the
- * soak's length (2); `npm run soak -- --minutes N` runs the soak alone.
+ * soak's length (5); `npm run soak -- --minutes N` runs the soak alone.
  */
 import globalSetup from '../test/support/global-setup';
 import globalTeardown from '../test/support/global-teardown';
@@ -11,6 +11,7 @@ import { startStack, type TestStack } from '../test/support/stack';
 import { RECEIVER_ALLOW, startReceiver, type Receiver } from '../test/support/webhooks';
 import { onDevTemporal, type Outcome } from './common';
 import { chaosPostgres, type ChaosPostgres } from './postgres';
+import { localDataPlane } from './scenarios/local-data-plane';
 import { manyEvents } from './scenarios/many-events';
 import { postgresRestarted } from './scenarios/postgres-restarted';
 import { sameEventConcurrently, sameIdempotencyKeyConcurrently } from './scenarios/races';
@@ -43,7 +44,7 @@ function onStack(fn: (stack: TestStack, receiver: Receiver) => Promise<Outcome>,
   };
 }
 
-const soakMinutes = Number(arg('soak-minutes') ?? arg('minutes') ?? 2);
+const soakMinutes = Number(arg('soak-minutes') ?? arg('minutes') ?? 5);
 const SCENARIOS: Scenario[] = [
   { name: 'races: one event 50x', limitMs: 60_000, run: onStack(sameEventConcurrently) },
   { name: 'races: one Idempotency-Key 50x', limitMs: 60_000, run: onStack(sameIdempotencyKeyConcurrently) },
@@ -51,6 +52,7 @@ const SCENARIOS: Scenario[] = [
   { name: 'worker killed', limitMs: 300_000, run: workerKilled },
   { name: 'temporal restarted', limitMs: 300_000, run: temporalRestarted },
   { name: 'postgres restarted', limitMs: 300_000, run: postgresRestarted },
+  { name: 'local data plane', limitMs: 600_000, run: () => localDataPlane() },
   { name: '10,000 events', limitMs: 1_800_000, run: onStack(manyEvents) },
   { name: `soak ${soakMinutes} min`, limitMs: (soakMinutes + 6) * 60_000, run: (receiver) => onDevTemporal({ BERTH_WEBHOOK_ALLOW_CIDRS: RECEIVER_ALLOW }, (stack) => soak(stack, receiver, { minutes: soakMinutes })) },
 ];

@@ -1,4 +1,4 @@
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -53,14 +53,7 @@ function workingCopy(fixture: string, extra: Record<string, string> = {}): { dir
 
 /** `git push` with the token as the password; answers what the pusher's terminal shows. */
 function push(dir: string, gitUrl: string): string {
-  const url = new URL(gitUrl);
-  url.username = 'dev';
-  url.password = berth.token;
-  // git writes its progress and the remote's lines to stderr
-  const run = spawnSync('git', ['-C', dir, 'push', '--progress', url.toString(), 'HEAD:main'], {
-    env: { ...process.env, GIT_TERMINAL_PROMPT: '0', GIT_CONFIG_NOSYSTEM: '1', HOME: dir }, encoding: 'utf8', timeout: 600_000,
-  });
-  return `${run.stdout ?? ''}${run.stderr ?? ''}`;
+  return berth.push(dir, gitUrl);
 }
 
 async function createApp(name: string, resource: string, body: Record<string, unknown> = {}): Promise<any> {

@@ -1,8 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { Client } from 'pg';
 import { eventually } from '../support/stack';
-import { localDataHarness, specFor, type LocalDataHarness } from '../support/local-data';
+import { localDataHarness, postmasterPid, specFor, type LocalDataHarness } from '../support/local-data';
 import type { ClusterSpec } from '../../platform/drivers/data';
+import { processAlive } from '../../activities/provider/local/data/engine';
 
 /** A `pg` client on the endpoint the driver reports, with the spec's generated credentials. */
 async function connect(h: LocalDataHarness, spec: ClusterSpec, id = spec.id): Promise<Client> {
@@ -74,6 +75,29 @@ describe('local driver: PostgreSQL clusters', () => {
     expect(await values(back)).toEqual([1, 2]);
     await back.end();
     await next.close();
+  });
+
+  it('ADD-04 a killed server: the next check reports it failing and starts it again, the one after finds it healthy with its data', async () => {
+    const spec = specFor('postgres');
+    await h.driver.provision(spec);
+    const c = await connect(h, spec);
+    await c.query('CREATE TABLE t (v int)');
+    await c.query('INSERT INTO t VALUES (1)');
+    const pid = await postmasterPid(c);
+    c.on('error', () => undefined); // its backend goes with the server
+    process.kill(pid, 'SIGKILL');
+    await c.end().catch(() => undefined);
+    await eventually(async () => !processAlive(pid), { timeoutMs: 10_000, what: 'the server dead' });
+    expect(await h.driver.status(spec.id)).toMatchObject({ status: 'failing', ready: true });
+    expect(h.logLines.join('\n')).toMatch(/local database server died: starting it again/);
+    // a first start may have found the old server's backends still attached to its shared
+    // memory: a later check starts it then
+    await eventually(async () => (await h.driver.status(spec.id)).status === 'healthy', { timeoutMs: 30_000, what: 'healthy again' });
+    const again = await connect(h, spec);
+    expect(await values(again)).toEqual([1]);
+    expect(await postmasterPid(again)).not.toBe(pid);
+    await again.end();
+    await h.driver.delete(spec.id);
   });
 
   it('ADD-06 a read replica streams from its primary (a row within 10 s) and refuses writes', async () => {

@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import type { Client } from 'pg';
 import { createLocalData, type LocalData, type LocalDataOptions } from '../../activities/provider/local/data';
 import { detectIsolation } from '../../activities/provider/local/isolation';
 import type { ClusterSpec } from '../../platform/drivers/data';
@@ -59,4 +60,15 @@ export function specFor(engine: ClusterSpec['engine'], extra: Partial<ClusterSpe
     password: randomBytes(24).toString('base64url'), username: engine === 'valkey' ? 'default' : name, database: engine === 'valkey' ? null : name,
     ...extra,
   };
+}
+
+/**
+ * The pid of the PostgreSQL server (the postmaster) a connected client talks to: the
+ * parent of its backend process, read in /proc (what an operator finds with ps).
+ */
+export async function postmasterPid(c: Client): Promise<number> {
+  const backend = (await c.query('SELECT pg_backend_pid() AS pid')).rows[0].pid as number;
+  const ppid = Number(/^PPid:\s+(\d+)/m.exec(readFileSync(`/proc/${backend}/status`, 'utf8'))?.[1]);
+  if (!/postgres/.test(readFileSync(`/proc/${ppid}/cmdline`, 'utf8'))) throw new Error(`the parent ${ppid} of backend ${backend} is not a postgres server`);
+  return ppid;
 }

@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -28,6 +28,8 @@ export interface BerthDev {
   output(): string;
   /** Runs `berth <args>` (the operator CLI) against this stack's data. */
   cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }>;
+  /** `git push` of the working copy's HEAD to an app's git_url (main), the token as the password; answers what the pusher's terminal shows. */
+  push(dir: string, gitUrl: string): string;
   stop(): Promise<void>;
 }
 
@@ -90,6 +92,16 @@ export async function startBerthDev(extraEnv: NodeJS.ProcessEnv = {}): Promise<B
       child.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
       child.on('exit', (code) => resolve({ code, stdout, stderr }));
     }),
+    push(dir, gitUrl) {
+      const url = new URL(gitUrl);
+      url.username = 'dev';
+      url.password = token;
+      // git writes its progress and the remote's lines to stderr
+      const run = spawnSync('git', ['-C', dir, 'push', '--progress', url.toString(), 'HEAD:main'], {
+        env: { ...process.env, GIT_TERMINAL_PROMPT: '0', GIT_CONFIG_NOSYSTEM: '1', HOME: dir }, encoding: 'utf8', timeout: 600_000,
+      });
+      return `${run.stdout ?? ''}${run.stderr ?? ''}`;
+    },
     stop,
   };
 }

@@ -51,16 +51,40 @@ export function publicHost(host: string): string {
   return host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
 }
 
-/** Whether the pid in the first line of `pidFile` is a live process. */
-export function pidAlive(pidFile: string): number | null {
+/** The pid in the first line of `pidFile` (null when there is none). */
+export function pidOf(pidFile: string): number | null {
   try {
     const pid = Number(readFileSync(pidFile, 'utf8').split('\n')[0]!.trim());
-    if (!Number.isInteger(pid) || pid <= 0) return null;
-    process.kill(pid, 0);
-    return pid;
+    return Number.isInteger(pid) && pid > 0 ? pid : null;
   } catch {
     return null;
   }
+}
+
+/**
+ * Whether a process is alive. A killed server is a zombie until its parent reaps it, and
+ * a daemonized server's parent is init, which in some containers never reaps: a zombie
+ * answers signal 0 like a live process, so its state in /proc decides.
+ */
+export function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  try {
+    // /proc/<pid>/stat: "pid (comm) S ..."; comm may hold spaces and parentheses
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+  } catch {
+    return true; // no /proc: signal 0 is the answer
+  }
+}
+
+/** Whether the pid in the first line of `pidFile` is a live process (not a zombie). */
+export function pidAlive(pidFile: string): number | null {
+  const pid = pidOf(pidFile);
+  return pid !== null && processAlive(pid) ? pid : null;
 }
 
 export const logTail = (file: string) => {

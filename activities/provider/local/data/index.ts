@@ -163,13 +163,19 @@ export function createLocalData(options: LocalDataOptions): LocalData {
       if (!row.running) return { status: 'stopped', ready: true, endpoint: ep };
       const engine = engineOf(row);
       if (!engine.alive(row)) {
-        // not running although it should (Berth restarted, or the server died): start it again
+        // Not running although it should: started again here. One this driver had started
+        // died (killed, crashed): this check reports it failing, and the next one finds it
+        // healthy once it serves again. One not started yet (Berth started again, and resume
+        // has not reached it) is just started.
+        const crashed = started.has(id);
+        if (crashed) logger.warn({ cluster: id, engine: row.engine }, 'local database server died: starting it again');
         try {
           await store.exclusive(id, () => start(row));
         } catch (err) {
           logger.warn({ cluster: id, err: (err as Error).message }, 'local database does not start');
           return { status: 'failing', ready: true, endpoint: ep };
         }
+        if (crashed) return { status: 'failing', ready: true, endpoint: ep };
       }
       return { status: (await engine.check(row)) ? 'healthy' : 'failing', ready: true, endpoint: ep };
     },

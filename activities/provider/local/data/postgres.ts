@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { Client } from 'pg';
 import type { ClusterSpec } from '../../../../platform/drivers/data';
-import { listenAddresses, logTail, pidAlive, secretsOf, serverLog, type Engine, type EngineContext } from './engine';
+import { listenAddresses, logTail, pidAlive, pidOf, secretsOf, serverLog, type Engine, type EngineContext } from './engine';
 import { asCluster, clusterUid, giveTo, NOBODY, run } from './proc';
 import type { ClusterRow } from './store';
 
@@ -143,6 +143,10 @@ export class PgEngine implements Engine {
   async start(row: ClusterRow): Promise<void> {
     if (this.alive(row)) return;
     const p = this.paths(row.id);
+    // A server that was killed leaves its lock file; the server ignores it unless the pid
+    // answers signal 0, which a killed postmaster left unreaped (a zombie) still does.
+    const lock = path.join(p.pgdata, 'postmaster.pid');
+    if (pidOf(lock) !== null) await rm(lock, { force: true });
     try {
       await run(asCluster(this.ctx.iso, row, [this.tool('pg_ctl'), 'start', '-D', p.pgdata, '-l', p.log, '-w', '-t', '120', '-s']));
     } catch (err) {
