@@ -7,7 +7,7 @@ import { one, rows } from '../entities/sql';
 import { assertProjectVisible } from './access';
 import { recordAudit, snapshot } from './audit';
 import { conflict, notFound, unprocessable } from './problem';
-import type { RouteContext } from './route';
+import type { AnyRouteContext } from './route';
 import type { AddonCreateBody, AddonUpdateBody, RestoreBody } from './schemas/addons';
 import { markNeedsRedeploy } from './variables';
 import { ADDON_COLUMNS, ADDON_FROM, addonView, type AddonRow, type AddonView } from './views/addons';
@@ -16,7 +16,7 @@ import type { EnqueuedOperation } from '../platform/outbox';
 
 /** Shared handler logic of add-ons (/apps/{uuid}/addons), services (/services) and cron jobs. */
 
-type Ctx = RouteContext<any, any, any>;
+type Ctx = AnyRouteContext;
 type Db = Pick<EntityManager, 'query'>;
 
 export const LIVE_STATES = ['healthy', 'bound', 'running', 'degraded', 'degradated', 'failing', 'lost', 'crashloopbackoff', 'failed'];

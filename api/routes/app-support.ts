@@ -10,11 +10,11 @@ import { assertProjectVisible, hiddenProjects } from '../access';
 import { validationProblem } from '../middleware/errors';
 import { conflict, notFound, unprocessable } from '../problem';
 import { withQuotaAlerts } from '../quota-alerts';
-import type { RouteContext } from '../route';
+import type { AnyRouteContext } from '../route';
 import { DEPLOYMENT_CONFIG } from '../schemas/apps';
 import { loadApp, withAddons, type AppView } from '../views/apps';
 
-export type Ctx = RouteContext<any, any, any>;
+export type Ctx = AnyRouteContext;
 
 /** What routes read of an app row before they change it. */
 export interface FoundApp {

@@ -10,7 +10,7 @@ import { recordAudit, snapshot } from '../audit';
 import { selectPage, type Page } from '../pagination';
 import { checkPlacement } from '../placement';
 import { conflict, notFound, unprocessable } from '../problem';
-import { route } from '../route';
+import { route, type RouteContext } from '../route';
 import {
   cloneBody, createAppBody, deploymentSettingsBody, healthChecksBody, listAppsQuery, scalingProfileBody, securityBody, stateBody, updateAppBody,
 } from '../schemas/apps';
@@ -35,7 +35,7 @@ export async function enqueueCommand(ctx: Ctx, m: Parameters<Ctx['deps']['outbox
 }
 
 /** Updates columns of the app and records the route's declared audit action with the row's diff, in one transaction. */
-async function updateSettings(ctx: Ctx, set: Record<string, unknown>, check?: (app: FoundApp, m: any) => Promise<Record<string, unknown> | void>) {
+async function updateSettings(ctx: RouteContext<{ uuid: string }, unknown, unknown>, set: Record<string, unknown>, check?: (app: FoundApp, m: any) => Promise<Record<string, unknown> | void>) {
   return ctx.deps.dataSource.transaction(async (m) => {
     const app = await findApp(ctx, ctx.params.uuid, m, true);
     assertChangeable(app);
@@ -51,7 +51,7 @@ async function updateSettings(ctx: Ctx, set: Record<string, unknown>, check?: (a
   });
 }
 
-const updateHandler = async (ctx: Ctx) => {
+const updateHandler = async (ctx: RouteContext<{ uuid: string }, unknown, unknown>) => {
   const b = ctx.body as yup.InferType<typeof updateAppBody>;
   return updateSettings(ctx, { label: b.label, maintenance: b.maintenance, manage_dns_records: b.manage_dns_records, internal_port: b.internal_port }, async (app, m) => {
     const extra: Record<string, unknown> = {};

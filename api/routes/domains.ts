@@ -9,7 +9,7 @@ import { findApp, type AppScope } from '../app-scope';
 import { recordAudit, snapshot } from '../audit';
 import { pageOf, type Page } from '../pagination';
 import { conflict, notFound, unprocessable } from '../problem';
-import { route, type RouteContext } from '../route';
+import { route, type AnyRouteContext } from '../route';
 import { obj, str } from '../schemas/common';
 import { domainSchema, domainView } from '../views/domains';
 
@@ -20,7 +20,7 @@ const domainBody = obj({
 });
 type DomainBody = yup.InferType<typeof domainBody>;
 
-type Ctx = RouteContext<any, any, any>;
+type Ctx = AnyRouteContext;
 
 /** A fresh verification token: 24 random bytes, base64url (published as a TXT record). */
 function newToken(): string {

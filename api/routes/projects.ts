@@ -9,7 +9,7 @@ import { recordAudit, snapshot } from '../audit';
 import { pageOf, type Page } from '../pagination';
 import { whereVisible } from '../visible-projects';
 import { conflict, notFound, unprocessable } from '../problem';
-import { route, type RouteContext } from '../route';
+import { route, type AnyRouteContext } from '../route';
 import { arr, obj, oneOf, str, uuid } from '../schemas/common';
 import { projectSchema, projectViews, restrictionSchema, restrictionView } from '../views/projects';
 
@@ -36,7 +36,7 @@ const restrictionBody = obj({
   }),
 });
 
-type Ctx = RouteContext<any, any, any>;
+type Ctx = AnyRouteContext;
 
 /** The project, if it exists in the caller's workspace and is not closed to the caller. */
 export async function findProject(ctx: Ctx, projectUuid: string, db: EntityManager = ctx.deps.dataSource.manager): Promise<Project> {

@@ -8,7 +8,7 @@ import { one, rows } from '../../entities/sql';
 import { recordAudit, snapshot } from '../audit';
 import { pageOf, type Page } from '../pagination';
 import { conflict, notFound, unprocessable } from '../problem';
-import { route, type RouteContext } from '../route';
+import { route, type AnyRouteContext } from '../route';
 import { obj, oneOf, str } from '../schemas/common';
 import { registryCredentialSchema, registryCredentialView } from '../views/registry-credentials';
 
@@ -31,7 +31,7 @@ const createBody = obj({
 });
 const updateBody = obj(fields);
 
-type Ctx = RouteContext<any, any, any>;
+type Ctx = AnyRouteContext;
 
 function assertHostname(registry: RegistryProvider, hostname: string | null | undefined): void {
   if (needsHostname(registry) && !hostname) {

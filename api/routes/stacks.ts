@@ -14,7 +14,7 @@ import { recordAudit, snapshot } from '../audit';
 import { pageOf, type Page } from '../pagination';
 import { checkPlacement, checkResource } from '../placement';
 import { conflict, notFound, Problem, unprocessable } from '../problem';
-import { route, type RouteContext } from '../route';
+import { route, type AnyRouteContext } from '../route';
 import { bool, json, obj, str, uuid } from '../schemas/common';
 import { analyzeSchema, stackListSchema, stackSchema, stackViews } from '../views/stacks';
 import { whereVisible } from '../visible-projects';
@@ -65,7 +65,7 @@ const deploymentBody = obj({
 const redeployBody = obj({ variables: variables() });
 const updateBody = obj({ label: str().trim().min(1).max(100), project_id: uuid().nullable() });
 
-type Ctx = RouteContext<any, any, any>;
+type Ctx = AnyRouteContext;
 
 function repository(ctx: Ctx, value: string, field: string): string {
   const r = normalizeRepositoryUrl(value, ctx.deps.config.gitAllowFileUrls);

@@ -10,7 +10,7 @@ import { recordAudit, snapshot } from '../audit';
 import { pageOf, selectPage, type Page } from '../pagination';
 import { checkProject } from '../placement';
 import { conflict, notFound, Problem, unprocessable } from '../problem';
-import { route, type RouteContext } from '../route';
+import { route, type AnyRouteContext } from '../route';
 import { obj, str, uuid } from '../schemas/common';
 import { SITE_SELECT, siteDeploymentSchema, siteDeploymentView, siteListSchema, siteSchema, siteView, type SiteRow } from '../views/static-sites';
 
@@ -37,7 +37,7 @@ const createBody = obj({
 });
 const updateBody = obj({ label: str().trim().min(1).max(100), project_id: uuid().nullable() });
 
-type Ctx = RouteContext<any, any, any>;
+type Ctx = AnyRouteContext;
 type Source = yup.InferType<typeof deploymentConfig>;
 
 async function findSite(ctx: Ctx, uuid: string, db: EntityManager = ctx.deps.dataSource.manager, lock = false): Promise<SiteRow> {

@@ -14,7 +14,7 @@ import { createHostResolver, ResolutionError } from '../../platform/resolver';
 import { redeliveryOperation, startWebhookDelivery } from '../../platform/webhook-starts';
 import { pageOf, type Page } from '../pagination';
 import { notFound, unprocessable } from '../problem';
-import { route, type RouteContext } from '../route';
+import { route, type AnyRouteContext } from '../route';
 import { createWebhookBody, updateWebhookBody } from '../schemas/webhooks';
 import { createdWebhookSchema, deliverySchema, deliveryView, webhookSchema, webhookView } from '../views/webhooks';
 
@@ -22,7 +22,7 @@ const TAG = 'webhooks';
 /** How long POST /webhooks/{uuid}/test waits for the ping's one attempt before answering with the delivery as it stands. */
 const PING_WAIT_MS = WEBHOOK_ATTEMPT_TIMEOUT_MS + 20_000;
 
-type Ctx = RouteContext<any, any, any>;
+type Ctx = AnyRouteContext;
 type CreateBody = yup.InferType<typeof createWebhookBody>;
 type UpdateBody = yup.InferType<typeof updateWebhookBody>;
 
