@@ -16,7 +16,7 @@ import { plugInAppNetworks } from './vpc';
 export interface AppInfo {
   appUuid: string;
   workspaceUuid: string;
-  state: string;
+  state: AppState;
   planType: string;
   resourceName: string;
   labels: string[];
@@ -31,7 +31,7 @@ export interface DeploymentStart {
   workspaceUuid: string;
   method: string;
   /** The app's state before it read `deploying`, restored when the deployment ends. */
-  previousState: string;
+  previousState: AppState;
   commitSha: string | null;
   commitMessage: string | null;
   branch: string | null;
@@ -74,7 +74,7 @@ export function createAppActivities(deps: Pick<ActivityDeps, 'dataSource' | 'pro
   return {
     /** The app as its workflows see it; null once it is gone. */
     async appInfo(appUuid: string): Promise<AppInfo | null> {
-      const row = await one<{ workspace_uuid: string; state: string; plan: { plan_type?: string }; resource_name: string; labels: string[]; deployment_method: string }>(ds,
+      const row = await one<{ workspace_uuid: string; state: AppState; plan: { plan_type?: string }; resource_name: string; labels: string[]; deployment_method: string }>(ds,
         `SELECT a.workspace_uuid, a.state, c.plan, c.name AS resource_name, c.labels, a.deployment_method
            FROM apps a JOIN compute_resources c ON c.uuid = a.resource_uuid WHERE a.uuid = $1`, [appUuid]);
       if (!row) return null;
@@ -113,9 +113,9 @@ export function createAppActivities(deps: Pick<ActivityDeps, 'dataSource' | 'pro
     },
 
     /** Guarded move of an app's state; answers the state it reads afterwards (null if gone). */
-    async moveApp(appUuid: string, from: readonly string[], to: AppState): Promise<{ moved: boolean; state: string | null }> {
+    async moveApp(appUuid: string, from: readonly AppState[], to: AppState): Promise<{ moved: boolean; state: AppState | null }> {
       if (await moveState(ds, { table: 'apps', uuid: appUuid, from, to })) return { moved: true, state: to };
-      const row = await one<{ state: string }>(ds, `SELECT state FROM apps WHERE uuid = $1`, [appUuid]);
+      const row = await one<{ state: AppState }>(ds, `SELECT state FROM apps WHERE uuid = $1`, [appUuid]);
       return { moved: false, state: row?.state ?? null };
     },
 
@@ -163,7 +163,7 @@ export function createAppActivities(deps: Pick<ActivityDeps, 'dataSource' | 'pro
           `UPDATE app_deployments SET state = 'running', updated_at = now() WHERE uuid = $1 AND state = 'pending'
            RETURNING app_uuid, workspace_uuid, deployment_method, commit_sha, commit_message, branch`, [deploymentUuid]);
         if (!d) return null;
-        const app = await one<{ state: string }>(m, `SELECT state FROM apps WHERE uuid = $1 FOR UPDATE`, [d.app_uuid]);
+        const app = await one<{ state: AppState }>(m, `SELECT state FROM apps WHERE uuid = $1 FOR UPDATE`, [d.app_uuid]);
         const previous = app?.state ?? 'running';
         await moveAppTo(m, d.app_uuid, 'deploying');
         return {

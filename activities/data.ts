@@ -4,7 +4,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { ScheduleAlreadyRunning, ScheduleNotFoundError } from '@temporalio/client';
 import { typedStart, type WorkflowArgs, type WorkflowName } from '../platform/workflow-starts';
 import { diffRecords } from '../domain/audit';
-import type { RestoreChoice } from '../domain/data';
+import { ADDON_LIVE_STATES, UNHEALTHY_STATES, type AddonState, type RestoreChoice } from '../domain/data';
 import { insertAuditEvent } from '../entities/audit-events';
 import { one, rows } from '../entities/sql';
 import { attemptScopedUuid } from './attempt-id';
@@ -12,8 +12,8 @@ import type { ActivityDeps } from './deps';
 import { moveState } from './state';
 import type { ClusterSpec, ClusterStatus, DataEngine, RestoreSource } from '../platform/drivers/data';
 
-/** A row of `addons` as the activities read it (SELECT *). */
-type AddonRow = Addon;
+/** A row of `addons` as the activities read it (SELECT *), its state one of the add-on states. */
+type AddonRow = Omit<Addon, 'state'> & { state: AddonState };
 
 export const generatePassword = () => randomBytes(24).toString('base64url');
 export const clusterIdOf = (uuid: string) => `c-${uuid}`;
@@ -96,10 +96,10 @@ export function createDataActivities(deps: Pick<ActivityDeps, 'dataSource' | 'lo
      * records changes (healthy, bound, running, or an unhealthy value: ADD-03/04).
      */
     async sweepAddonHealth(): Promise<number> {
-      const live = await rows<{ uuid: string; cluster_id: string; state: string }>(ds,
+      const live = await rows<{ uuid: string; cluster_id: string; state: AddonState }>(ds,
         `SELECT uuid, cluster_id, state FROM addons WHERE type <> 'cronjob' AND cluster_id IS NOT NULL
             AND state = ANY($1::text[]) ORDER BY updated_at LIMIT 1000`,
-        [['healthy', 'bound', 'running', 'degraded', 'degradated', 'failing', 'lost', 'crashloopbackoff', 'failed']]);
+        [[...ADDON_LIVE_STATES, ...UNHEALTHY_STATES]]);
       let changed = 0;
       for (const a of live) {
         const s = await driver().status(a.cluster_id).catch(() => null);
@@ -131,7 +131,7 @@ export function createDataActivities(deps: Pick<ActivityDeps, 'dataSource' | 'lo
      * Reads the live status from the driver; once ready, the add-on's state becomes it
      * (healthy, bound, running or an unhealthy value). Answers whether it is ready.
      */
-    async refreshAddonStatus(uuid: string): Promise<{ ready: boolean; status: string }> {
+    async refreshAddonStatus(uuid: string): Promise<{ ready: boolean; status: AddonState }> {
       const row = await required(uuid);
       const s = await driver().status(row.cluster_id!);
       await recordEndpoint(uuid, s);

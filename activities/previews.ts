@@ -1,6 +1,6 @@
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
-import { PREVIEW_WAKE_SIGNAL } from '../domain/previews';
+import { PREVIEW_WAKE_SIGNAL, type PreviewStatus } from '../domain/previews';
 import { workflowIdOf } from '../domain/search-attributes';
 import { GIT_METHODS } from '../domain/apps';
 import type { AppQuota } from '../entities/app';
@@ -15,7 +15,7 @@ import { moveAppTo, moveState } from './state';
 /** What the environment's workflow is asked to do, read from its row (the source of truth). */
 export interface PreviewIntent {
   environmentId: number;
-  status: string;
+  status: PreviewStatus;
   appUuid: string;
   /** Deploy requests so far (the first commit, new commits, redeploys). */
   generation: number;
@@ -26,7 +26,7 @@ export interface PreviewIntent {
 
 interface EnvRow {
   id: number;
-  status: string;
+  status: PreviewStatus;
   app_uuid: string;
   app_name: string;
   parent_app_uuid: string;

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
 import type { AppState } from '../domain/apps';
 import { analyzeCompose, COMPOSE_FILE_NAMES, ComposeError, type Manifest } from '../domain/compose';
-import type { AnalyzeInput, AnalyzeResult } from '../domain/stacks';
+import type { AnalyzeInput, AnalyzeResult, StackState } from '../domain/stacks';
 import { one, rows } from '../entities/sql';
 import type { ActivityDeps } from './deps';
 import { moveAppTo, moveState } from './state';
@@ -84,7 +84,7 @@ export function createStackActivities({ dataSource, secretBox, provider, config,
     analyzeStackSource: analyze,
 
     /** Moves a deployment into a phase (guarded by the phases it may come from). */
-    async setStackDeploymentPhase(deploymentUuid: string, from: string[], to: string, subevent: string): Promise<boolean> {
+    async setStackDeploymentPhase(deploymentUuid: string, from: StackState[], to: StackState, subevent: string): Promise<boolean> {
       return moveState(dataSource, { table: 'stack_deployments', uuid: deploymentUuid, from, to }, { set: 'subevent = $6', params: [subevent] });
     },
 

@@ -1,4 +1,11 @@
 import { APP_STATES, type AppState } from '../domain/apps';
+import type { BucketState } from '../domain/buckets';
+import type { AddonState } from '../domain/data';
+import type { VerificationStatus } from '../domain/domains';
+import type { ProjectState } from '../domain/projects';
+import type { StackState } from '../domain/stacks';
+import type { SiteState } from '../domain/static-sites';
+import type { VpcAttachmentStatus, VpcStatus } from '../domain/vpc';
 import { rows, type Db } from '../entities/sql';
 import type { ActivityDeps } from './deps';
 
@@ -28,13 +35,32 @@ const RESOURCE_TYPES: Record<StatefulTable, string> = Object.fromEntries(
 /** A row of the addons table is an add-on, a standalone service or a cron job. */
 const ADDON_TYPE = `CASE WHEN r->>'type' = 'cronjob' THEN 'cronjob' ELSE r->>'kind' END`;
 
-export interface Transition {
-  table: StatefulTable;
-  uuid: string;
-  /** The move happens only from one of these states. */
-  from: readonly string[];
-  to: string;
+/** The states each stateful table's rows move through (a typo in a move is a compile error). */
+export interface StateOf {
+  projects: ProjectState;
+  apps: AppState;
+  vpcs: VpcStatus;
+  vpc_attachments: VpcAttachmentStatus;
+  vpc_vpn_gateways: VpcStatus;
+  vpc_vpn_users: VpcStatus;
+  vpc_site_connections: VpcStatus;
+  buckets: BucketState;
+  static_sites: SiteState;
+  stack_deployments: StackState;
+  domains: VerificationStatus;
+  addons: AddonState;
 }
+
+/** A move of one row of `table` from one of `from` to `to`, in that table's states. */
+export type Transition = {
+  [T in StatefulTable]: {
+    table: T;
+    uuid: string;
+    /** The move happens only from one of these states. */
+    from: readonly StateOf[T][];
+    to: StateOf[T];
+  };
+}[StatefulTable];
 
 /** Columns set with a move, in the same statement (`failure_reason = $6`; parameters from $6 on; `x` is the row). */
 export interface MoveAlso {

@@ -8,7 +8,7 @@ import { assertProjectVisible } from './access';
 import { recordAudit, snapshot } from './audit';
 import { write, type Tx } from './commands/audited-write';
 import { conflict, notFound, unprocessable } from './problem';
-import type { RouteContext } from './route';
+import type { AnyRouteContext } from './route';
 import type { AddonUpdateBody, RestoreBody } from './schemas/addons';
 import { markNeedsRedeploy } from './variables';
 import { ADDON_COLUMNS, ADDON_FROM, addonView, type AddonRow, type AddonView } from './views/addons';
@@ -16,7 +16,7 @@ import { iso } from './views/common';
 
 /** Shared handler logic of add-ons (/apps/{uuid}/addons), services (/services) and cron jobs. */
 
-type Ctx = RouteContext<any, any, any>;
+type Ctx = AnyRouteContext;
 type Db = Pick<EntityManager, 'query'>;
 
 export const LIVE_STATES = ['healthy', 'bound', 'running', 'degraded', 'degradated', 'failing', 'lost', 'crashloopbackoff', 'failed'];

@@ -1,4 +1,5 @@
 import type Koa from 'koa';
+import type { ObjectLiteral, SelectQueryBuilder } from 'typeorm';
 import { rows, type Db } from '../entities/sql';
 
 export interface Page {
@@ -49,5 +50,16 @@ export async function selectPage<T>(ctx: { koa: Koa.Context; query: Page; deps: 
   const list = await rows<T>(db, `${q.select} WHERE ${q.where} ORDER BY ${q.order} LIMIT $${n + 1} OFFSET $${n + 2}`,
     [...q.params, ctx.query.per_page, offsetOf(ctx.query)]);
   setPageHeaders(ctx.koa, ctx.query, total!.n);
+  return list;
+}
+
+/**
+ * One page of a query builder's entities (ordered by the caller): counts the matching rows
+ * (X-Total-Count and Link headers), then reads the page with LIMIT and OFFSET.
+ */
+export async function pageOf<E extends ObjectLiteral>(ctx: { koa: Koa.Context; query: Page }, qb: SelectQueryBuilder<E>): Promise<E[]> {
+  const total = await qb.getCount();
+  const list = await qb.offset(offsetOf(ctx.query)).limit(ctx.query.per_page).getMany();
+  setPageHeaders(ctx.koa, ctx.query, total);
   return list;
 }

@@ -7,10 +7,6 @@ import type { ApiDeps } from './context';
 
 export const PREVIEW_OPERATION = 'preview';
 
-export const PREVIEW_COLUMNS = `id, status, app_uuid, app_name, url, pull_request_number, pull_request_title, pull_request_author,
-  pull_request_state, pull_request_url, pull_request_merged, branch, base_branch, commit_sha, deployment_error,
-  last_commit_at, last_deployed_at, closed_at, expires_at, created_at, updated_at`;
-
 /**
  * A preview environment row as a plain JSON snapshot for audit diffs (within the caller's
  * transaction). Preview audit entries (API and code host) name the environment by its own

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { EntityManager } from 'typeorm';
 import { quotaCrossings } from '../domain/quota-alerts';
 import { resourceUsage } from '../entities/capacity';
-import type { RouteContext } from './route';
+import type { AnyRouteContext } from './route';
 
 /**
  * Runs an allocation change on a compute resource (in the caller's transaction, the
@@ -10,7 +10,7 @@ import type { RouteContext } from './route';
  * or 100% of the resource's capacity, queues a `quotaAlert` operation that emits one
  * quota_alert per crossing after commit. A change that is rolled back alerts nothing.
  */
-export async function withQuotaAlerts<T>(ctx: Pick<RouteContext<unknown, unknown, unknown>, 'caller' | 'deps' | 'dispatchAfter'>, m: Pick<EntityManager, 'query'>, resourceUuid: string,
+export async function withQuotaAlerts<T>(ctx: Pick<AnyRouteContext, 'caller' | 'deps' | 'dispatchAfter'>, m: Pick<EntityManager, 'query'>, resourceUuid: string,
   change: () => Promise<T>): Promise<T> {
   const before = await resourceUsage(m, resourceUuid);
   const result = await change();

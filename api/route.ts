@@ -20,6 +20,9 @@ export interface RouteContext<P = Record<string, string>, Q = Record<string, unk
   dispatchAfter(operation: EnqueuedOperation): void;
 }
 
+/** A context from any route, for helpers that use only the caller, the deps and the request (not params, query or body). */
+export type AnyRouteContext = RouteContext<unknown, unknown, unknown>;
+
 /**
  * The context a command is called with from an endpoint outside the route table (the git
  * endpoint, the code-host receiver): the same caller, deps and request, under the declaration

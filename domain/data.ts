@@ -10,10 +10,7 @@ export type RestoreChoice = { backupName: string } | { targetTime: string } | { 
 
 export const ADDON_TYPES = [...DATA_TYPES, 'cronjob'] as const;
 
-/** ADD-03: provisioning states; the live status follows. */
-export const PROVISIONING_STATES = ['pending', 'processing', 'creating', 'stopped'] as const;
-/** ADD-04: unhealthy values the driver may report. */
-export const UNHEALTHY_STATES = ['degraded', 'degradated', 'failing', 'lost', 'crashloopbackoff', 'failed'] as const;
+export { ADDON_LIVE_STATES, ADDON_STATES, PROVISIONING_STATES, UNHEALTHY_STATES, type AddonState } from './addon-states';
 
 /** The live status of a healthy add-on of this type (ADD-03). */
 export function liveStatus(type: string): string {

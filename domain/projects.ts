@@ -1,5 +1,9 @@
 import type { Grants } from './permissions';
 
+/** A project's state: `deleting` once its deletion was accepted. */
+export const PROJECT_STATES = ['active', 'deleting'] as const;
+export type ProjectState = (typeof PROJECT_STATES)[number];
+
 export interface RestrictionRule {
   subject_type: 'user' | 'role';
   user_uuid: string | null;

@@ -254,6 +254,13 @@ export function deriveVpcAddressing(vpcUuid: string, cidrV4: string): VpcAddress
 export const GATEWAY_KINDS = ['wireguard', 'zero_trust', 'mesh'] as const;
 export type GatewayKind = (typeof GATEWAY_KINDS)[number];
 
+/** A VPC's status, and that of its VPN gateways, VPN users and site connections. */
+export const VPC_STATUSES = ['pending', 'active', 'failed', 'deleting'] as const;
+export type VpcStatus = (typeof VPC_STATUSES)[number];
+/** A VPC attachment's status. */
+export const VPC_ATTACHMENT_STATUSES = ['attaching', 'attached', 'detaching', 'failed'] as const;
+export type VpcAttachmentStatus = (typeof VPC_ATTACHMENT_STATUSES)[number];
+
 /** Workload types an attachment may name. */
 export const ATTACHABLE_TYPES = ['App', 'Service', 'Addon'] as const;
 export type AttachableType = (typeof ATTACHABLE_TYPES)[number];

@@ -66,6 +66,8 @@ export class App {
   @Column('uuid', { nullable: true }) parent_app_uuid: string | null;
   @Column('boolean', { default: false }) parent_image_auto_sync: boolean;
   @Column('uuid', { nullable: true }) created_by_member_uuid: string | null;
+  /** Since when a change (a project variable) waits for a redeploy; cleared by the next deployment. */
+  @Column('timestamptz', { nullable: true }) needs_redeploy_since: Date | null;
   @CreateDateColumn({ type: 'timestamptz' }) created_at: Date;
   @UpdateDateColumn({ type: 'timestamptz' }) updated_at: Date;
 }

@@ -1,4 +1,5 @@
 import { Column, CreateDateColumn, Entity, PrimaryColumn, UpdateDateColumn } from 'typeorm';
+import type { BucketState, Visibility } from '../domain/buckets';
 
 /** A bucket (contract: Bucket) on the object store; its secret key is sealed and never stored in clear. */
 @Entity('buckets')
@@ -10,8 +11,8 @@ export class Bucket {
   /** Server-assigned name used in object-storage operations. */
   @Column('text') name: string;
   @Column('text') label: string;
-  @Column('text', { default: 'pending' }) state: string;
-  @Column('text') visibility: string;
+  @Column('text', { default: 'pending' }) state: BucketState;
+  @Column('text') visibility: Visibility;
   @Column('integer') disk_size_gib: number;
   @Column('text') s3_endpoint: string;
   @Column('text') s3_access_key: string;

@@ -1,4 +1,5 @@
 import { Column, CreateDateColumn, Entity, PrimaryColumn, UpdateDateColumn } from 'typeorm';
+import type { VerificationStatus } from '../domain/domains';
 
 /** A custom domain of an app (contract: Custom domain). */
 @Entity('domains')
@@ -7,7 +8,7 @@ export class CustomDomain {
   @Column('uuid') workspace_uuid: string;
   @Column('uuid') app_uuid: string;
   @Column('text') name: string;
-  @Column('text', { default: 'pending' }) verification_status: string;
+  @Column('text', { default: 'pending' }) verification_status: VerificationStatus;
   /** Set while verification is needed; cleared once verified. */
   @Column('text', { nullable: true }) verification_token: string | null;
   /** Set only once verified. */

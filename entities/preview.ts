@@ -1,4 +1,5 @@
 import { Column, CreateDateColumn, Entity, PrimaryColumn, PrimaryGeneratedColumn, UpdateDateColumn } from 'typeorm';
+import type { PreviewStatus } from '../domain/previews';
 
 /** Preview environment settings of an app; the code-host webhook secret is sealed. */
 @Entity('preview_configs')
@@ -27,7 +28,7 @@ export class PreviewEnvironment {
   @Column('uuid') parent_app_uuid: string;
   /** `pr-<number>` or `branch-<name>`: the workflow id's last part. */
   @Column('text') key: string;
-  @Column('text', { default: 'creating' }) status: string;
+  @Column('text', { default: 'creating' }) status: PreviewStatus;
   @Column('uuid') app_uuid: string;
   @Column('text') app_name: string;
   @Column('uuid') resource_uuid: string;
@@ -37,7 +38,7 @@ export class PreviewEnvironment {
   @Column('integer', { nullable: true }) pull_request_number: number | null;
   @Column('text', { default: '' }) pull_request_title: string;
   @Column('text', { default: '' }) pull_request_author: string;
-  @Column('text', { default: 'open' }) pull_request_state: string;
+  @Column('text', { default: 'open' }) pull_request_state: 'open' | 'closed';
   @Column('text', { default: '' }) pull_request_url: string;
   @Column('boolean', { default: false }) pull_request_merged: boolean;
   @Column('text') branch: string;

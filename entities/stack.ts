@@ -45,7 +45,7 @@ export class StackItem {
   @Column('uuid') stack_uuid: string;
   @Column('text') compose_service_name: string;
   @Column('text') compose_service_type: string;
-  @Column('text') item_type: string;
+  @Column('text') item_type: 'app' | 'addon';
   @Column('text') item_name: string;
   @Column('text', { default: 'pending' }) status: string;
   @Column('double precision', { default: 0 }) cpu_size: number;

@@ -1,16 +1,17 @@
 import { proxyActivities, setHandler, sleep } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { stateQuery } from './common';
+import { patientDriverCall } from './activity-options';
 
-const { destroyAddonData, refreshAddonStatus } = proxyActivities<Activities>({
-  startToCloseTimeout: '5 minutes',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
-});
+const { destroyAddonData, refreshAddonStatus } = proxyActivities<Activities>(patientDriverCall);
 
 export interface AddonDestroyInput {
   addonUuid: string;
   mode: 'reset' | 'delete';
 }
+
+/** Where addonDestroy is, as its `state` query answers. */
+export type AddonDestroyState = 'reset' | 'resetting' | 'deleting' | 'creating' | 'deleted';
 
 /**
  * Destructive (ADD-11): `reset` drops every piece of data of the database (its backups
@@ -18,7 +19,7 @@ export interface AddonDestroyInput {
  * does not come back.
  */
 export async function addonDestroy(input: AddonDestroyInput): Promise<void> {
-  let state = input.mode === 'reset' ? 'resetting' : 'deleting';
+  let state: AddonDestroyState = input.mode === 'reset' ? 'resetting' : 'deleting';
   setHandler(stateQuery, () => state);
   await destroyAddonData(input);
   if (input.mode === 'reset') {

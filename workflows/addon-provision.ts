@@ -1,11 +1,10 @@
 import { proxyActivities, setHandler, sleep } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { stateQuery } from './common';
+import { quickDb } from './activity-options';
+import type { AddonState } from '../domain/addon-states';
 
-const { transition, provisionAddonCluster, refreshAddonStatus, ensureAddonSubPaths, syncAddonSettings } = proxyActivities<Activities>({
-  startToCloseTimeout: '1 minute',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
-});
+const { transition, provisionAddonCluster, refreshAddonStatus, ensureAddonSubPaths, syncAddonSettings } = proxyActivities<Activities>(quickDb);
 
 export interface AddonProvisionInput {
   addonUuid: string;
@@ -20,7 +19,7 @@ export interface AddonProvisionInput {
  * access are applied.
  */
 export async function addonProvision(input: AddonProvisionInput): Promise<string> {
-  let state = 'pending';
+  let state: AddonState = 'pending';
   setHandler(stateQuery, () => state);
   await transition({ table: 'addons', uuid: input.addonUuid, from: ['pending'], to: 'processing' });
   state = 'processing';

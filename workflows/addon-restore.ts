@@ -1,12 +1,11 @@
 import { proxyActivities, setHandler, sleep, uuid4 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
+import { UNHEALTHY_STATES } from '../domain/addon-states';
 import type { RestoreChoice } from '../domain/data';
 import { stateQuery } from './common';
+import { patientDriverCall } from './activity-options';
 
-const { transition, createRestoreTarget, restoreAddonCluster, refreshAddonStatus, syncAddonSettings } = proxyActivities<Activities>({
-  startToCloseTimeout: '5 minutes',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
-});
+const { transition, createRestoreTarget, restoreAddonCluster, refreshAddonStatus, syncAddonSettings } = proxyActivities<Activities>(patientDriverCall);
 
 export interface AddonRestoreInput {
   addonUuid: string;
@@ -20,6 +19,9 @@ export interface AddonRestoreResult {
   targetUuid: string;
 }
 
+/** Where addonRestore is, as its `state` query answers. */
+export type AddonRestoreState = 'starting' | 'creating_cluster' | 'restoring' | 'starting_database' | 'restored';
+
 /**
  * Restores a postgres backup (BKP-04..07): by name, to a point in time, or the latest.
  * In place the database is replaced (state `restoring`, then the live status); with
@@ -27,7 +29,7 @@ export interface AddonRestoreResult {
  * touched. One restore per database at a time: the id is `addon-restore/<uuid>`.
  */
 export async function addonRestore(input: AddonRestoreInput): Promise<AddonRestoreResult> {
-  let state = 'starting';
+  let state: AddonRestoreState = 'starting';
   setHandler(stateQuery, () => state);
   let targetUuid = input.addonUuid;
   if (input.toNewCluster) {
@@ -35,7 +37,7 @@ export async function addonRestore(input: AddonRestoreInput): Promise<AddonResto
     state = 'creating_cluster';
     await createRestoreTarget(input.addonUuid, targetUuid);
   } else {
-    await transition({ table: 'addons', uuid: input.addonUuid, from: ['healthy', 'running', ...UNHEALTHY], to: 'restoring' });
+    await transition({ table: 'addons', uuid: input.addonUuid, from: ['healthy', 'running', ...UNHEALTHY_STATES], to: 'restoring' });
   }
   state = 'restoring';
   const restored = await restoreAddonCluster({ addonUuid: input.addonUuid, targetUuid, from: input.from });
@@ -47,4 +49,3 @@ export async function addonRestore(input: AddonRestoreInput): Promise<AddonResto
   return { restored, targetUuid };
 }
 
-const UNHEALTHY = ['degraded', 'degradated', 'failing', 'lost', 'crashloopbackoff', 'failed'];

@@ -1,11 +1,9 @@
 import { proxyActivities, setHandler, sleep } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { stateQuery } from './common';
+import { quickDb } from './activity-options';
 
-const { syncAddonSettings, ensureAddonSubPaths, refreshAddonStatus } = proxyActivities<Activities>({
-  startToCloseTimeout: '1 minute',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
-});
+const { syncAddonSettings, ensureAddonSubPaths, refreshAddonStatus } = proxyActivities<Activities>(quickDb);
 
 export interface AddonSyncInput {
   addonUuid: string;
@@ -13,13 +11,16 @@ export interface AddonSyncInput {
   subPaths?: boolean;
 }
 
+/** Where addonSync is, as its `state` query answers. */
+export type AddonSyncState = 'applying' | 'applied';
+
 /**
  * Brings the cluster in line with an accepted settings change (BKP-01/02): running or
  * stopped, public access and backups; `backup_active` follows `backup_enabled` once the cluster runs it.
  * Started per change (`addon-sync/<uuid>/<generation>`); concurrent runs converge.
  */
 export async function addonSync(input: AddonSyncInput): Promise<void> {
-  let state = 'applying';
+  let state: AddonSyncState = 'applying';
   setHandler(stateQuery, () => state);
   if (input.subPaths) await ensureAddonSubPaths(input.addonUuid);
   // Apply until the cluster runs what the row asks (a change or a concurrent run may

@@ -1,10 +1,11 @@
-import { ParentClosePolicy, patched, setHandler, sleep, startChild, uuid4 } from '@temporalio/workflow';
+import { log, ParentClosePolicy, patched, setHandler, sleep, startChild, uuid4 } from '@temporalio/workflow';
 import type { CloneFlags } from '../activities/apps';
 import { APP_OPERATION } from '../domain/apps';
 import { operationStart } from '../domain/search-attributes';
 import { appLifecycle } from './app';
-import { acts, awaitLive, reasonOf } from './app-steps';
+import { acts, awaitLive } from './app-steps';
 import { stateQuery } from './common';
+import { failureMessage } from './failures';
 
 export interface AppCloneInput {
   workspaceUuid: string;
@@ -31,6 +32,30 @@ async function awaitAddonReady(addonUuid: string): Promise<void> {
   throw new Error(`the cloned add-on ${addonUuid} did not become ready`);
 }
 
+interface Compensation {
+  name: string;
+  /** Idempotent: undoes its step whether the step ran, half ran or never ran. */
+  run: () => Promise<void>;
+}
+
+/**
+ * Runs a failed clone's compensations in order, each on its own: one that fails is logged
+ * (with the target and its name) and the rest still run, so one stuck undo does not leave
+ * the others' resources behind.
+ */
+async function compensate(targetUuid: string, compensations: Compensation[]): Promise<void> {
+  for (const c of compensations) {
+    try {
+      await c.run();
+    } catch (err) {
+      log.error('clone compensation failed', { targetUuid, compensation: c.name, error: failureMessage(err) });
+    }
+  }
+}
+
+/** Where appClone is, as its `state` query answers. */
+export type AppCloneState = 'provisioning' | 'cloning-image' | 'cloning-volume' | 'copying-settings' | 'cloning-addons' | 'cloning-cronjobs' | 'starting' | 'compensating' | 'failed' | 'awaiting-live' | 'cloned';
+
 /**
  * Clones an app as a saga (`app-clone/<target>`): the target app reads `cloning` while
  * each step runs, and each step registers its compensation before the next begins. On
@@ -39,9 +64,9 @@ async function awaitAddonReady(addonUuid: string): Promise<void> {
  */
 export async function appClone(input: AppCloneInput): Promise<{ outcome: 'cloned' | 'failed'; reason: string | null }> {
   const { sourceUuid, targetUuid } = input;
-  let state = 'provisioning';
+  let state: AppCloneState = 'provisioning';
   setHandler(stateQuery, () => state);
-  const compensations: Array<{ name: string; run: () => Promise<void> }> = [];
+  const compensations: Compensation[] = [];
   try {
     compensations.unshift({ name: 'delete workload', run: () => acts.deleteAppWorkload(targetUuid) });
     await acts.provisionApp(targetUuid);
@@ -81,10 +106,9 @@ export async function appClone(input: AppCloneInput): Promise<{ outcome: 'cloned
     if (!moved.moved) throw new Error(`the clone left the cloning state (${moved.state ?? 'gone'})`);
   } catch (err) {
     state = 'compensating';
-    for (const c of compensations) await c.run();
-    await acts.discardClone(targetUuid);
+    await compensate(targetUuid, [...compensations, { name: 'discard clone', run: async () => { await acts.discardClone(targetUuid); } }]);
     state = 'failed';
-    return { outcome: 'failed', reason: reasonOf(err) };
+    return { outcome: 'failed', reason: failureMessage(err) };
   }
 
   state = 'awaiting-live';

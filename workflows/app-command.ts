@@ -8,6 +8,9 @@ export interface AppSendCommandInput {
   command: AppCommand;
 }
 
+/** Where appSendCommand is, as its `state` query answers. */
+export type AppSendCommandState = 'signalling' | 'delivered' | 'dropped';
+
 /**
  * Delivers a state change a route accepted to the app's workflow. The route writes the
  * app's new state and this workflow's outbox row in one transaction, so the signal is
@@ -15,7 +18,7 @@ export interface AppSendCommandInput {
  * the signal itself.
  */
 export async function appSendCommand(input: AppSendCommandInput): Promise<void> {
-  let state = 'signalling';
+  let state: AppSendCommandState = 'signalling';
   setHandler(stateQuery, () => state);
   try {
     await getExternalWorkflowHandle(appWorkflowId(input.appUuid)).signal(commandSignal, input.command);

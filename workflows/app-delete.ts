@@ -7,13 +7,16 @@ export interface AppDeleteInput {
   appUuid: string;
 }
 
+/** Where appDelete is, as its `state` query answers. */
+export type AppDeleteState = 'stopping-workflow' | 'tearing-down' | 'removing' | 'deleted';
+
 /**
  * Deletes an app (`app-delete/<uuid>`): ends its workflow, destroys its preview
  * environments, removes its add-ons, cron jobs and VPC attachments, its workload from the
  * data plane, then its rows, releasing its capacity and external ports.
  */
 export async function appDelete(input: AppDeleteInput): Promise<void> {
-  let state = 'stopping-workflow';
+  let state: AppDeleteState = 'stopping-workflow';
   setHandler(stateQuery, () => state);
   try {
     await getExternalWorkflowHandle(appWorkflowId(input.appUuid)).cancel();

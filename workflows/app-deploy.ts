@@ -1,8 +1,9 @@
 import { condition, defineSignal, getExternalWorkflowHandle, isCancellation, patched, setHandler } from '@temporalio/workflow';
-import { appWorkflowId } from '../domain/apps';
+import { appWorkflowId, type AppState } from '../domain/apps';
 import { stateQuery } from './common';
-import { acts, awaitLive, POLL_INTERVAL, reasonOf, refreshSignal } from './app-steps';
+import { acts, awaitLive, POLL_INTERVAL, refreshSignal } from './app-steps';
 import { emit } from './events';
+import { failureMessage } from './failures';
 
 export interface AppDeployInput {
   deploymentUuid: string;
@@ -17,6 +18,9 @@ export interface AppDeployInput {
 /** Sent by POST .../deployments/{uuid}/cancel (the database's `cancelling` is the durable record). */
 export const cancelDeploymentSignal = defineSignal('cancelDeployment');
 
+/** Where appDeploy is, as its `state` query answers (it ends on the outcome). */
+export type AppDeployState = 'beginning' | 'resolving' | 'building' | 'rolling-out' | 'finishing' | 'completed' | 'failed' | 'cancelled';
+
 /**
  * One deployment (`app-deploy/<app>/<deployment>`): pending -> running -> completed |
  * failed, or cancelling -> cancelled. The app reads `deploying` meanwhile and returns to
@@ -29,7 +33,7 @@ export const cancelDeploymentSignal = defineSignal('cancelDeployment');
  */
 export async function appDeploy(input: AppDeployInput): Promise<string> {
   const id = input.deploymentUuid;
-  let state = 'beginning';
+  let state: AppDeployState = 'beginning';
   let cancel = false;
   setHandler(stateQuery, () => state);
   setHandler(cancelDeploymentSignal, () => { cancel = true; });
@@ -47,7 +51,7 @@ export async function appDeploy(input: AppDeployInput): Promise<string> {
   let commit = { commit_sha: start.commitSha, commit_message: start.commitMessage, branch: start.branch };
   let outcome: 'completed' | 'failed' | 'cancelled' = 'failed';
   let message: string | null = null;
-  let finalAppState: string = start.previousState;
+  let finalAppState: AppState = start.previousState;
   let started = false;
 
   try {
@@ -105,12 +109,12 @@ export async function appDeploy(input: AppDeployInput): Promise<string> {
   } catch (err) {
     if (isCancellation(err)) throw err;
     outcome = 'failed';
-    message = reasonOf(err);
+    message = failureMessage(err);
   }
 
   state = 'finishing';
   await acts.finishDeployment(id, outcome, outcome === 'completed' ? null : message);
-  await acts.moveApp(appUuid, ['deploying'], finalAppState as Parameters<typeof acts.moveApp>[2]);
+  await acts.moveApp(appUuid, ['deploying'], finalAppState);
   if (!started) await emitDeployEvent(workspaceUuid, 'deploy_started', appUuid, { deployment_id: id, ...commit });
   await emitDeployEvent(workspaceUuid, 'deploy_ended', appUuid, {
     deployment_id: id, state: outcome, ...commit, message: outcome === 'completed' ? null : message,

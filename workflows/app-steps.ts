@@ -1,14 +1,12 @@
-import { ActivityFailure, ApplicationFailure, defineSignal, proxyActivities, sleep } from '@temporalio/workflow';
+import { defineSignal, proxyActivities, sleep } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { APP_LIVE_STATES, APP_SIGNALS, type HealthEvent, type LiveStatus, type StateAction } from '../domain/apps';
 import type { EventType } from '../domain/events';
 import { emit } from './events';
+import { quickDb } from './activity-options';
 
 /** Steps the app workflows share (not a workflow type itself). */
-export const acts = proxyActivities<Activities>({
-  startToCloseTimeout: '1 minute',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
-});
+export const acts = proxyActivities<Activities>(quickDb);
 
 export interface AppCommand {
   commandId: string;
@@ -43,9 +41,3 @@ export async function emitAppEvent(appUuid: string, type: EventType, data: Recor
   await emit(info.workspaceUuid, type, appUuid, { ...data, resource_name: info.resourceName, labels: info.labels });
 }
 
-/** The reason an activity failed, for users (deploy_ended data.message). */
-export function reasonOf(err: unknown): string {
-  if (err instanceof ActivityFailure && err.cause instanceof ApplicationFailure) return err.cause.message;
-  if (err instanceof ActivityFailure && err.cause) return err.cause.message;
-  return err instanceof Error ? err.message : String(err);
-}

@@ -1,5 +1,5 @@
 import { condition, continueAsNew, isCancellation, ParentClosePolicy, patched, setHandler, startChild, workflowInfo } from '@temporalio/workflow';
-import { deploysBranchHeadAtCreation, FREE_PLAN_IDLE_MS, HEALTH_EVENT_STATE, isFreePlan, type HealthEvent, type LiveStatus } from '../domain/apps';
+import { deploysBranchHeadAtCreation, FREE_PLAN_IDLE_MS, HEALTH_EVENT_STATE, isFreePlan, type AppState, type HealthEvent, type LiveStatus } from '../domain/apps';
 import { operationStart } from '../domain/search-attributes';
 import { appDeploy } from './app-deploy';
 import { stateQuery } from './common';
@@ -11,7 +11,7 @@ export interface AppLifecycleInput {
   provisioned?: boolean;
 }
 
-const AWAKE = ['started', 'running', 'failed', 'problem'];
+const AWAKE: AppState[] = ['started', 'running', 'failed', 'problem'];
 
 /**
  * The app's own workflow (`app/<uuid>`), for the app's whole life: provisions it
@@ -24,8 +24,8 @@ const AWAKE = ['started', 'running', 'failed', 'problem'];
  */
 export async function appLifecycle(input: AppLifecycleInput): Promise<void> {
   const { appUuid } = input;
-  let phase = input.provisioned ? 'supervising' : 'provisioning';
-  let local = 'pending';
+  let phase: 'provisioning' | 'supervising' | 'ended' = input.provisioned ? 'supervising' : 'provisioning';
+  let local: AppState = 'pending';
   const commands: AppCommand[] = [];
   const health: Array<{ event: HealthEvent; detail: string | null }> = [];
   let traffic = false;
@@ -38,7 +38,7 @@ export async function appLifecycle(input: AppLifecycleInput): Promise<void> {
   setHandler(liveStatusSignal, ({ status }) => { live = status; });
   setHandler(refreshSignal, () => { refresh = true; });
 
-  const move = async (from: string[], to: Parameters<typeof acts.moveApp>[2]) => {
+  const move = async (from: AppState[], to: AppState) => {
     const r = await acts.moveApp(appUuid, from, to);
     if (r.state) local = r.state;
     return r.moved;
@@ -76,7 +76,7 @@ export async function appLifecycle(input: AppLifecycleInput): Promise<void> {
       }
     }
 
-    const start = async (from: string) => {
+    const start = async (from: AppState) => {
       try {
         await acts.provisionApp(appUuid);
         await acts.startApp(appUuid);

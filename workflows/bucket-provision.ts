@@ -1,25 +1,21 @@
-import { ApplicationFailure, proxyActivities, setHandler } from '@temporalio/workflow';
+import { proxyActivities, setHandler } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { stateQuery } from './common';
+import { quickDriverCall } from './activity-options';
+import { failureMessage } from './failures';
 
-const { provisionBucket, transition, failBucket } = proxyActivities<Activities>({
-  startToCloseTimeout: '1 minute',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 6 },
-});
+const { provisionBucket, transition, failBucket } = proxyActivities<Activities>(quickDriverCall);
 
 export interface BucketProvisionInput {
   bucketUuid: string;
 }
 
-function reason(err: unknown): string {
-  const cause = (err as { cause?: unknown }).cause;
-  if (cause instanceof ApplicationFailure) return cause.message;
-  return err instanceof Error ? err.message : String(err);
-}
+/** Where bucketProvision is, as its `state` query answers. */
+export type BucketProvisionState = 'provisioning' | 'gone' | 'failed' | 'active';
 
 /** pending -> active once the bucket exists on the object store with its key; failed if that cannot be done. */
 export async function bucketProvision(input: BucketProvisionInput): Promise<string> {
-  let state = 'provisioning';
+  let state: BucketProvisionState = 'provisioning';
   setHandler(stateQuery, () => state);
   try {
     if (!(await provisionBucket(input.bucketUuid))) {
@@ -27,7 +23,7 @@ export async function bucketProvision(input: BucketProvisionInput): Promise<stri
       return state;
     }
   } catch (err) {
-    await failBucket(input.bucketUuid, reason(err));
+    await failBucket(input.bucketUuid, failureMessage(err));
     state = 'failed';
     return state;
   }

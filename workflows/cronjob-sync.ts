@@ -1,11 +1,9 @@
 import { proxyActivities, setHandler } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { stateQuery } from './common';
+import { quickDb } from './activity-options';
 
-const { syncCronSchedule } = proxyActivities<Activities>({
-  startToCloseTimeout: '1 minute',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
-});
+const { syncCronSchedule } = proxyActivities<Activities>(quickDb);
 
 /**
  * Creates, updates or deletes a cron job's Temporal Schedule (`cronjob/<uuid>`, visible in
@@ -13,7 +11,7 @@ const { syncCronSchedule } = proxyActivities<Activities>({
  * schedule, then its row.
  */
 export async function cronjobSync(input: { cronjobUuid: string }): Promise<string> {
-  let state = 'syncing';
+  let state: 'syncing' | 'created' | 'updated' | 'deleted' = 'syncing';
   setHandler(stateQuery, () => state);
   state = await syncCronSchedule(input.cronjobUuid);
   return state;

@@ -2,17 +2,18 @@ import { proxyActivities, setHandler, sleep } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { VERIFY_MAX_ATTEMPTS, verifyDelayMinutes } from '../domain/domains';
 import { stateQuery } from './common';
+import { quickDb } from './activity-options';
 
-const { checkDomainTxt, completeDomainVerification, failDomainVerification } = proxyActivities<Activities>({
-  startToCloseTimeout: '1 minute',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
-});
+const { checkDomainTxt, completeDomainVerification, failDomainVerification } = proxyActivities<Activities>(quickDb);
 
 export interface DomainVerifyInput {
   domainUuid: string;
 }
 
 export type DomainVerifyResult = 'verified' | 'failed' | 'stopped';
+
+/** Where domainVerify is, as its `state` query answers. */
+export type DomainVerifyState = 'checking' | 'stopped' | 'verified' | 'waiting' | 'failed';
 
 /**
  * Verifies a custom domain (already `in_progress`): checks the TXT record, waiting
@@ -21,7 +22,7 @@ export type DomainVerifyResult = 'verified' | 'failed' | 'stopped';
  * domain is deleted or renamed meanwhile.
  */
 export async function domainVerify(input: DomainVerifyInput): Promise<DomainVerifyResult> {
-  let state = 'checking';
+  let state: DomainVerifyState = 'checking';
   setHandler(stateQuery, () => state);
   for (let attempt = 1; attempt <= VERIFY_MAX_ATTEMPTS; attempt++) {
     state = 'checking';

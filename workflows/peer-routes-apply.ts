@@ -1,12 +1,16 @@
 import { setHandler } from '@temporalio/workflow';
 import type { RouteResult } from '../platform/drivers/network';
 import { stateQuery } from './common';
-import { dbActivities, driverActivities, reasonOf } from './vpc-common';
+import { dbActivities, driverActivities } from './vpc-common';
+import { failureMessage } from './failures';
 
 export interface PeerRoutesApplyInput {
   vpcUuid: string;
   applyUuid: string;
 }
+
+/** Where peerRoutesApply is, as its `state` query answers. */
+export type PeerRoutesApplyState = 'installing' | 'restarting' | 'recording' | 'done';
 
 /**
  * Applies the peer routes an apply claimed: installs the VPC's route table through the
@@ -14,7 +18,7 @@ export interface PeerRoutesApplyInput {
  * each staged route to applied or failed.
  */
 export async function peerRoutesApply(input: PeerRoutesApplyInput): Promise<{ applied: number; failed: number }> {
-  let state = 'installing';
+  let state: PeerRoutesApplyState = 'installing';
   setHandler(stateQuery, () => state);
   let results: RouteResult[] = [];
   let failAll: string | null = null;
@@ -24,7 +28,7 @@ export async function peerRoutesApply(input: PeerRoutesApplyInput): Promise<{ ap
     const attachments = await dbActivities.listAttachedWorkloads(input.vpcUuid);
     await Promise.all(attachments.map((a) => driverActivities.restartForPeerRoutes(a, input.applyUuid)));
   } catch (err) {
-    failAll = reasonOf(err);
+    failAll = failureMessage(err);
   }
   state = 'recording';
   const outcome = await dbActivities.recordPeerRouteResults(input.applyUuid, results, failAll);

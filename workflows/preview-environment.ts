@@ -1,26 +1,22 @@
 import {
-  ActivityFailure, ApplicationFailure, condition, continueAsNew, defineSignal, executeChild, patched, proxyActivities, setHandler, uuid4,
+  condition, continueAsNew, defineSignal, executeChild, patched, proxyActivities, setHandler, uuid4,
   workflowInfo,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import { PREVIEW_WAKE_SIGNAL } from '../domain/previews';
+import { PREVIEW_WAKE_SIGNAL, type PreviewStatus } from '../domain/previews';
 import { operationStart } from '../domain/search-attributes';
 import { appDeploy } from './app-deploy';
 import { stateQuery } from './common';
 import { emit } from './events';
+import { previewBuild, quickDb } from './activity-options';
+import { failureMessage } from './failures';
 
 const {
   readPreviewIntent, recordPreviewDeployed, recordPreviewFailed, expirePreview, destroyPreviewApp, queuePreviewDeployment, recordPreviewDeployment,
-} = proxyActivities<Activities>({
-  startToCloseTimeout: '1 minute',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
-});
+} = proxyActivities<Activities>(quickDb);
 
 /** Creating the workload and deploying: a few tries, then the environment is `failed`. */
-const { createPreviewApp, deployPreviewCommit } = proxyActivities<Activities>({
-  startToCloseTimeout: '15 minutes',
-  retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 3 },
-});
+const { createPreviewApp, deployPreviewCommit } = proxyActivities<Activities>(previewBuild);
 
 export const wakeSignal = defineSignal(PREVIEW_WAKE_SIGNAL);
 
@@ -45,12 +41,6 @@ function failedDeployData(error: string): Record<string, unknown> {
   return patched('preview-deploy-ended-message') ? { status: 'failed', message: error } : { status: 'failed', error };
 }
 
-function failureMessage(err: unknown): string {
-  if (err instanceof ActivityFailure && err.cause) return err.cause.message;
-  if (err instanceof ApplicationFailure) return err.message;
-  return err instanceof Error ? err.message : String(err);
-}
-
 /**
  * One preview environment, for its whole life (`preview/<parent app uuid>/<key>`): the
  * row says what is wanted (head commit and deploy generation, destroying, expires_at);
@@ -59,7 +49,7 @@ function failureMessage(err: unknown): string {
  * deleted or expires_at reached: destroying -> gone (the preview app is removed).
  */
 export async function previewEnvironment(input: PreviewEnvironmentInput): Promise<'gone'> {
-  let state = 'creating';
+  let state: PreviewStatus | 'gone' = 'creating';
   let woken = false;
   let handled = input.handledGeneration ?? 0;
   let provisioned = input.provisioned ?? false;

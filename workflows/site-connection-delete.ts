@@ -6,9 +6,12 @@ export interface SiteConnectionDeleteInput {
   connectionUuid: string;
 }
 
+/** Where siteConnectionDelete is, as its `state` query answers. */
+export type SiteConnectionDeleteState = 'disconnecting' | 'releasing' | 'deleted';
+
 /** Tears down the tunnels, then releases the public IPv4 and ends the billing. */
 export async function siteConnectionDelete(input: SiteConnectionDeleteInput): Promise<string> {
-  let state = 'disconnecting';
+  let state: SiteConnectionDeleteState = 'disconnecting';
   setHandler(stateQuery, () => state);
   await driverActivities.deleteSiteTunnel(input.connectionUuid);
   state = 'releasing';

@@ -1,19 +1,20 @@
 import { proxyActivities, setHandler } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { stateQuery } from './common';
+import { cleanup } from './activity-options';
 
-const { removeStackServices } = proxyActivities<Activities>({
-  startToCloseTimeout: '5 minutes',
-  retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumInterval: '5 minutes', maximumAttempts: 20 },
-});
+const { removeStackServices } = proxyActivities<Activities>(cleanup);
 
 export interface StackCleanupInput {
   itemUuids: string[];
 }
 
+/** Where stackCleanup is, as its `state` query answers. */
+export type StackCleanupState = 'removing' | 'done';
+
 /** After DELETE /stacks/{uuid}: the stack's services are removed from the data plane. */
 export async function stackCleanup(input: StackCleanupInput): Promise<void> {
-  let state = 'removing';
+  let state: StackCleanupState = 'removing';
   setHandler(stateQuery, () => state);
   await removeStackServices(input.itemUuids);
   state = 'done';

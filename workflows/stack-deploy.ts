@@ -1,26 +1,19 @@
-import { ApplicationFailure, proxyActivities, setHandler } from '@temporalio/workflow';
+import { proxyActivities, setHandler } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { stateQuery } from './common';
+import { longBuild, refusing, stackStep } from './activity-options';
+import { failureMessage } from './failures';
 
-const acts = proxyActivities<Activities>({
-  startToCloseTimeout: '5 minutes',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 5, nonRetryableErrorTypes: ['GitError', 'ComposeError'] },
-});
-const services = proxyActivities<Activities>({
-  startToCloseTimeout: '10 minutes',
-  retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 3 },
-});
+const acts = proxyActivities<Activities>(refusing(stackStep, 'GitError', 'ComposeError'));
+const services = proxyActivities<Activities>(longBuild);
 
 export interface StackDeployInput {
   stackUuid: string;
   deploymentUuid: string;
 }
 
-function reason(err: unknown): string {
-  const cause = (err as { cause?: unknown }).cause;
-  if (cause instanceof ApplicationFailure) return cause.message;
-  return err instanceof Error ? err.message : String(err);
-}
+/** Where stackDeploy is, as its `state` query answers. */
+export type StackDeployState = 'validating' | 'failed' | 'publishing' | 'building' | 'deploying' | 'running' | 'degraded';
 
 /**
  * A stack deployment: validating (clone, analyze, required variables) -> publishing
@@ -30,7 +23,7 @@ function reason(err: unknown): string {
  */
 export async function stackDeploy(input: StackDeployInput): Promise<string> {
   const d = input.deploymentUuid;
-  let state = 'validating';
+  let state: StackDeployState = 'validating';
   setHandler(stateQuery, () => state);
 
   await acts.setStackDeploymentPhase(d, ['pending'], 'validating', 'cloning the repository and reading the compose file');
@@ -58,7 +51,7 @@ export async function stackDeploy(input: StackDeployInput): Promise<string> {
       images.set(item.uuid, await services.buildStackService(d, item));
     } catch (err) {
       failed.add(item.uuid);
-      await acts.failStackService(item.uuid, `build failed: ${reason(err)}`);
+      await acts.failStackService(item.uuid, `build failed: ${failureMessage(err)}`);
     }
   }
 
@@ -70,7 +63,7 @@ export async function stackDeploy(input: StackDeployInput): Promise<string> {
       await services.deployStackService(item, images.get(item.uuid)!);
     } catch (err) {
       failed.add(item.uuid);
-      await acts.failStackService(item.uuid, reason(err));
+      await acts.failStackService(item.uuid, failureMessage(err));
     }
   }
 

@@ -1,6 +1,7 @@
 import { setHandler } from '@temporalio/workflow';
 import { stateQuery } from './common';
-import { deploySite, reason, siteActivities as acts } from './static-site';
+import { failureMessage } from './failures';
+import { deploySite, siteActivities as acts, type SiteDeployState } from './static-site';
 
 export interface SiteProvisionInput {
   workspaceUuid: string;
@@ -11,12 +12,12 @@ export interface SiteProvisionInput {
 
 /** pending (content bucket and routing provisioned) -> assigned, then the first deployment if any. */
 export async function staticSiteProvision(input: SiteProvisionInput): Promise<string> {
-  let state = 'pending';
+  let state: SiteDeployState | 'gone' = 'pending';
   setHandler(stateQuery, () => state);
   try {
     if (!(await acts.provisionSiteStorage(input.siteUuid))) return 'gone';
   } catch (err) {
-    await acts.failSite(input.siteUuid, reason(err));
+    await acts.failSite(input.siteUuid, failureMessage(err));
     state = 'failed';
     return state;
   }

@@ -1,15 +1,12 @@
-import { ApplicationFailure, proxyActivities } from '@temporalio/workflow';
+import { proxyActivities } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { emit } from './events';
+import { longBuild, quickDriverCall, refusing } from './activity-options';
+import { failureMessage } from './failures';
+import type { SiteState } from '../domain/static-sites';
 
-const acts = proxyActivities<Activities>({
-  startToCloseTimeout: '1 minute',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 6 },
-});
-const publish = proxyActivities<Activities>({
-  startToCloseTimeout: '10 minutes',
-  retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 3, nonRetryableErrorTypes: ['GitError', 'SiteContentError'] },
-});
+const acts = proxyActivities<Activities>(quickDriverCall);
+const publish = proxyActivities<Activities>(refusing(longBuild, 'GitError', 'SiteContentError'));
 
 export interface SiteDeployInput {
   workspaceUuid: string;
@@ -17,17 +14,14 @@ export interface SiteDeployInput {
   deploymentUuid: string;
 }
 
-export function reason(err: unknown): string {
-  let cause: unknown = err;
-  while (cause && !(cause instanceof ApplicationFailure) && (cause as { cause?: unknown }).cause) cause = (cause as { cause?: unknown }).cause;
-  return cause instanceof Error ? cause.message : String(err);
-}
-
 /**
  * One static-site deployment: deploying -> running | failed, with deploy_started and
  * deploy_ended (data.app_id = the site's uuid; data.message = why it failed, else null).
  */
-export async function deploySite(input: SiteDeployInput, setState: (s: string) => void): Promise<string> {
+/** Where a site's deployment is, as the deploying workflow's `state` query answers. */
+export type SiteDeployState = 'queued' | 'skipped' | Extract<SiteState, 'pending' | 'assigned' | 'deploying' | 'running' | 'failed'>;
+
+export async function deploySite(input: SiteDeployInput, setState: (s: SiteDeployState) => void): Promise<SiteDeployState> {
   if (!(await acts.startSiteDeployment(input.siteUuid, input.deploymentUuid))) return 'skipped';
   setState('deploying');
   await emit(input.workspaceUuid, 'deploy_started', input.siteUuid, { deployment_id: input.deploymentUuid, commit_sha: null });
@@ -38,7 +32,7 @@ export async function deploySite(input: SiteDeployInput, setState: (s: string) =
     setState('running');
     return 'running';
   } catch (err) {
-    const message = reason(err);
+    const message = failureMessage(err);
     await acts.finishSiteDeployment(input.siteUuid, input.deploymentUuid, 'failed', message);
     await emit(input.workspaceUuid, 'deploy_ended', input.siteUuid, { deployment_id: input.deploymentUuid, commit_sha: null, message });
     setState('failed');

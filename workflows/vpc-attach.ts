@@ -1,17 +1,21 @@
 import { setHandler } from '@temporalio/workflow';
 import { stateQuery } from './common';
-import { dbActivities, driverActivities, reasonOf } from './vpc-common';
+import { dbActivities, driverActivities } from './vpc-common';
+import { failureMessage } from './failures';
 
 export interface VpcAttachInput {
   attachmentUuid: string;
 }
+
+/** Where vpcAttach is, as its `state` query answers. */
+export type VpcAttachState = 'attaching' | 'restarting' | 'compensating' | 'failed' | 'attached';
 
 /**
  * Attaches a workload to a subnet: plugs it in through the driver, restarts it once so it
  * comes up on the VPC, and moves the attachment to attached (or failed, unplugged again).
  */
 export async function vpcAttach(input: VpcAttachInput): Promise<string> {
-  let state = 'attaching';
+  let state: VpcAttachState = 'attaching';
   setHandler(stateQuery, () => state);
   try {
     await driverActivities.attachWorkloadNetwork(input.attachmentUuid);
@@ -19,7 +23,7 @@ export async function vpcAttach(input: VpcAttachInput): Promise<string> {
     await driverActivities.restartAttachedWorkload(input.attachmentUuid, 'attach');
   } catch (err) {
     state = 'compensating';
-    const reason = reasonOf(err);
+    const reason = failureMessage(err);
     await driverActivities.detachWorkloadNetwork(input.attachmentUuid).catch(() => undefined);
     await dbActivities.failAttachment(input.attachmentUuid, reason);
     state = 'failed';

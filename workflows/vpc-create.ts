@@ -1,12 +1,16 @@
 import { setHandler } from '@temporalio/workflow';
 import { deriveVpcAddressing } from '../domain/vpc';
 import { stateQuery } from './common';
-import { dbActivities, driverActivities, reasonOf } from './vpc-common';
+import { dbActivities, driverActivities } from './vpc-common';
+import { failureMessage } from './failures';
 
 export interface VpcCreateInput {
   vpcUuid: string;
   cidrV4: string;
 }
+
+/** Where vpcCreate is, as its `state` query answers. */
+export type VpcCreateState = 'deriving' | 'provisioning' | 'compensating' | 'failed' | 'activating' | 'active';
 
 /**
  * Creates a VPC: derives its IPv6 range (ULA /48 from the uuid), resolver (base + 2) and
@@ -15,7 +19,7 @@ export interface VpcCreateInput {
  * VPC is failed.
  */
 export async function vpcCreate(input: VpcCreateInput): Promise<string> {
-  let state = 'deriving';
+  let state: VpcCreateState = 'deriving';
   setHandler(stateQuery, () => state);
   const addressing = deriveVpcAddressing(input.vpcUuid, input.cidrV4);
   try {
@@ -23,7 +27,7 @@ export async function vpcCreate(input: VpcCreateInput): Promise<string> {
     await driverActivities.provisionVpcNetwork(input.vpcUuid, addressing);
   } catch (err) {
     state = 'compensating';
-    const reason = reasonOf(err);
+    const reason = failureMessage(err);
     await driverActivities.removeVpcNetwork(input.vpcUuid).catch(() => undefined);
     await dbActivities.failVpc(input.vpcUuid, reason);
     state = 'failed';

@@ -6,9 +6,12 @@ export interface VpcDeleteInput {
   vpcUuid: string;
 }
 
+/** Where vpcDelete is, as its `state` query answers. */
+export type VpcDeleteState = 'removing' | 'deleting' | 'deleted';
+
 /** Deletes a VPC (status deleting): removes resolver, router and VPC, then the record. */
 export async function vpcDelete(input: VpcDeleteInput): Promise<string> {
-  let state = 'removing';
+  let state: VpcDeleteState = 'removing';
   setHandler(stateQuery, () => state);
   await driverActivities.removeVpcNetwork(input.vpcUuid);
   state = 'deleting';

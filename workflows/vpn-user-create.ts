@@ -1,7 +1,8 @@
 import { condition, defineSignal, setHandler } from '@temporalio/workflow';
 import { VAULT_EMPTIED_SIGNAL } from '../domain/vpc';
 import { stateQuery } from './common';
-import { dbActivities, driverActivities, reasonOf } from './vpc-common';
+import { dbActivities, driverActivities } from './vpc-common';
+import { failureMessage } from './failures';
 
 export interface VpnUserCreateInput {
   userUuid: string;
@@ -11,20 +12,23 @@ export interface VpnUserCreateInput {
 
 export const vaultEmptied = defineSignal(VAULT_EMPTIED_SIGNAL);
 
+/** Where vpnUserCreate is, as its `state` query answers. */
+export type VpnUserCreateState = 'activating' | 'failed' | 'vault-open' | 'config-read' | 'vault-expired' | 'key-destroyed';
+
 /**
  * Activates a WireGuard device (adds it as a peer of the VPC's gateway), then keeps the
  * vault's timer: when the configuration is not read within the vault time, the private key
  * is destroyed. A read signals `vaultEmptied` and ends the wait early.
  */
 export async function vpnUserCreate(input: VpnUserCreateInput): Promise<string> {
-  let state = 'activating';
+  let state: VpnUserCreateState = 'activating';
   let emptied = false;
   setHandler(stateQuery, () => state);
   setHandler(vaultEmptied, () => { emptied = true; });
   try {
     await driverActivities.addVpnPeer(input.userUuid);
   } catch (err) {
-    await dbActivities.failVpcComponent('vpc_vpn_users', input.userUuid, reasonOf(err));
+    await dbActivities.failVpcComponent('vpc_vpn_users', input.userUuid, failureMessage(err));
     await dbActivities.destroyVpnVault(input.userUuid);
     state = 'failed';
     return state;

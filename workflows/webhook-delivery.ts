@@ -3,16 +3,22 @@ import type { Activities } from '../activities';
 import type { DeliveryAttemptResult } from '../activities/webhooks';
 import { WEBHOOK_MAX_ATTEMPTS, WEBHOOK_REDELIVER_SIGNAL, webhookRetryDelayMs, type WebhookDeliveryArgs } from '../domain/webhooks';
 import { stateQuery } from './common';
+import { quickDb } from './activity-options';
 
 /** A manual retry: a finished cycle starts over under the same event id; a waiting one attempts now. */
 export const redeliverSignal = defineSignal(WEBHOOK_REDELIVER_SIGNAL);
 
-const { attemptWebhookDelivery, notifyWebhookDisabled } = proxyActivities<Activities>({
-  // One attempt: DNS (a few seconds) plus the 10 s HTTP deadline plus bookkeeping.
-  startToCloseTimeout: '1 minute',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
-});
+// One attempt: DNS (a few seconds) plus the 10 s HTTP deadline plus bookkeeping, within a minute.
+const { attemptWebhookDelivery, notifyWebhookDisabled } = proxyActivities<Activities>(quickDb);
 
+
+/** Where a delivery is, as its `state` query answers: attempting, waiting between attempts, then the last outcome. */
+export type WebhookDeliveryState =
+  | 'attempting'
+  | `attempt ${number} of ${number}`
+  | `waiting ${number} s before attempt ${number}`
+  | 'notifying admins'
+  | DeliveryAttemptResult['outcome'];
 
 /**
  * Delivers one event to one webhook (id `webhook-delivery/<webhook>/<event>`): attempt
@@ -23,7 +29,7 @@ const { attemptWebhookDelivery, notifyWebhookDisabled } = proxyActivities<Activi
  * starts another cycle; one that arrives while waiting cuts the wait short.
  */
 export async function webhookDelivery(input: WebhookDeliveryArgs): Promise<string> {
-  let state = 'attempting';
+  let state: WebhookDeliveryState = 'attempting';
   let requested = 0;
   let handled = 0;
   setHandler(stateQuery, () => state);

@@ -5,7 +5,7 @@ import type { WorkflowName } from '../../platform/workflow-starts';
 import type { Db } from '../../entities/sql';
 import type { ApiDeps, Caller } from '../context';
 import type { EnqueuedOperation, OperationRequest } from '../../platform/outbox';
-import type { RouteContext } from '../route';
+import type { AnyRouteContext } from '../route';
 
 /** Whom an audit entry names and where the change came from (a request, a code-host delivery). */
 export interface Origin {
@@ -32,7 +32,7 @@ export function callerOrigin(caller: Caller, request: { requestId?: string | nul
 }
 
 /** The origin of a route's request: its caller, request id, client IP and user agent. */
-export function requestOrigin(ctx: Pick<RouteContext<unknown, unknown, unknown>, 'caller' | 'requestId' | 'koa'>): Origin {
+export function requestOrigin(ctx: Pick<AnyRouteContext, 'caller' | 'requestId' | 'koa'>): Origin {
   return callerOrigin(ctx.caller, {
     requestId: ctx.requestId, clientIp: ctx.koa.ip || null, userAgent: (ctx.koa.get('user-agent') || '').slice(0, 500) || null,
   });
@@ -132,6 +132,6 @@ export async function auditedWrite<T>(deps: ApiDeps, origin: Origin, command: (t
 }
 
 /** The audited write of a route's request (its caller and request as the origin). */
-export function write<T>(ctx: RouteContext<unknown, unknown, unknown>, command: (tx: Tx) => Promise<T>): Promise<T> {
+export function write<T>(ctx: AnyRouteContext, command: (tx: Tx) => Promise<T>): Promise<T> {
   return auditedWrite(ctx.deps, requestOrigin(ctx), command);
 }

@@ -9,17 +9,17 @@ import type { ApiDeps } from '../context';
 import { validationProblem } from '../middleware/errors';
 import { conflict, notFound, unprocessable } from '../problem';
 import { withQuotaAlerts } from '../quota-alerts';
-import type { RouteContext } from '../route';
+import type { AnyRouteContext } from '../route';
 import { DEPLOYMENT_CONFIG } from '../schemas/apps';
 import { loadApp, withAddons, type AppView } from '../views/apps';
 
-export type Ctx = RouteContext<any, any, any>;
+export type Ctx = AnyRouteContext;
 
 /** What the rule checks need of a request or a command: the caller, the deps, where a helper's workflow start goes. */
 export interface RuleScope extends Scope {
   deps: ApiDeps;
   /** Starts, after commit, an operation a helper enqueued in the caller's transaction (a quota alert). */
-  dispatchAfter: RouteContext<unknown, unknown, unknown>['dispatchAfter'];
+  dispatchAfter: AnyRouteContext['dispatchAfter'];
 }
 
 /** What routes read of an app row before they change it. */

@@ -11,13 +11,13 @@ import { recordAudit, snapshot } from '../audit';
 import { selectPage, type Page } from '../pagination';
 import { checkPlacement } from '../placement';
 import { conflict, notFound, unprocessable } from '../problem';
-import { route } from '../route';
+import { route, type RouteContext } from '../route';
 import {
   cloneBody, createAppBody, deploymentSettingsBody, healthChecksBody, listAppsQuery, scalingProfileBody, securityBody, stateBody, updateAppBody,
 } from '../schemas/apps';
 import { int, json, obj } from '../schemas/common';
 import { wakePreview } from '../preview-envs';
-import { APP_SELECT, appSchema, appView, loadReachableApp, withAddons, type JoinedRow } from '../views/apps';
+import { APP_SELECT, appSchema, appView, joinedRows, loadReachableApp, withAddons, type JoinedRow } from '../views/apps';
 import { appResponse, assertChangeable, checkDeployment, findApp, reserveCapacity, type Ctx, type FoundApp } from './app-support';
 
 const TAG = 'apps';
@@ -35,7 +35,7 @@ export async function enqueueCommand(ctx: Ctx, tx: Pick<Tx, 'enqueue'>, appUuid:
 }
 
 /** Updates columns of the app and records the route's declared audit action with the row's diff, in one transaction. */
-async function updateSettings(ctx: Ctx, set: Record<string, unknown>, check?: (app: FoundApp, m: any) => Promise<Record<string, unknown> | void>) {
+async function updateSettings(ctx: RouteContext<{ uuid: string }, unknown, unknown>, set: Record<string, unknown>, check?: (app: FoundApp, m: any) => Promise<Record<string, unknown> | void>) {
   return write(ctx, async ({ m }) => {
     const app = await findApp(ctx, ctx.params.uuid, m, true);
     assertChangeable(app);
@@ -51,7 +51,7 @@ async function updateSettings(ctx: Ctx, set: Record<string, unknown>, check?: (a
   });
 }
 
-const updateHandler = async (ctx: Ctx) => {
+const updateHandler = async (ctx: RouteContext<{ uuid: string }, unknown, unknown>) => {
   const b = ctx.body as yup.InferType<typeof updateAppBody>;
   return updateSettings(ctx, { label: b.label, maintenance: b.maintenance, manage_dns_records: b.manage_dns_records, internal_port: b.internal_port }, async (app, m) => {
     const extra: Record<string, unknown> = {};
@@ -86,7 +86,7 @@ export const appRoutes = [
       const visible = await visibleProjectsClause(ctx, 'a.project_id', 2);
       const where = `a.workspace_uuid = $1 AND ${visible.sql} AND ($3::uuid IS NULL OR a.project_id = $3) AND ($4::text IS NULL OR a.state = $4)`;
       const params = [ctx.caller.workspaceUuid, visible.param, ctx.query.project_id ?? null, ctx.query.state ?? null];
-      const found = await selectPage<JoinedRow>(ctx, { from: 'apps a', select: APP_SELECT, where, params, order: 'a.created_at DESC, a.uuid DESC' });
+      const found = joinedRows(await selectPage<JoinedRow>(ctx, { from: 'apps a', select: APP_SELECT, where, params, order: 'a.created_at DESC, a.uuid DESC' }));
       return withAddons(ctx.deps.dataSource, ctx.deps.secretBox, found.map((r) => appView(r, ctx.deps.config.publicUrl)));
     },
   }),

@@ -11,7 +11,7 @@ import { selectPage, type Page } from '../pagination';
 import { checkPlacement } from '../placement';
 import { conflict, notFound, Problem, unavailable, unprocessable } from '../problem';
 import { withQuotaAlerts } from '../quota-alerts';
-import { route, type RouteContext } from '../route';
+import { route, type AnyRouteContext } from '../route';
 import { int, obj, oneOf, str, uuid } from '../schemas/common';
 import { BUCKET_SELECT, bucketListSchema, bucketSchema, bucketViews, downloadUrlSchema, objectSchema, type BucketRow } from '../views/buckets';
 
@@ -57,7 +57,7 @@ const downloadBody = obj({ key: key().required(), expires_in: int().min(1).max(6
 const objectsQuery = yup.object({ prefix: yup.string().max(1024), limit: yup.number().integer().min(1).max(1000).typeError('${path} must be an integer') });
 const deleteObjectQuery = yup.object({ key: yup.string().max(1024).required() });
 
-type Ctx = RouteContext<any, any, any>;
+type Ctx = AnyRouteContext;
 
 function storageOf(ctx: Ctx): StorageDriver & { endpoint: string } {
   const storage = ctx.deps.storage;

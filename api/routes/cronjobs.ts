@@ -6,7 +6,7 @@ import { recordAudit, snapshot } from '../audit';
 import { write, type Tx } from '../commands/audited-write';
 import { findAddon, findApp, viewOf } from '../data-services';
 import { conflict, unprocessable } from '../problem';
-import { route, type RouteContext } from '../route';
+import { route, type AnyRouteContext } from '../route';
 import { int, obj, oneOf, str } from '../schemas/common';
 import { addonSchema, cronjobRunSchema, loadAppAddons, messageSchema, type AddonRow } from '../views/addons';
 import { iso } from '../views/common';
@@ -14,7 +14,7 @@ import { iso } from '../views/common';
 const TAG = 'cron jobs';
 type AppParams = { uuid: string };
 type JobParams = { uuid: string; id: string };
-type Ctx = RouteContext<any, any, any>;
+type Ctx = AnyRouteContext;
 
 const scheduleFields = {
   label: str().trim().min(1).max(100),

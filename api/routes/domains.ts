@@ -2,14 +2,16 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import type { EntityManager } from 'typeorm';
 import * as yup from 'yup';
 import { dnsTargetOf, domainNameProblem, isUnder, wwwRoot } from '../../domain/domains';
+import { columnsOf } from '../../entities/columns';
+import { CustomDomain } from '../../entities/domain';
 import { one } from '../../entities/sql';
 import { findApp, type AppScope } from '../app-scope';
 import { recordAudit, snapshot } from '../audit';
-import { selectPage, type Page } from '../pagination';
+import { pageOf, type Page } from '../pagination';
 import { conflict, notFound, unprocessable } from '../problem';
-import { route, type RouteContext } from '../route';
+import { route, type AnyRouteContext } from '../route';
 import { obj, str } from '../schemas/common';
-import { DOMAIN_COLUMNS, domainSchema, domainView, type DomainRow } from '../views/domains';
+import { domainSchema, domainView } from '../views/domains';
 
 const TAG = 'domains';
 
@@ -18,16 +20,15 @@ const domainBody = obj({
 });
 type DomainBody = yup.InferType<typeof domainBody>;
 
-type Ctx = RouteContext<any, any, any>;
+type Ctx = AnyRouteContext;
 
 /** A fresh verification token: 24 random bytes, base64url (published as a TXT record). */
 function newToken(): string {
   return `berth-verify=${randomBytes(24).toString('base64url')}`;
 }
 
-async function findDomain(app: AppScope, domainUuid: string, m: EntityManager, lock = false): Promise<DomainRow> {
-  const row = await one<DomainRow>(m,
-    `SELECT ${DOMAIN_COLUMNS} FROM domains WHERE uuid = $1 AND app_uuid = $2${lock ? ' FOR UPDATE' : ''}`, [domainUuid, app.uuid]);
+async function findDomain(app: AppScope, domainUuid: string, m: EntityManager, lock = false): Promise<CustomDomain> {
+  const row = await m.findOne(CustomDomain, { where: { uuid: domainUuid, app_uuid: app.uuid }, ...(lock ? { lock: { mode: 'pessimistic_write' as const } } : {}) });
   if (!row) throw notFound('domain');
   return row;
 }
@@ -75,9 +76,8 @@ export const domainRoutes = [
     summary: 'List the custom domains of an app, newest first', response: yup.array(domainSchema),
     async handler(ctx) {
       const app = await findApp(ctx, ctx.params.uuid);
-      const list = await selectPage<DomainRow>(ctx, {
-        from: 'domains', select: `SELECT ${DOMAIN_COLUMNS} FROM domains`, where: 'app_uuid = $1', params: [app.uuid], order: 'created_at DESC, uuid DESC',
-      });
+      const list = await pageOf(ctx, ctx.deps.dataSource.manager.createQueryBuilder(CustomDomain, 'd')
+        .where('d.app_uuid = :app', { app: app.uuid }).orderBy('d.created_at', 'DESC').addOrderBy('d.uuid', 'DESC'));
       return list.map(domainView);
     },
   }),
@@ -92,9 +92,9 @@ export const domainRoutes = [
         await checkName(m, name);
         const start = await initialState(ctx, m, app, name);
         const uuid = randomUUID();
-        const row = await one<DomainRow>(m,
+        const row = await one<CustomDomain>(m,
           `INSERT INTO domains (uuid, workspace_uuid, app_uuid, name, verification_status, verification_token, dns_target)
-           VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${DOMAIN_COLUMNS}`,
+           VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${columnsOf(CustomDomain)}`,
           [uuid, ctx.caller.workspaceUuid, app.uuid, name, start.status, start.token, start.target]).catch((e) => uniqueViolation(e, name));
         await recordAudit(m, ctx, { resourceUuid: uuid, before: null, after: await snapshot(m, 'domains', uuid) });
         ctx.koa.set('Location', `/api/v1/apps/${app.uuid}/domains/${uuid}`);
@@ -129,10 +129,10 @@ export const domainRoutes = [
         }
         await checkName(m, name, domain.uuid);
         const start = await initialState(ctx, m, app, name);
-        const row = await one<DomainRow>(m,
+        const row = await one<CustomDomain>(m,
           `UPDATE domains SET name = $2, verification_status = $3, verification_token = $4, dns_target = $5,
                   check_attempts = 0, last_check_error = NULL, last_checked_at = NULL, updated_at = now()
-            WHERE uuid = $1 RETURNING ${DOMAIN_COLUMNS}`,
+            WHERE uuid = $1 RETURNING ${columnsOf(CustomDomain)}`,
           [domain.uuid, name, start.status, start.token, start.target]).catch((e) => uniqueViolation(e, name));
         await recordAudit(m, ctx, { resourceUuid: domain.uuid, before, after: await snapshot(m, 'domains', domain.uuid) });
         return domainView(row!);
@@ -169,9 +169,9 @@ export const domainRoutes = [
           await recordAudit(m, ctx, { resourceUuid: found.uuid, before, after: before });
           return { domain: found, operation: null };
         }
-        const updated = await one<DomainRow>(m,
+        const updated = await one<CustomDomain>(m,
           `UPDATE domains SET verification_status = 'in_progress', check_attempts = 0, last_check_error = NULL, updated_at = now()
-            WHERE uuid = $1 AND verification_status IN ('pending', 'failed') RETURNING ${DOMAIN_COLUMNS}`, [found.uuid]);
+            WHERE uuid = $1 AND verification_status IN ('pending', 'failed') RETURNING ${columnsOf(CustomDomain)}`, [found.uuid]);
         const op = await ctx.deps.outbox.enqueue(m, {
           operation: 'domain-verify', workflow: 'domainVerify', workspaceUuid: ctx.caller.workspaceUuid,
           resourceUuid: found.uuid, args: [{ domainUuid: found.uuid }],

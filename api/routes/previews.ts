@@ -1,17 +1,19 @@
 import { randomBytes } from 'node:crypto';
 import * as yup from 'yup';
 import { branchPatternProblem, MAX_LIFETIME_HOURS, PREVIEW_STATUSES } from '../../domain/previews';
+import { columnsOf } from '../../entities/columns';
+import { PreviewConfig, PreviewEnvironment } from '../../entities/preview';
 import { one, rows } from '../../entities/sql';
 import { findApp } from '../app-scope';
 import { recordAudit } from '../audit';
-import { selectPage, type Page } from '../pagination';
+import { pageOf, type Page } from '../pagination';
 import { checkAssignment, checkProject, checkResource } from '../placement';
-import { effectiveTarget, PREVIEW_COLUMNS, previewSnapshot, wakePreview } from '../preview-envs';
+import { effectiveTarget, previewSnapshot, wakePreview } from '../preview-envs';
 import { conflict, notFound, unprocessable } from '../problem';
 import { route } from '../route';
 import { arr, bool, int, obj, oneOf, str, uuid } from '../schemas/common';
 import {
-  defaultPreviewConfig, previewConfigSchema, previewConfigView, previewSchema, previewView, type PreviewConfigRow, type PreviewRow,
+  defaultPreviewConfig, PREVIEW_CONFIG_COLUMNS, previewConfigSchema, previewConfigView, previewSchema, previewView, type PreviewConfigRow,
 } from '../views/previews';
 
 const TAG = 'preview_environments';
@@ -33,9 +35,6 @@ type ConfigBody = yup.InferType<typeof configBody>;
 const listQuery = obj({ status: oneOf(PREVIEW_STATUSES) });
 const idParams = yup.object({ uuid: uuid().required(), id: yup.number().integer().min(1).max(2147483647).required() });
 
-const CONFIG_COLUMNS = `app_uuid, enabled, pull_requests, branch_patterns, resource_uuid, project_uuid, use_parent_image, lifetime_hours,
-  webhook_secret_sealed, created_at, updated_at`;
-
 function configRecord(row: PreviewConfigRow | undefined): Record<string, unknown> | null {
   return row ? JSON.parse(JSON.stringify(row)) : null;
 }
@@ -52,7 +51,7 @@ export const previewRoutes = [
     response: previewConfigSchema,
     async handler(ctx) {
       const app = await findApp(ctx, ctx.params.uuid);
-      const row = await one<PreviewConfigRow>(ctx.deps.dataSource, `SELECT ${CONFIG_COLUMNS} FROM preview_configs WHERE app_uuid = $1`, [app.uuid]);
+      const row = await ctx.deps.dataSource.manager.findOneBy(PreviewConfig, { app_uuid: app.uuid });
       return previewConfigView(row ?? defaultPreviewConfig(app.uuid), ctx.koa.origin);
     },
   }),
@@ -68,7 +67,8 @@ export const previewRoutes = [
       return ctx.deps.dataSource.transaction(async (m) => {
         const app = await findApp(ctx, ctx.params.uuid, m, true);
         if (app.preview_parent_uuid) throw unprocessable('a preview environment\'s app cannot have preview environments of its own');
-        const stored = await one<PreviewConfigRow>(m, `SELECT ${CONFIG_COLUMNS} FROM preview_configs WHERE app_uuid = $1 FOR UPDATE`, [app.uuid]);
+        // Raw: the audit entry records this select list (the workspace left out), before and after.
+        const stored = await one<PreviewConfigRow>(m, `SELECT ${PREVIEW_CONFIG_COLUMNS} FROM preview_configs WHERE app_uuid = $1 FOR UPDATE`, [app.uuid]);
         const current = stored ?? defaultPreviewConfig(app.uuid);
         const next: PreviewConfigRow = {
           ...current,
@@ -94,7 +94,7 @@ export const previewRoutes = [
            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
            ON CONFLICT (app_uuid) DO UPDATE SET enabled = $3, pull_requests = $4, branch_patterns = $5, resource_uuid = $6,
              project_uuid = $7, use_parent_image = $8, lifetime_hours = $9, webhook_secret_sealed = $10, updated_at = now()
-           RETURNING ${CONFIG_COLUMNS}`,
+           RETURNING ${PREVIEW_CONFIG_COLUMNS}`,
           [app.uuid, ctx.caller.workspaceUuid, next.enabled, next.pull_requests, next.branch_patterns, next.resource_uuid,
             next.project_uuid, next.use_parent_image, next.lifetime_hours, sealed]);
         // Resource: the app whose settings these are; a new or rotated webhook secret shows as a redacted change.
@@ -110,11 +110,9 @@ export const previewRoutes = [
     response: yup.array(previewSchema),
     async handler(ctx) {
       const app = await findApp(ctx, ctx.params.uuid);
-      const where = `parent_app_uuid = $1 AND ($2::text IS NULL OR status = $2)`;
-      const list = await selectPage<PreviewRow>(ctx, {
-        from: 'preview_environments', select: `SELECT ${PREVIEW_COLUMNS} FROM preview_environments`,
-        where, params: [app.uuid, ctx.query.status ?? null], order: 'created_at DESC, id DESC',
-      });
+      const qb = ctx.deps.dataSource.manager.createQueryBuilder(PreviewEnvironment, 'p').where('p.parent_app_uuid = :app', { app: app.uuid });
+      if (ctx.query.status) qb.andWhere('p.status = :status', { status: ctx.query.status });
+      const list = await pageOf(ctx, qb.orderBy('p.created_at', 'DESC').addOrderBy('p.id', 'DESC'));
       return list.map(previewView);
     },
   }),
@@ -123,8 +121,7 @@ export const previewRoutes = [
     summary: 'Show a preview environment by its integer id', response: previewSchema,
     async handler(ctx) {
       const app = await findApp(ctx, ctx.params.uuid);
-      const row = await one<PreviewRow>(ctx.deps.dataSource,
-        `SELECT ${PREVIEW_COLUMNS} FROM preview_environments WHERE id = $1 AND parent_app_uuid = $2`, [ctx.params.id, app.uuid]);
+      const row = await ctx.deps.dataSource.manager.findOneBy(PreviewEnvironment, { id: ctx.params.id, parent_app_uuid: app.uuid });
       if (!row) throw notFound('preview environment');
       return previewView(row);
     },
@@ -140,8 +137,8 @@ export const previewRoutes = [
         const before = await one<{ s: Record<string, unknown> }>(m,
           `SELECT to_jsonb(p) AS s FROM preview_environments p WHERE id = $1 AND parent_app_uuid = $2 FOR UPDATE`, [ctx.params.id, app.uuid]);
         if (!before) throw notFound('preview environment');
-        const [updated] = await rows<PreviewRow & { key: string }>(m,
-          `UPDATE preview_environments SET status = 'destroying', updated_at = now() WHERE id = $1 RETURNING key, ${PREVIEW_COLUMNS}`, [ctx.params.id]);
+        const [updated] = await rows<PreviewEnvironment>(m,
+          `UPDATE preview_environments SET status = 'destroying', updated_at = now() WHERE id = $1 RETURNING ${columnsOf(PreviewEnvironment)}`, [ctx.params.id]);
         // A state change (destroying), so the entry shows the row's new snapshot rather than null.
         await recordAudit(m, ctx, { resourceUuid: updated!.app_uuid, before: before.s, after: await previewSnapshot(m, ctx.params.id) });
         return updated!;
@@ -162,10 +159,10 @@ export const previewRoutes = [
         if (!found) throw notFound('preview environment');
         if (found.status === 'destroying') throw conflict('the preview environment is being destroyed');
         const before = await previewSnapshot(m, ctx.params.id);
-        const [updated] = await rows<PreviewRow>(m,
+        const [updated] = await rows<PreviewEnvironment>(m,
           `UPDATE preview_environments SET generation = generation + 1, updated_at = now(),
                   status = CASE WHEN status IN ('active', 'failed') THEN 'updating' ELSE status END
-            WHERE id = $1 RETURNING ${PREVIEW_COLUMNS}`, [ctx.params.id]);
+            WHERE id = $1 RETURNING ${columnsOf(PreviewEnvironment)}`, [ctx.params.id]);
         await recordAudit(m, ctx, { resourceUuid: updated!.app_uuid, before, after: await previewSnapshot(m, ctx.params.id) });
         return { row: updated!, key: found.key };
       });

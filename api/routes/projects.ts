@@ -1,14 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import type { EntityManager } from 'typeorm';
+import { columnsOf } from '../../entities/columns';
+import { Project, ProjectRestriction } from '../../entities/project';
 import { one, rows } from '../../entities/sql';
 import * as yup from 'yup';
-import { assertProjectVisible, visibleProjectsClause } from '../access';
+import { assertProjectVisible } from '../access';
 import { recordAudit, snapshot } from '../audit';
-import { selectPage, type Page } from '../pagination';
+import { pageOf, type Page } from '../pagination';
+import { whereVisible } from '../visible-projects';
 import { conflict, notFound, unprocessable } from '../problem';
-import { route, type RouteContext } from '../route';
+import { route, type AnyRouteContext } from '../route';
 import { arr, obj, oneOf, str, uuid } from '../schemas/common';
-import { projectSchema, projectViews, restrictionSchema, restrictionView, type ProjectRow, type RestrictionView } from '../views/projects';
+import { projectSchema, projectViews, restrictionSchema, restrictionView } from '../views/projects';
 
 const TAG = 'projects';
 
@@ -33,14 +36,11 @@ const restrictionBody = obj({
   }),
 });
 
-type Ctx = RouteContext<any, any, any>;
+type Ctx = AnyRouteContext;
 
 /** The project, if it exists in the caller's workspace and is not closed to the caller. */
-export async function findProject(ctx: Ctx, projectUuid: string, db: EntityManager = ctx.deps.dataSource.manager): Promise<ProjectRow> {
-  const [row] = await db.query(
-    `SELECT uuid, name, description, state, created_at, updated_at FROM projects WHERE uuid = $1 AND workspace_uuid = $2`,
-    [projectUuid, ctx.caller.workspaceUuid],
-  );
+export async function findProject(ctx: Ctx, projectUuid: string, db: EntityManager = ctx.deps.dataSource.manager): Promise<Project> {
+  const row = await db.findOneBy(Project, { uuid: projectUuid, workspace_uuid: ctx.caller.workspaceUuid });
   if (!row) throw notFound('project');
   await assertProjectVisible(ctx, row.uuid, 'project');
   return row;
@@ -60,11 +60,11 @@ async function assignResources(ctx: Ctx, m: EntityManager, projectUuid: string, 
     `INSERT INTO project_resources (project_uuid, resource_uuid) SELECT $1, unnest($2::uuid[]) ON CONFLICT DO NOTHING`, [projectUuid, ids]);
 }
 
-async function view(ctx: Ctx, m: EntityManager, row: ProjectRow) {
+async function view(ctx: Ctx, m: EntityManager, row: Project) {
   return (await projectViews(m, ctx.caller.workspaceUuid, [row]))[0]!;
 }
 
-function assertActive(p: ProjectRow): void {
+function assertActive(p: Project): void {
   if (p.state === 'deleting') throw conflict('the project is being deleted');
 }
 
@@ -74,12 +74,9 @@ export const projectRoutes = [
     summary: 'List the projects of the workspace, newest first',
     response: yup.array(projectSchema),
     async handler(ctx) {
-      const visible = await visibleProjectsClause(ctx, 'uuid', 2);
-      const where = `workspace_uuid = $1 AND ${visible.sql}`;
-      const rows = await selectPage<ProjectRow>(ctx, {
-        from: 'projects', select: 'SELECT uuid, name, description, state, created_at, updated_at FROM projects',
-        where, params: [ctx.caller.workspaceUuid, visible.param], order: 'created_at DESC, uuid DESC',
-      });
+      const rows = await pageOf(ctx, (await whereVisible(ctx, ctx.deps.dataSource.manager.createQueryBuilder(Project, 'p')
+        .where('p.workspace_uuid = :workspace', { workspace: ctx.caller.workspaceUuid }), 'p.uuid'))
+        .orderBy('p.created_at', 'DESC').addOrderBy('p.uuid', 'DESC'));
       return projectViews(ctx.deps.dataSource.manager, ctx.caller.workspaceUuid, rows);
     },
   }),
@@ -89,10 +86,10 @@ export const projectRoutes = [
     async handler(ctx) {
       return ctx.deps.dataSource.transaction(async (m) => {
         const uuid = randomUUID();
-        const [row] = await m.query(
+        const row = await one<Project>(m,
           `INSERT INTO projects (uuid, workspace_uuid, name, description) VALUES ($1, $2, $3, $4)
            ON CONFLICT (workspace_uuid, name) DO NOTHING
-           RETURNING uuid, name, description, state, created_at, updated_at`,
+           RETURNING ${columnsOf(Project)}`,
           [uuid, ctx.caller.workspaceUuid, ctx.body.name, ctx.body.description ?? '']);
         if (!row) throw conflict(`a project named "${ctx.body.name}" already exists in this workspace`);
         if (ctx.body.resource_ids) await assignResources(ctx, m, uuid, ctx.body.resource_ids);
@@ -121,9 +118,9 @@ export const projectRoutes = [
           const [taken] = await m.query(`SELECT 1 FROM projects WHERE workspace_uuid = $1 AND name = $2`, [ctx.caller.workspaceUuid, ctx.body.name]);
           if (taken) throw conflict(`a project named "${ctx.body.name}" already exists in this workspace`);
         }
-        const row = await one<ProjectRow>(m,
+        const row = await one<Project>(m,
           `UPDATE projects SET name = COALESCE($2, name), description = COALESCE($3, description), updated_at = now()
-            WHERE uuid = $1 RETURNING uuid, name, description, state, created_at, updated_at`,
+            WHERE uuid = $1 RETURNING ${columnsOf(Project)}`,
           [project.uuid, ctx.body.name ?? null, ctx.body.description ?? null]);
         if (ctx.body.resource_ids) await assignResources(ctx, m, project.uuid, ctx.body.resource_ids);
         await recordAudit(m, ctx, { resourceUuid: project.uuid, before, after: await snapshot(m, 'projects', project.uuid) });
@@ -139,9 +136,8 @@ export const projectRoutes = [
       const { project, operation } = await ctx.deps.dataSource.transaction(async (m) => {
         const found = await findProject(ctx, ctx.params.uuid, m);
         const before = await snapshot(m, 'projects', found.uuid);
-        const updated = await one<ProjectRow>(m,
-          `UPDATE projects SET state = 'deleting', updated_at = now() WHERE uuid = $1
-            RETURNING uuid, name, description, state, created_at, updated_at`, [found.uuid]);
+        const updated = await one<Project>(m,
+          `UPDATE projects SET state = 'deleting', updated_at = now() WHERE uuid = $1 RETURNING ${columnsOf(Project)}`, [found.uuid]);
         const op = await ctx.deps.outbox.enqueue(m, {
           operation: 'project-delete', workflow: 'projectDelete', workspaceUuid: ctx.caller.workspaceUuid,
           resourceUuid: found.uuid, args: [{ projectUuid: found.uuid }],
@@ -158,9 +154,8 @@ export const projectRoutes = [
     summary: 'List who may reach a project', response: yup.array(restrictionSchema),
     async handler(ctx) {
       const project = await findProject(ctx, ctx.params.uuid);
-      const rows: RestrictionView[] = await ctx.deps.dataSource.query(
-        `SELECT id, subject_type, user_uuid, role_name FROM project_restrictions WHERE project_uuid = $1 ORDER BY id`, [project.uuid]);
-      return rows.map(restrictionView);
+      const list = await ctx.deps.dataSource.manager.find(ProjectRestriction, { where: { project_uuid: project.uuid }, order: { id: 'ASC' } });
+      return list.map(restrictionView);
     },
   }),
   route<{ uuid: string }, {}, yup.InferType<typeof restrictionBody>>({
@@ -179,9 +174,9 @@ export const projectRoutes = [
           const [role] = await m.query(`SELECT 1 FROM roles WHERE workspace_uuid = $1 AND name = $2`, [ctx.caller.workspaceUuid, ctx.body.role_name]);
           if (!role) throw unprocessable('role_name is not a role of this workspace', [{ path: 'body.role_name', message: 'no such role in this workspace' }]);
         }
-        const [row] = await m.query(
+        const row = await one<ProjectRestriction>(m,
           `INSERT INTO project_restrictions (project_uuid, subject_type, user_uuid, role_name) VALUES ($1, $2, $3, $4)
-           ON CONFLICT DO NOTHING RETURNING id, subject_type, user_uuid, role_name`,
+           ON CONFLICT DO NOTHING RETURNING ${columnsOf(ProjectRestriction)}`,
           [project.uuid, ctx.body.subject_type, ctx.body.user_uuid ?? null, ctx.body.role_name ?? null]);
         if (!row) throw conflict('this restriction already exists');
         await recordAudit(m, ctx, { resourceUuid: project.uuid, before: null, after: restrictionView(row) as unknown as Record<string, unknown> });
@@ -196,8 +191,8 @@ export const projectRoutes = [
     async handler(ctx) {
       return ctx.deps.dataSource.transaction(async (m) => {
         const project = await findProject(ctx, ctx.params.uuid, m);
-        const deleted = await rows<RestrictionView>(m,
-          `DELETE FROM project_restrictions WHERE project_uuid = $1 AND id = $2 RETURNING id, subject_type, user_uuid, role_name`, [project.uuid, ctx.params.id]);
+        const deleted = await rows<ProjectRestriction>(m,
+          `DELETE FROM project_restrictions WHERE project_uuid = $1 AND id = $2 RETURNING ${columnsOf(ProjectRestriction)}`, [project.uuid, ctx.params.id]);
         if (deleted.length === 0) throw notFound('restriction');
         await recordAudit(m, ctx, { resourceUuid: project.uuid, before: restrictionView(deleted[0]!) as unknown as Record<string, unknown>, after: null });
         return undefined;

@@ -1,13 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import * as yup from 'yup';
 import { needsHostname, REGISTRY_HOSTNAME, REGISTRY_PROVIDERS, type RegistryProvider } from '../../domain/registries';
-import { one, rows, type Db } from '../../entities/sql';
+import type { EntityManager } from 'typeorm';
+import { columnsOf } from '../../entities/columns';
+import { RegistryCredential } from '../../entities/registry-credential';
+import { one, rows } from '../../entities/sql';
 import { recordAudit, snapshot } from '../audit';
-import { selectPage, type Page } from '../pagination';
+import { pageOf, type Page } from '../pagination';
 import { conflict, notFound, unprocessable } from '../problem';
-import { route, type RouteContext } from '../route';
+import { route, type AnyRouteContext } from '../route';
 import { obj, oneOf, str } from '../schemas/common';
-import { CREDENTIAL_COLUMNS, registryCredentialSchema, registryCredentialView, type RegistryCredentialRow } from '../views/registry-credentials';
+import { registryCredentialSchema, registryCredentialView } from '../views/registry-credentials';
 
 const TAG = 'container_registry_credentials';
 const BASE = '/container_registry_credentials';
@@ -28,7 +31,7 @@ const createBody = obj({
 });
 const updateBody = obj(fields);
 
-type Ctx = RouteContext<any, any, any>;
+type Ctx = AnyRouteContext;
 
 function assertHostname(registry: RegistryProvider, hostname: string | null | undefined): void {
   if (needsHostname(registry) && !hostname) {
@@ -41,19 +44,16 @@ function assertHostname(registry: RegistryProvider, hostname: string | null | un
  * For routes that take `deployment_config.credential_id` (apps with container_registry):
  * 422 unless it names a credential of the caller's workspace.
  */
-export async function checkRegistryCredential(ctx: Ctx, credentialId: string, path = 'body.deployment_config.credential_id'): Promise<RegistryCredentialRow> {
-  const row = await one<RegistryCredentialRow>(ctx.deps.dataSource,
-    `SELECT ${CREDENTIAL_COLUMNS} FROM container_registry_credentials WHERE uuid = $1 AND workspace_uuid = $2`, [credentialId, ctx.caller.workspaceUuid]);
+export async function checkRegistryCredential(ctx: Ctx, credentialId: string, path = 'body.deployment_config.credential_id'): Promise<RegistryCredential> {
+  const row = await ctx.deps.dataSource.manager.findOneBy(RegistryCredential, { uuid: credentialId, workspace_uuid: ctx.caller.workspaceUuid });
   if (!row) throw unprocessable('credential_id is not a container registry credential of this workspace', [{ path, message: 'no such credential' }]);
   return row;
 }
 
 const duplicate = (name: string) => conflict(`a container registry credential named "${name}" already exists in this workspace`);
 
-async function find(ctx: Ctx, uuid: string, db: Db = ctx.deps.dataSource): Promise<RegistryCredentialRow> {
-  const row = await one<RegistryCredentialRow>(db,
-    `SELECT ${CREDENTIAL_COLUMNS} FROM container_registry_credentials WHERE uuid = $1 AND workspace_uuid = $2`,
-    [uuid, ctx.caller.workspaceUuid]);
+async function find(ctx: Ctx, uuid: string, db: EntityManager = ctx.deps.dataSource.manager): Promise<RegistryCredential> {
+  const row = await db.findOneBy(RegistryCredential, { uuid, workspace_uuid: ctx.caller.workspaceUuid });
   if (!row) throw notFound('container registry credential');
   return row;
 }
@@ -64,10 +64,9 @@ export const registryCredentialRoutes = [
     summary: 'List the container registry credentials of the workspace, newest first (tokens are never returned)',
     response: yup.array(registryCredentialSchema),
     async handler(ctx) {
-      const list = await selectPage<RegistryCredentialRow>(ctx, {
-        from: 'container_registry_credentials', select: `SELECT ${CREDENTIAL_COLUMNS} FROM container_registry_credentials`,
-        where: 'workspace_uuid = $1', params: [ctx.caller.workspaceUuid], order: 'created_at DESC, uuid DESC',
-      });
+      const list = await pageOf(ctx, ctx.deps.dataSource.manager.createQueryBuilder(RegistryCredential, 'c')
+        .where('c.workspace_uuid = :workspace', { workspace: ctx.caller.workspaceUuid })
+        .orderBy('c.created_at', 'DESC').addOrderBy('c.uuid', 'DESC'));
       return list.map(registryCredentialView);
     },
   }),
@@ -79,9 +78,9 @@ export const registryCredentialRoutes = [
       const b = ctx.body;
       assertHostname(b.registry, b.registry_hostname);
       const row = await ctx.deps.dataSource.transaction(async (m) => {
-        const inserted = await one<RegistryCredentialRow>(m,
+        const inserted = await one<RegistryCredential>(m,
           `INSERT INTO container_registry_credentials (uuid, workspace_uuid, name, registry, username, registry_hostname, token_sealed)
-           VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (workspace_uuid, name) DO NOTHING RETURNING ${CREDENTIAL_COLUMNS}`,
+           VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (workspace_uuid, name) DO NOTHING RETURNING ${columnsOf(RegistryCredential)}`,
           [randomUUID(), ctx.caller.workspaceUuid, b.name, b.registry, b.username, b.registry_hostname || null, ctx.deps.secretBox.seal(b.token)]);
         if (!inserted) throw duplicate(b.name);
         await recordAudit(m, ctx, { resourceUuid: inserted.uuid, before: null, after: await snapshot(m, 'container_registry_credentials', inserted.uuid) });
@@ -114,10 +113,10 @@ export const registryCredentialRoutes = [
           if (taken) throw duplicate(b.name);
         }
         const before = await snapshot(m, 'container_registry_credentials', current.uuid);
-        const row = await one<RegistryCredentialRow>(m,
+        const row = await one<RegistryCredential>(m,
           `UPDATE container_registry_credentials SET name = COALESCE($2, name), registry = $3, username = COALESCE($4, username),
                   registry_hostname = $5, token_sealed = COALESCE($6, token_sealed), updated_at = now()
-            WHERE uuid = $1 RETURNING ${CREDENTIAL_COLUMNS}`,
+            WHERE uuid = $1 RETURNING ${columnsOf(RegistryCredential)}`,
           [current.uuid, b.name ?? null, registry, b.username ?? null, hostname, b.token === undefined ? null : ctx.deps.secretBox.seal(b.token)]);
         await recordAudit(m, ctx, { resourceUuid: current.uuid, before, after: await snapshot(m, 'container_registry_credentials', current.uuid) });
         return registryCredentialView(row!);

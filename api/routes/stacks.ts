@@ -7,15 +7,17 @@ import { composePathProblem, type Manifest } from '../../domain/compose';
 import { BRANCH, normalizeRepositoryUrl } from '../../domain/git-urls';
 import { typedStart, type Workflows } from '../../platform/workflow-starts';
 import { STACK_NAME, VARIABLE_NAME, type AnalyzeInput, type AnalyzeResult } from '../../domain/stacks';
+import { Stack } from '../../entities/stack';
 import { one, rows } from '../../entities/sql';
-import { assertProjectVisible, visibleProjectsClause } from '../access';
+import { assertProjectVisible } from '../access';
 import { recordAudit, snapshot } from '../audit';
-import { selectPage, type Page } from '../pagination';
+import { pageOf, type Page } from '../pagination';
 import { checkPlacement, checkResource } from '../placement';
 import { conflict, notFound, Problem, unprocessable } from '../problem';
-import { route, type RouteContext } from '../route';
+import { route, type AnyRouteContext } from '../route';
 import { bool, json, obj, str, uuid } from '../schemas/common';
-import { analyzeSchema, STACK_COLUMNS, stackListSchema, stackSchema, stackViews, type StackRow } from '../views/stacks';
+import { analyzeSchema, stackListSchema, stackSchema, stackViews } from '../views/stacks';
+import { whereVisible } from '../visible-projects';
 
 const TAG = 'stacks';
 
@@ -63,7 +65,7 @@ const deploymentBody = obj({
 const redeployBody = obj({ variables: variables() });
 const updateBody = obj({ label: str().trim().min(1).max(100), project_id: uuid().nullable() });
 
-type Ctx = RouteContext<any, any, any>;
+type Ctx = AnyRouteContext;
 
 function repository(ctx: Ctx, value: string, field: string): string {
   const r = normalizeRepositoryUrl(value, ctx.deps.config.gitAllowFileUrls);
@@ -99,8 +101,8 @@ async function analyze(ctx: Ctx, input: AnalyzeInput): Promise<AnalyzeResult> {
   }
 }
 
-async function findStack(ctx: Ctx, uuid: string, db: EntityManager = ctx.deps.dataSource.manager, lock = false): Promise<StackRow> {
-  const row = await one<StackRow>(db, `SELECT ${STACK_COLUMNS} FROM stacks WHERE uuid = $1 AND workspace_uuid = $2${lock ? ' FOR UPDATE' : ''}`, [uuid, ctx.caller.workspaceUuid]);
+async function findStack(ctx: Ctx, uuid: string, db: EntityManager = ctx.deps.dataSource.manager, lock = false): Promise<Stack> {
+  const row = await db.findOne(Stack, { where: { uuid, workspace_uuid: ctx.caller.workspaceUuid }, ...(lock ? { lock: { mode: 'pessimistic_write' as const } } : {}) });
   if (!row) throw notFound('stack');
   await assertProjectVisible(ctx, row.project_id, 'stack');
   return row;
@@ -152,11 +154,9 @@ export const stackRoutes = [
     method: 'get', path: '/stacks', operation: 'stacks.read', tag: TAG, paginated: true,
     summary: 'List the stacks of the workspace, newest first, with services, latest deployment and totals', response: stackListSchema,
     async handler(ctx) {
-      const visible = await visibleProjectsClause(ctx, 'project_id', 2);
-      const where = `workspace_uuid = $1 AND ${visible.sql}`;
-      const list = await selectPage<StackRow>(ctx, {
-        from: 'stacks', select: `SELECT ${STACK_COLUMNS} FROM stacks`, where, params: [ctx.caller.workspaceUuid, visible.param], order: 'created_at DESC, uuid DESC',
-      });
+      const list = await pageOf(ctx, (await whereVisible(ctx, ctx.deps.dataSource.manager.createQueryBuilder(Stack, 's')
+        .where('s.workspace_uuid = :workspace', { workspace: ctx.caller.workspaceUuid }), 's.project_id'))
+        .orderBy('s.created_at', 'DESC').addOrderBy('s.uuid', 'DESC'));
       return stackViews(ctx.deps.dataSource.manager, ctx.caller.workspaceUuid, list);
     },
   }),

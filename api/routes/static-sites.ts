@@ -3,13 +3,14 @@ import type { EntityManager } from 'typeorm';
 import * as yup from 'yup';
 import { BRANCH, normalizeRepositoryUrl } from '../../domain/git-urls';
 import { publishDirectoryProblem, SITE_NAME, siteHost } from '../../domain/static-sites';
+import { StaticSiteDeployment } from '../../entities/static-site';
 import { one } from '../../entities/sql';
 import { assertProjectVisible, visibleProjectsClause } from '../access';
 import { recordAudit, snapshot } from '../audit';
-import { selectPage, type Page } from '../pagination';
+import { pageOf, selectPage, type Page } from '../pagination';
 import { checkProject } from '../placement';
 import { conflict, notFound, Problem, unprocessable } from '../problem';
-import { route, type RouteContext } from '../route';
+import { route, type AnyRouteContext } from '../route';
 import { obj, str, uuid } from '../schemas/common';
 import { SITE_SELECT, siteDeploymentSchema, siteDeploymentView, siteListSchema, siteSchema, siteView, type SiteRow } from '../views/static-sites';
 
@@ -36,7 +37,7 @@ const createBody = obj({
 });
 const updateBody = obj({ label: str().trim().min(1).max(100), project_id: uuid().nullable() });
 
-type Ctx = RouteContext<any, any, any>;
+type Ctx = AnyRouteContext;
 type Source = yup.InferType<typeof deploymentConfig>;
 
 async function findSite(ctx: Ctx, uuid: string, db: EntityManager = ctx.deps.dataSource.manager, lock = false): Promise<SiteRow> {
@@ -178,10 +179,8 @@ export const staticSiteRoutes = [
     summary: 'A static site\'s deployments, newest first', response: yup.array(siteDeploymentSchema),
     async handler(ctx) {
       const s = await findSite(ctx, ctx.params.uuid);
-      const list = await selectPage<Parameters<typeof siteDeploymentView>[0]>(ctx, {
-        from: 'static_site_deployments', select: 'SELECT uuid, state, commit_sha, file_count, message, created_at, completed_at FROM static_site_deployments',
-        where: 'site_uuid = $1', params: [s.uuid], order: 'created_at DESC, uuid DESC',
-      });
+      const list = await pageOf(ctx, ctx.deps.dataSource.manager.createQueryBuilder(StaticSiteDeployment, 'd')
+        .where('d.site_uuid = :site', { site: s.uuid }).orderBy('d.created_at', 'DESC').addOrderBy('d.uuid', 'DESC'));
       return list.map(siteDeploymentView);
     },
   }),

@@ -5,14 +5,14 @@ import { WIREGUARD_VAULT_MS, generateWireguardKeyPair, wireguardConfig } from '.
 import { one, rows } from '../../entities/sql';
 import { recordAudit, snapshot } from '../audit';
 import { conflict, gone, notFound, unprocessable } from '../problem';
-import { route, type RouteContext } from '../route';
+import { route, type AnyRouteContext } from '../route';
 import { createVpnUserBody } from '../schemas/vpcs';
 import { VPN_USER_COLUMNS, vpnUserSchema, vpnUserView, type VpcRow, type VpnUserRow } from '../views/vpcs';
 import { assertVpcActive, findVpc } from './vpcs';
 
 const TAG = 'vpcs';
 
-async function findUser(ctx: RouteContext<any, any, any>, vpc: VpcRow, userUuid: string, db = ctx.deps.dataSource.manager): Promise<VpnUserRow> {
+async function findUser(ctx: AnyRouteContext, vpc: VpcRow, userUuid: string, db = ctx.deps.dataSource.manager): Promise<VpnUserRow> {
   const row = await one<VpnUserRow>(db, `SELECT ${VPN_USER_COLUMNS} FROM vpc_vpn_users WHERE uuid = $1 AND vpc_uuid = $2`, [userUuid, vpc.uuid]);
   if (!row) throw notFound('VPN user');
   return row;

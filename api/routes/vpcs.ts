@@ -6,12 +6,12 @@ import { one } from '../../entities/sql';
 import { recordAudit, snapshot } from '../audit';
 import { selectPage, type Page } from '../pagination';
 import { badRequest, conflict, notFound, unprocessable } from '../problem';
-import { route, type RouteContext } from '../route';
+import { route, type AnyRouteContext } from '../route';
 import { createVpcBody, updateVpcBody } from '../schemas/vpcs';
 import { VPC_SELECT, vpcSchema, vpcView, type VpcRow } from '../views/vpcs';
 
 const TAG = 'vpcs';
-type Ctx = RouteContext<any, any, any>;
+type Ctx = AnyRouteContext;
 
 /** The VPC, if it belongs to the caller's workspace (404 otherwise). `lock` takes a row lock. */
 export async function findVpc(ctx: Ctx, vpcUuid: string, db: EntityManager = ctx.deps.dataSource.manager, lock = false): Promise<VpcRow> {

@@ -3,39 +3,37 @@ import type { EntityManager } from 'typeorm';
 import * as yup from 'yup';
 import type { EventEnvelope } from '../../domain/events';
 import { WEBHOOK_ATTEMPT_TIMEOUT_MS, webhookDeliveryWorkflowId } from '../../domain/webhooks';
+import { columnsOf } from '../../entities/columns';
 import { one, rows } from '../../entities/sql';
+import { Webhook } from '../../entities/webhook';
+import { WebhookDelivery } from '../../entities/webhook-delivery';
 import { recordAudit, snapshot } from '../audit';
 import { write } from '../commands/audited-write';
 import { createWebhook, updateWebhook } from '../commands/webhooks';
 import { redeliveryOperation, startWebhookDelivery } from '../../platform/webhook-starts';
-import { selectPage, type Page } from '../pagination';
+import { pageOf, type Page } from '../pagination';
 import { notFound, unprocessable } from '../problem';
-import { route, type RouteContext } from '../route';
+import { route, type AnyRouteContext } from '../route';
 import { createWebhookBody, updateWebhookBody } from '../schemas/webhooks';
-import {
-  createdWebhookSchema, DELIVERY_COLUMNS, deliverySchema, deliveryView, WEBHOOK_COLUMNS, webhookSchema, webhookView,
-  type DeliveryRow, type WebhookRow,
-} from '../views/webhooks';
+import { createdWebhookSchema, deliverySchema, deliveryView, webhookSchema, webhookView } from '../views/webhooks';
 
 const TAG = 'webhooks';
 /** How long POST /webhooks/{uuid}/test waits for the ping's one attempt before answering with the delivery as it stands. */
 const PING_WAIT_MS = WEBHOOK_ATTEMPT_TIMEOUT_MS + 20_000;
 
-type Ctx = RouteContext<any, any, any>;
+type Ctx = AnyRouteContext;
 type CreateBody = yup.InferType<typeof createWebhookBody>;
 type UpdateBody = yup.InferType<typeof updateWebhookBody>;
 
-async function findWebhook(ctx: Ctx, uuid: string, db: Pick<EntityManager, 'query'> = ctx.deps.dataSource.manager): Promise<WebhookRow> {
-  const row = await one<WebhookRow>(db, `SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE uuid = $1 AND workspace_uuid = $2`,
-    [uuid, ctx.caller.workspaceUuid]);
+async function findWebhook(ctx: Ctx, uuid: string, db: EntityManager = ctx.deps.dataSource.manager): Promise<Webhook> {
+  const row = await db.findOneBy(Webhook, { uuid, workspace_uuid: ctx.caller.workspaceUuid });
   if (!row) throw notFound('webhook');
   return row;
 }
 
 async function findDelivery(ctx: Ctx, webhookUuid: string, deliveryUuid: string,
-  db: Pick<EntityManager, 'query'> = ctx.deps.dataSource.manager): Promise<DeliveryRow> {
-  const row = await one<DeliveryRow>(db, `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE uuid = $1 AND webhook_uuid = $2`,
-    [deliveryUuid, webhookUuid]);
+  db: EntityManager = ctx.deps.dataSource.manager): Promise<WebhookDelivery> {
+  const row = await db.findOneBy(WebhookDelivery, { uuid: deliveryUuid, webhook_uuid: webhookUuid });
   if (!row) throw notFound('delivery');
   return row;
 }
@@ -45,9 +43,9 @@ export const webhookRoutes = [
     method: 'get', path: '/webhooks', operation: 'webhooks.manage', tag: TAG, paginated: true,
     summary: 'List the workspace\'s webhooks, newest first', response: yup.array(webhookSchema),
     async handler(ctx) {
-      const list = await selectPage<WebhookRow>(ctx, {
-        from: 'webhooks', select: `SELECT ${WEBHOOK_COLUMNS} FROM webhooks`, where: 'workspace_uuid = $1', params: [ctx.caller.workspaceUuid], order: 'created_at DESC, uuid DESC',
-      });
+      const list = await pageOf(ctx, ctx.deps.dataSource.manager.createQueryBuilder(Webhook, 'w')
+        .where('w.workspace_uuid = :workspace', { workspace: ctx.caller.workspaceUuid })
+        .orderBy('w.created_at', 'DESC').addOrderBy('w.uuid', 'DESC'));
       return list.map(webhookView);
     },
   }),
@@ -119,8 +117,7 @@ export const webhookRoutes = [
           `UPDATE webhook_deliveries SET status = 'failed', message = $3 WHERE webhook_uuid = $1 AND event_id = $2 AND status = 'pending'`,
           [webhook.uuid, eventId, 'the ping could not be queued; try again']);
       }
-      const row = await one<DeliveryRow>(ctx.deps.dataSource, `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE webhook_uuid = $1 AND event_id = $2`,
-        [webhook.uuid, eventId]);
+      const row = await ctx.deps.dataSource.manager.findOneBy(WebhookDelivery, { webhook_uuid: webhook.uuid, event_id: eventId });
       return deliveryView(row!);
     },
   }),
@@ -130,9 +127,8 @@ export const webhookRoutes = [
     response: yup.array(deliverySchema),
     async handler(ctx) {
       const webhook = await findWebhook(ctx, ctx.params.uuid);
-      const list = await selectPage<DeliveryRow>(ctx, {
-        from: 'webhook_deliveries', select: `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries`, where: 'webhook_uuid = $1', params: [webhook.uuid], order: 'seq DESC',
-      });
+      const list = await pageOf(ctx, ctx.deps.dataSource.manager.createQueryBuilder(WebhookDelivery, 'd')
+        .where('d.webhook_uuid = :webhook', { webhook: webhook.uuid }).orderBy('d.seq', 'DESC'));
       return list.map(deliveryView);
     },
   }),
@@ -158,8 +154,8 @@ export const webhookRoutes = [
         if (!webhook.enabled) throw unprocessable('the webhook is disabled: re-enable it (PUT enabled: true) before retrying deliveries');
         const before = await snapshot(m, 'webhook_deliveries', found.uuid);
         // A pending delivery stays pending and is only signalled again.
-        const moved = await one<DeliveryRow>(m,
-          `UPDATE webhook_deliveries SET status = 'pending' WHERE uuid = $1 AND status IN ('failed', 'delivered') RETURNING ${DELIVERY_COLUMNS}`,
+        const moved = await one<WebhookDelivery>(m,
+          `UPDATE webhook_deliveries SET status = 'pending' WHERE uuid = $1 AND status IN ('failed', 'delivered') RETURNING ${columnsOf(WebhookDelivery)}`,
           [found.uuid]);
         const queued = await ctx.deps.outbox.enqueue(m, redeliveryOperation(ctx.caller.workspaceUuid,
           { webhookUuid: webhook.uuid, eventId: found.event_id, ...(found.event_type === 'ping' ? { ping: true } : {}) }));

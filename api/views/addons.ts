@@ -1,15 +1,16 @@
-import type { Addon } from '../../entities/addon';
-import type { EntityManager } from 'typeorm';
+import { Addon } from '../../entities/addon';
+import { App } from '../../entities/app';
+import { columnsOf } from '../../entities/columns';
+import { ComputeResource } from '../../entities/compute-resource';
+import type { DataSource, EntityManager } from 'typeorm';
 import * as yup from 'yup';
 import { addonConnection } from '../../domain/addon-connection';
 import type { SecretBox } from '../../domain/secret-box';
 import { arr, int, json, num, obj, str, timestamp, uuid } from '../schemas/common';
 import { isoRequired } from './common';
 
-/** Columns every add-on view reads (with the primary's credentials for a replica, and the region's domain). */
-export const ADDON_COLUMNS = `a.uuid, a.workspace_uuid, a.kind, a.app_uuid, a.project_id, a.resource_uuid, a.type, a.name, a.label, a.state,
-  a.quota, a.settings, a.public_access, a.backup_enabled, a.backup_active, a.settings_generation, a.replica_of, a.restored_from,
-  a.cluster_id, a.endpoint, a.created_at, a.updated_at,
+/** Raw (the query builder cannot replace an entity column by a COALESCE over a self-join): columns every add-on view reads (with the primary's credentials for a replica, and the region's domain). */
+export const ADDON_COLUMNS = `${columnsOf(Addon, 'a', { except: ['database_name', 'username', 'password_sealed'] })},
   COALESCE(p.database_name, a.database_name) AS database_name, COALESCE(p.username, a.username) AS username,
   COALESCE(p.password_sealed, a.password_sealed) AS password_sealed, COALESCE(p.public_access, a.public_access) AS effective_public_access,
   g.domain AS region_domain, (c.plan->>'plan_type') AS plan_type`;
@@ -112,14 +113,18 @@ export function appAddonsFromJson(rows: ReadonlyArray<Omit<AddonRow, 'created_at
  * (through the compute resource) and the fqdn of add-ons and services; cron jobs get no
  * fqdn. Unknown uuids are absent from the map.
  */
-export async function lookupAttachableAddons(db: Pick<EntityManager, 'query'>, uuids: readonly string[]): Promise<Map<string, { kind: 'addon' | 'service'; type: string; workspaceUuid: string; regionId: number; fqdn: string | null; projectId: string | null }>> {
-  const found: Array<{ uuid: string; kind: 'addon' | 'service'; type: string; workspace_uuid: string; region_id: number; name: string; project_id: string | null; app_project: string | null }> = await db.query(
-    `SELECT a.uuid, a.kind, a.type, a.workspace_uuid, c.region_id, a.name, a.project_id, ap.project_id AS app_project
-       FROM addons a JOIN compute_resources c ON c.uuid = a.resource_uuid LEFT JOIN apps ap ON ap.uuid = a.app_uuid
-      WHERE a.uuid = ANY($1::uuid[]) AND a.state <> 'deleting'`, [uuids]);
-  return new Map(found.map((r) => [r.uuid, {
-    kind: r.kind, type: r.type, workspaceUuid: r.workspace_uuid, regionId: r.region_id,
-    fqdn: r.type === 'cronjob' ? null : `${r.name}.internal`, projectId: r.project_id ?? r.app_project,
+export async function lookupAttachableAddons(db: DataSource | EntityManager, uuids: readonly string[]): Promise<Map<string, { kind: 'addon' | 'service'; type: string; workspaceUuid: string; regionId: number; fqdn: string | null; projectId: string | null }>> {
+  if (uuids.length === 0) return new Map();
+  const { entities, raw } = await db.createQueryBuilder(Addon, 'a')
+    .innerJoin(ComputeResource, 'c', 'c.uuid = a.resource_uuid')
+    .leftJoin(App, 'ap', 'ap.uuid = a.app_uuid')
+    .addSelect('c.region_id', 'region_id').addSelect('ap.project_id', 'app_project')
+    .where('a.uuid IN (:...uuids)', { uuids }).andWhere("a.state <> 'deleting'")
+    .getRawAndEntities<{ a_uuid: string; region_id: number; app_project: string | null }>();
+  const joined = new Map(raw.map((r) => [r.a_uuid, r]));
+  return new Map(entities.map((r) => [r.uuid, {
+    kind: r.kind, type: r.type, workspaceUuid: r.workspace_uuid, regionId: joined.get(r.uuid)!.region_id,
+    fqdn: r.type === 'cronjob' ? null : `${r.name}.internal`, projectId: r.project_id ?? joined.get(r.uuid)!.app_project,
   }]));
 }
 

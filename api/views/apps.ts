@@ -1,8 +1,10 @@
 import type { SecretBox } from '../../domain/secret-box';
 import { ADDON_COLUMNS, ADDON_FROM, APP_ADDONS_ORDER, APP_ADDONS_WHERE, appAddonsFromJson, loadAppAddons } from './addons';
 import * as yup from 'yup';
-import type { AppQuota } from '../../entities/app';
-import type { Component, Plan } from '../../entities/compute-resource';
+import { App, AppDeployment } from '../../entities/app';
+import { columnsOf, hydrated, type Prefixed } from '../../entities/columns';
+import { ComputeResource } from '../../entities/compute-resource';
+import { Region } from '../../entities/region';
 import type { RestrictionRule } from '../../domain/projects';
 import type { Db } from '../../entities/sql';
 import { preparedRows, rows } from '../../entities/sql';
@@ -45,63 +47,29 @@ export const appSchema = obj({
 
 export type AppView = yup.InferType<typeof appSchema>;
 
-/** The columns of an app row a view may read (never the sealed basic-auth password). */
-export interface AppRow {
-  uuid: string;
-  workspace_uuid: string;
-  name: string;
-  label: string;
-  state: string;
-  project_id: string | null;
-  resource_uuid: string;
-  deployment_method: string;
-  deployment_config: Record<string, unknown>;
-  builder: string;
-  manage_dns_records: boolean;
-  maintenance: boolean;
-  private_access: boolean;
-  allow_connections: boolean;
-  basic_auth_enabled: boolean;
-  needs_redeploy: boolean;
-  service_name: string;
-  internal_port: number;
-  quota: AppQuota;
-  created_at: Date;
-  updated_at: Date;
-}
+/** Columns of an app the view never reads: the basic-auth credentials, and what other areas keep. */
+const APP_UNREAD = ['basic_auth_username', 'basic_auth_password_sealed', 'preview_parent_uuid', 'health_checks', 'scaling_profile',
+  'parent_app_uuid', 'parent_image_auto_sync', 'created_by_member_uuid', 'needs_redeploy_since'] as const;
 
-export interface JoinedRow extends AppRow {
-  r_name: string;
-  r_state: string;
-  r_labels: string[];
-  total_cpu_size: number;
-  total_ram_size: string;
-  total_disk_size: string;
-  plan: Plan;
-  components: Component[];
-  r_created_at: Date;
-  r_updated_at: Date;
-  region_id: number;
-  region_name: string;
-  region_code: string;
-  region_domain: string;
-  used_cpu: number | null;
-  used_ram: string | null;
-  used_disk: string | null;
-  project_ids: string[];
-}
+/** The resource columns the `platform` object shows (its workspace and creator stay inside). */
+const RESOURCE_UNREAD = ['uuid', 'workspace_uuid', 'region_id', 'created_by_member_uuid'] as const;
 
 /**
- * Apps with their `platform` and region in one query for any number of them (used
- * capacity and project assignment are LATERAL sums over the app's own resource).
+ * An app with its compute resource (fields `r_*`), its region (`region_*`), the resource's
+ * used capacity and projects (LATERAL sums over the app's own resource).
+ */
+export type JoinedRow = Omit<App, (typeof APP_UNREAD)[number]> & { needs_redeploy: boolean }
+  & Prefixed<Omit<ComputeResource, (typeof RESOURCE_UNREAD)[number]>, 'r_'> & Prefixed<Region, 'region_'>
+  & { used_cpu: number | null; used_ram: string | null; used_disk: string | null; project_ids: string[] };
+
+/**
+ * Apps with their `platform` and region in one query for any number of them. Raw: the
+ * LATERAL sums and the prefixed joins are beyond the query builder; the lists come from the entities.
  */
 export const APP_SELECT = `
-  SELECT a.uuid, a.workspace_uuid, a.name, a.label, a.state, a.project_id, a.resource_uuid, a.deployment_method, a.deployment_config,
-         a.builder, a.manage_dns_records, a.maintenance, a.private_access, a.allow_connections, a.basic_auth_enabled, a.service_name,
-         a.internal_port, a.needs_redeploy_since IS NOT NULL AS needs_redeploy, a.quota, a.created_at, a.updated_at,
-         c.name AS r_name, c.state AS r_state, c.labels AS r_labels, c.total_cpu_size, c.total_ram_size, c.total_disk_size, c.plan,
-         c.components, c.created_at AS r_created_at, c.updated_at AS r_updated_at,
-         g.id AS region_id, g.name AS region_name, g.code AS region_code, g.domain AS region_domain,
+  SELECT ${columnsOf(App, 'a', { except: APP_UNREAD })}, a.needs_redeploy_since IS NOT NULL AS needs_redeploy,
+         ${columnsOf(ComputeResource, 'c', { except: RESOURCE_UNREAD, prefix: 'r_' })},
+         ${columnsOf(Region, 'g', { prefix: 'region_' })},
          u.cpu AS used_cpu, u.ram AS used_ram, u.disk AS used_disk, COALESCE(pr.ids, '{}') AS project_ids
     FROM apps a
     JOIN compute_resources c ON c.uuid = a.resource_uuid
@@ -111,9 +79,17 @@ export const APP_SELECT = `
     LEFT JOIN LATERAL (SELECT array_agg(project_uuid::text ORDER BY created_at) AS ids
                          FROM project_resources WHERE resource_uuid = c.uuid) pr ON true`;
 
+/** Raw APP_SELECT rows as JoinedRow: the resource's transformers applied (bigint sizes as numbers). */
+export function joinedRows<R extends JoinedRow>(found: R[]): R[] {
+  return hydrated(ComputeResource, found, 'r_');
+}
+
 function platformOf(r: JoinedRow): ResourceView {
   return resourceView({
-    ...r, uuid: r.resource_uuid, name: r.r_name, state: r.r_state, labels: r.r_labels, created_at: r.r_created_at, updated_at: r.r_updated_at,
+    uuid: r.resource_uuid, name: r.r_name, state: r.r_state, labels: r.r_labels, total_cpu_size: r.r_total_cpu_size,
+    total_ram_size: r.r_total_ram_size, total_disk_size: r.r_total_disk_size, plan: r.r_plan, components: r.r_components,
+    created_at: r.r_created_at, updated_at: r.r_updated_at, region_id: r.region_id, region_name: r.region_name, region_code: r.region_code,
+    used_cpu: r.used_cpu, used_ram: r.used_ram, used_disk: r.used_disk, project_ids: r.project_ids,
   });
 }
 
@@ -161,7 +137,7 @@ export async function withAddons(db: Db, secretBox: SecretBox, views: AppView[])
 }
 
 export async function loadApp(db: Db, workspaceUuid: string, appUuid: string, origin: string): Promise<AppView | null> {
-  const [row] = await rows<JoinedRow>(db, `${APP_SELECT} WHERE a.workspace_uuid = $1 AND a.uuid = $2`, [workspaceUuid, appUuid]);
+  const [row] = joinedRows(await rows<JoinedRow>(db, `${APP_SELECT} WHERE a.workspace_uuid = $1 AND a.uuid = $2`, [workspaceUuid, appUuid]));
   return row ? appView(row, origin) : null;
 }
 
@@ -173,7 +149,7 @@ export async function loadApp(db: Db, workspaceUuid: string, appUuid: string, or
  */
 export async function loadReachableApp(ds: DataSource, secretBox: SecretBox, workspaceUuid: string, appUuid: string, origin: string,
   reaches: (restrictions: RestrictionRule[]) => boolean): Promise<AppView | null> {
-  const [row] = await preparedRows<JoinedRow & { restrictions: RestrictionRule[] | null; addon_rows: Parameters<typeof appAddonsFromJson>[0] | null }>(ds, 'berth_app_show', REACHABLE_APP_SQL, [workspaceUuid, appUuid]);
+  const [row] = joinedRows(await preparedRows<JoinedRow & { restrictions: RestrictionRule[] | null; addon_rows: Parameters<typeof appAddonsFromJson>[0] | null }>(ds, 'berth_app_show', REACHABLE_APP_SQL, [workspaceUuid, appUuid]));
   if (!row || !reaches(row.restrictions ?? [])) return null;
   return { ...appView(row, origin), ...appAddonsFromJson(row.addon_rows ?? [], secretBox) };
 }
@@ -209,22 +185,9 @@ export const buildLogEntrySchema = obj({
   message: str().defined(),
 });
 
-export interface DeploymentRow {
-  uuid: string;
-  state: string;
-  commit_sha: string | null;
-  commit_message: string | null;
-  branch: string | null;
-  deployment_method: string;
-  image: string | null;
-  message: string | null;
-  created_at: Date;
-  updated_at: Date;
-  finished_at: Date | null;
-  logs_stored_at: Date | null;
-}
+export type DeploymentRow = AppDeployment;
 
-export const DEPLOYMENT_COLUMNS = 'uuid, state, commit_sha, commit_message, branch, deployment_method, image, message, created_at, updated_at, finished_at, logs_stored_at';
+export const DEPLOYMENT_COLUMNS = columnsOf(AppDeployment);
 
 export type DeploymentView = yup.InferType<typeof deploymentSchema>;
 

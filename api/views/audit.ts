@@ -1,21 +1,7 @@
 import * as yup from 'yup';
 import { json, obj, oneOf, str, timestamp, uuid } from '../schemas/common';
+import type { AuditEvent } from '../../entities/audit-event';
 import { iso } from './common';
-
-export interface AuditRow {
-  uuid: string;
-  actor_type: 'member' | 'workspace_token' | 'system';
-  actor_uuid: string | null;
-  source: string;
-  action: string;
-  resource_type: string;
-  resource_uuid: string | null;
-  diff: Record<string, unknown>;
-  request_id: string | null;
-  client_ip: string | null;
-  user_agent: string | null;
-  created_at: Date;
-}
 
 export const auditEventSchema = obj({
   uuid: uuid().required(),
@@ -31,11 +17,12 @@ export const auditEventSchema = obj({
   created_at: timestamp().required(),
 });
 
-export function auditEventView(r: AuditRow) {
+/** An allow-list of the entry: the workspace and the app it concerns stay inside. */
+export function auditEventView(r: AuditEvent) {
   return {
     uuid: r.uuid,
     actor: { type: r.actor_type, uuid: r.actor_uuid },
-    source: r.source as 'api' | 'workflow' | 'code-host' | 'scheduler',
+    source: r.source,
     action: r.action,
     resource_type: r.resource_type,
     resource_uuid: r.resource_uuid,

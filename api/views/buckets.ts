@@ -1,36 +1,23 @@
 import type { EntityManager } from 'typeorm';
 import * as yup from 'yup';
 import type { StorageDriver } from '../../platform/drivers/storage';
-import { BUCKET_STATES, publicEndpoint, quotaBytes, usagePercentage, VISIBILITIES, type Visibility } from '../../domain/buckets';
+import { BUCKET_STATES, publicEndpoint, quotaBytes, usagePercentage, VISIBILITIES } from '../../domain/buckets';
+import { Bucket } from '../../entities/bucket';
+import { columnsOf } from '../../entities/columns';
 import type { SecretBox } from '../../domain/secret-box';
 import { unavailable } from '../problem';
 import { int, num, obj, oneOf, str, timestamp, uuid } from '../schemas/common';
 import { isoRequired } from './common';
 import { loadResources, resourceSchema, type ResourceView } from './resources';
 
-export interface BucketRow {
-  uuid: string;
-  workspace_uuid: string;
-  project_id: string | null;
-  resource_uuid: string;
-  name: string;
-  label: string;
-  state: string;
-  visibility: Visibility;
-  disk_size_gib: number;
-  s3_endpoint: string;
-  s3_access_key: string;
-  s3_secret_sealed: string;
-  policy: string;
-  acl: string;
-  created_at: Date;
-  updated_at: Date;
-  region_code: string;
-  region_domain: string;
-}
+/** A bucket with its region (BUCKET_SELECT). */
+export type BucketRow = Bucket & { region_code: string; region_domain: string };
 
-/** Buckets with their region: the one SELECT every bucket route reads through. */
-export const BUCKET_SELECT = `SELECT b.*, g.code AS region_code, g.domain AS region_domain
+/**
+ * Buckets with their region: the one SELECT every bucket route reads through. Raw: the
+ * region comes through the compute resource, two joins the entity has no relation for.
+ */
+export const BUCKET_SELECT = `SELECT ${columnsOf(Bucket, 'b')}, g.code AS region_code, g.domain AS region_domain
   FROM buckets b JOIN compute_resources c ON c.uuid = b.resource_uuid JOIN regions g ON g.id = c.region_id`;
 
 export const bucketSchema = obj({

@@ -1,5 +1,6 @@
 import { VERIFICATION_STATUSES } from '../../domain/domains';
 import { obj, oneOf, str, timestamp, uuid } from '../schemas/common';
+import type { CustomDomain } from '../../entities/domain';
 import { isoRequired } from './common';
 
 export const domainSchema = obj({
@@ -12,21 +13,8 @@ export const domainSchema = obj({
   updated_at: timestamp().required(),
 });
 
-export interface DomainRow {
-  uuid: string;
-  app_uuid: string;
-  name: string;
-  verification_status: (typeof VERIFICATION_STATUSES)[number];
-  verification_token: string | null;
-  dns_target: string | null;
-  created_at: Date;
-  updated_at: Date;
-}
-
-export const DOMAIN_COLUMNS = 'uuid, app_uuid, name, verification_status, verification_token, dns_target, created_at, updated_at';
-
 /** The contract's Custom domain: dns_target and verification_token are empty strings while unset. */
-export function domainView(d: DomainRow) {
+export function domainView(d: CustomDomain) {
   return {
     uuid: d.uuid,
     name: d.name,

@@ -1,6 +1,8 @@
 import * as yup from 'yup';
 import { PREVIEW_STATUSES } from '../../domain/previews';
 import { arr, obj, oneOf, str, timestamp, uuid } from '../schemas/common';
+import { columnsOf } from '../../entities/columns';
+import { PreviewConfig, type PreviewEnvironment } from '../../entities/preview';
 import { iso, isoRequired } from './common';
 
 const boolean = () => yup.boolean().strict();
@@ -20,19 +22,15 @@ export const previewConfigSchema = obj({
   updated_at: timestamp().nullable().defined(),
 });
 
-export interface PreviewConfigRow {
-  app_uuid: string;
-  enabled: boolean;
-  pull_requests: boolean;
-  branch_patterns: string[];
-  resource_uuid: string | null;
-  project_uuid: string | null;
-  use_parent_image: boolean;
-  lifetime_hours: number | null;
-  webhook_secret_sealed: string | null;
-  created_at: Date | null;
-  updated_at: Date | null;
-}
+/**
+ * An app's preview settings: the stored row (its workspace stays inside), or the defaults of
+ * an app that never set them, which have no secret and no timestamps yet.
+ */
+export type PreviewConfigRow = Omit<PreviewConfig, 'workspace_uuid' | 'webhook_secret_sealed' | 'created_at' | 'updated_at'>
+  & { [K in 'webhook_secret_sealed' | 'created_at' | 'updated_at']: PreviewConfig[K] | null };
+
+/** The select list of PreviewConfigRow (also what its audit entries record). */
+export const PREVIEW_CONFIG_COLUMNS = columnsOf(PreviewConfig, undefined, { except: ['workspace_uuid'] });
 
 /** The defaults an app without a stored configuration reads. */
 export function defaultPreviewConfig(appUuid: string): PreviewConfigRow {
@@ -87,31 +85,8 @@ export const previewSchema = obj({
   updated_at: timestamp().required(),
 });
 
-export interface PreviewRow {
-  id: number;
-  status: (typeof PREVIEW_STATUSES)[number];
-  app_uuid: string;
-  app_name: string;
-  url: string;
-  pull_request_number: number | null;
-  pull_request_title: string;
-  pull_request_author: string;
-  pull_request_state: 'open' | 'closed';
-  pull_request_url: string;
-  pull_request_merged: boolean;
-  branch: string;
-  base_branch: string;
-  commit_sha: string;
-  deployment_error: string;
-  last_commit_at: Date | null;
-  last_deployed_at: Date | null;
-  closed_at: Date | null;
-  expires_at: Date | null;
-  created_at: Date;
-  updated_at: Date;
-}
-
-export function previewView(p: PreviewRow) {
+/** An allow-list of the environment: its key, head and generation stay inside. */
+export function previewView(p: PreviewEnvironment) {
   return {
     id: p.id,
     status: p.status,

@@ -1,5 +1,6 @@
-import type { EntityManager } from 'typeorm';
+import { In, type EntityManager } from 'typeorm';
 import * as yup from 'yup';
+import { ProjectResource, ProjectRestriction, type Project } from '../../entities/project';
 import { arr, obj, oneOf, str, timestamp, uuid } from '../schemas/common';
 import { isoRequired } from './common';
 import { loadResources, resourceSchema, type ResourceView } from './resources';
@@ -22,35 +23,16 @@ export const projectSchema = obj({
   restrictions: arr(restrictionSchema).required(),
 });
 
-export interface RestrictionView {
-  id: number;
-  subject_type: 'user' | 'role';
-  user_uuid: string | null;
-  role_name: string | null;
-}
-
-export interface ProjectRow {
-  uuid: string;
-  name: string;
-  description: string;
-  state: 'active' | 'deleting';
-  created_at: Date;
-  updated_at: Date;
-}
-
-export function restrictionView(r: RestrictionView): RestrictionView {
+export function restrictionView(r: ProjectRestriction): yup.InferType<typeof restrictionSchema> {
   return { id: r.id, subject_type: r.subject_type, user_uuid: r.user_uuid, role_name: r.role_name };
 }
 
 /** Projects with their assigned resources and restrictions: three queries for any number. */
-export async function projectViews(db: EntityManager, workspaceUuid: string, projects: readonly ProjectRow[]) {
+export async function projectViews(db: EntityManager, workspaceUuid: string, projects: readonly Project[]) {
   if (projects.length === 0) return [];
   const uuids = projects.map((p) => p.uuid);
-  const links: Array<{ project_uuid: string; resource_uuid: string }> = await db.query(
-    `SELECT project_uuid, resource_uuid FROM project_resources WHERE project_uuid = ANY($1::uuid[]) ORDER BY created_at`, [uuids]);
-  const restrictions: Array<RestrictionView & { project_uuid: string }> = await db.query(
-    `SELECT id, project_uuid, subject_type, user_uuid, role_name FROM project_restrictions
-      WHERE project_uuid = ANY($1::uuid[]) ORDER BY id`, [uuids]);
+  const links = await db.find(ProjectResource, { where: { project_uuid: In(uuids) }, order: { created_at: 'ASC' } });
+  const restrictions = await db.find(ProjectRestriction, { where: { project_uuid: In(uuids) }, order: { id: 'ASC' } });
   const resources = new Map<string, ResourceView>(
     (await loadResources(db, workspaceUuid, [...new Set(links.map((l) => l.resource_uuid))])).map((r) => [r.uuid, r]));
   return projects.map((p) => ({

@@ -1,19 +1,7 @@
 import { obj, oneOf, str, timestamp, uuid } from '../schemas/common';
 import { REGISTRY_PROVIDERS } from '../../domain/registries';
+import type { RegistryCredential } from '../../entities/registry-credential';
 import { isoRequired } from './common';
-
-export interface RegistryCredentialRow {
-  uuid: string;
-  name: string;
-  registry: string;
-  username: string;
-  registry_hostname: string | null;
-  created_at: Date;
-  updated_at: Date;
-}
-
-/** The SELECT list of a credential: never the sealed token. */
-export const CREDENTIAL_COLUMNS = 'uuid, name, registry, username, registry_hostname, created_at, updated_at';
 
 export const registryCredentialSchema = obj({
   uuid: uuid().required(),
@@ -26,7 +14,7 @@ export const registryCredentialSchema = obj({
 });
 
 /** An allow-list: the token is never copied. */
-export function registryCredentialView(r: RegistryCredentialRow) {
+export function registryCredentialView(r: RegistryCredential) {
   return {
     uuid: r.uuid,
     name: r.name,

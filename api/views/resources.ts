@@ -1,31 +1,9 @@
 import type { EntityManager } from 'typeorm';
 import * as yup from 'yup';
-import type { Component, Plan } from '../../entities/compute-resource';
+import { columnsOf, hydrated } from '../../entities/columns';
+import { ComputeResource } from '../../entities/compute-resource';
 import { arr, bool, num, obj, str, timestamp, uuid } from '../schemas/common';
 import { isoRequired } from './common';
-
-export interface ResourceView {
-  uuid: string;
-  name: string;
-  state: string;
-  labels: string[];
-  total_disk_size: number;
-  total_ram_size: number;
-  total_cpu_size: number;
-  total_used_disk_size: number;
-  total_used_ram_size: number;
-  total_used_cpu_size: number;
-  available_cpu_size: number;
-  available_disk_size: number;
-  available_ram_size: number;
-  assigned: boolean;
-  project_ids: string[];
-  region: { id: number; name: string; code: string };
-  created_at: string;
-  updated_at: string;
-  plan: Plan;
-  components: Component[];
-}
 
 export const regionSchema = obj({ id: yup.number().strict().integer().required(), name: str().required(), code: str().required() });
 
@@ -61,35 +39,21 @@ export const resourceSchema = obj({
   components: arr(obj({ name: str().required(), code_name: str().required(), unit_price: num().required() })).required(),
 });
 
-export interface ResourceRow {
-  uuid: string;
-  name: string;
-  state: string;
-  labels: string[];
-  total_cpu_size: number;
-  total_ram_size: string;
-  total_disk_size: string;
-  plan: Plan;
-  components: Component[];
-  created_at: Date;
-  updated_at: Date;
-  region_id: number;
-  region_name: string;
-  region_code: string;
-  used_cpu: number | null;
-  used_ram: string | null;
-  used_disk: string | null;
-  project_ids: string[];
-}
+export type ResourceView = yup.InferType<typeof resourceSchema>;
+
+/** A compute resource with its region, its used capacity (sums over allocations) and its projects. */
+export type ResourceRow = Pick<ComputeResource,
+  'uuid' | 'name' | 'state' | 'labels' | 'total_cpu_size' | 'total_ram_size' | 'total_disk_size' | 'plan' | 'components' | 'created_at' | 'updated_at' | 'region_id'>
+  & { region_name: string; region_code: string; used_cpu: number | null; used_ram: string | null; used_disk: string | null; project_ids: string[] };
 
 /**
  * Loads compute resources as the contract's `platform` object, with used capacity summed
  * from allocations and the projects they are assigned to, in one query for any number.
  */
 export async function loadResources(db: EntityManager, workspaceUuid: string, uuids?: readonly string[]): Promise<ResourceView[]> {
-  const rows: ResourceRow[] = await db.query(
-    `SELECT c.uuid, c.name, c.state, c.labels, c.total_cpu_size, c.total_ram_size, c.total_disk_size, c.plan, c.components,
-            c.created_at, c.updated_at, c.region_id, g.name AS region_name, g.code AS region_code,
+  // Raw: the used capacity and the projects are LATERAL aggregates, which the query builder cannot join.
+  const rows: ResourceRow[] = hydrated(ComputeResource, await db.query(
+    `SELECT ${columnsOf(ComputeResource, 'c')}, g.name AS region_name, g.code AS region_code,
             COALESCE(a.cpu, 0) AS used_cpu, COALESCE(a.ram, 0) AS used_ram, COALESCE(a.disk, 0) AS used_disk,
             COALESCE(pr.ids, '{}') AS project_ids
        FROM compute_resources c
@@ -101,7 +65,7 @@ export async function loadResources(db: EntityManager, workspaceUuid: string, uu
       WHERE c.workspace_uuid = $1 AND ($2::uuid[] IS NULL OR c.uuid = ANY($2::uuid[]))
       ORDER BY c.created_at, c.uuid`,
     [workspaceUuid, uuids ?? null],
-  );
+  ));
   return rows.map(resourceView);
 }
 

@@ -2,27 +2,10 @@ import type { EntityManager } from 'typeorm';
 import * as yup from 'yup';
 import { computeStackState, STACK_STATES } from '../../domain/stacks';
 import { arr, bool, json, num, obj, oneOf, str, timestamp, uuid } from '../schemas/common';
+import { App } from '../../entities/app';
+import { Stack, StackDeployment, StackItem } from '../../entities/stack';
 import { iso, isoRequired } from './common';
 import { loadResources, resourceSchema, type ResourceView } from './resources';
-
-export interface StackRow {
-  uuid: string;
-  workspace_uuid: string;
-  project_id: string | null;
-  resource_uuid: string;
-  name: string;
-  label: string;
-  compose_path: string;
-  repository: string;
-  branch: string;
-  auto_deploy_enabled: boolean;
-  credential_id: string | null;
-  created_at: Date;
-  updated_at: Date;
-}
-
-export const STACK_COLUMNS = `uuid, workspace_uuid, project_id, resource_uuid, name, label, compose_path, repository, branch, auto_deploy_enabled,
-  credential_id, created_at, updated_at`;
 
 const serviceSchema = obj({
   compose_service_name: str().required(),
@@ -77,19 +60,22 @@ export const analyzeSchema = obj({
 export const stackListSchema = yup.array(stackSchema);
 
 /** Stacks with services (live status of their apps), latest deployment and totals, in four queries for any number. */
-export async function stackViews(db: EntityManager, workspaceUuid: string, stacks: readonly StackRow[]) {
+export async function stackViews(db: EntityManager, workspaceUuid: string, stacks: readonly Stack[]) {
   if (stacks.length === 0) return [];
   const uuids = stacks.map((s) => s.uuid);
-  const items: Array<{ stack_uuid: string; uuid: string; compose_service_name: string; compose_service_type: string; item_type: 'app' | 'addon';
-    item_name: string; status: string; cpu_size: number; ram_size: string; disk_size: string }> = await db.query(
-    `SELECT i.stack_uuid, i.uuid, i.compose_service_name, i.compose_service_type, i.item_type, i.item_name,
-            COALESCE(a.state, i.status) AS status, i.cpu_size, i.ram_size, i.disk_size
-       FROM stack_items i LEFT JOIN apps a ON a.uuid = i.uuid AND i.item_type = 'app'
-      WHERE i.stack_uuid = ANY($1::uuid[]) ORDER BY i.item_type DESC, i.compose_service_name`, [uuids]);
-  const deployments: Array<{ stack_uuid: string; uuid: string; state: string; subevent: string | null; commit_sha: string | null;
-    validation_errors: Record<string, unknown>; published_at: Date | null; completed_at: Date | null; created_at: Date }> = await db.query(
-    `SELECT DISTINCT ON (stack_uuid) stack_uuid, uuid, state, subevent, commit_sha, validation_errors, published_at, completed_at, created_at
-       FROM stack_deployments WHERE stack_uuid = ANY($1::uuid[]) ORDER BY stack_uuid, created_at DESC, uuid DESC`, [uuids]);
+  // An app's live state stands for its item's status; the raw row carries it beside the entity's primary key.
+  const { entities: itemEntities, raw } = await db.createQueryBuilder(StackItem, 'i')
+    .leftJoin(App, 'a', "a.uuid = i.uuid AND i.item_type = 'app'")
+    .addSelect('COALESCE(a.state, i.status)', 'live_status')
+    .where('i.stack_uuid IN (:...uuids)', { uuids })
+    .orderBy('i.item_type', 'DESC').addOrderBy('i.compose_service_name')
+    .getRawAndEntities<{ i_uuid: string; live_status: string }>();
+  const live = new Map(raw.map((r) => [r.i_uuid, r.live_status]));
+  const items = itemEntities.map((i) => ({ ...i, status: live.get(i.uuid) ?? i.status }));
+  const deployments = await db.createQueryBuilder(StackDeployment, 'd').distinctOn(['d.stack_uuid'])
+    .where('d.stack_uuid IN (:...uuids)', { uuids })
+    .orderBy('d.stack_uuid').addOrderBy('d.created_at', 'DESC').addOrderBy('d.uuid', 'DESC')
+    .getMany();
   const resources = new Map<string, ResourceView>(
     (await loadResources(db, workspaceUuid, [...new Set(stacks.map((s) => s.resource_uuid))])).map((r) => [r.uuid, r]));
   return stacks.map((s) => {

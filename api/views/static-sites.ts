@@ -1,25 +1,16 @@
 import * as yup from 'yup';
 import { SITE_STATES, siteUrl } from '../../domain/static-sites';
 import { int, obj, oneOf, str, timestamp, uuid } from '../schemas/common';
+import { columnsOf } from '../../entities/columns';
+import { StaticSite, type StaticSiteDeployment } from '../../entities/static-site';
 import { iso, isoRequired } from './common';
 
-export interface SiteRow {
-  uuid: string;
-  workspace_uuid: string;
-  project_id: string | null;
-  name: string;
-  label: string;
-  state: string;
-  deployment_config: { repository?: string; branch?: string; build_command?: string | null; publish_directory?: string };
-  credential_id: string | null;
-  created_at: Date;
-  updated_at: Date;
-  region_code: string;
-}
+/** A site with its region's code (SITE_SELECT); never the content bucket: a site's storage is not exposed (SIT-05). */
+export type SiteRow = Omit<StaticSite, 'content_bucket'> & { region_code: string };
 
-/** Never the content bucket: a site's storage is not exposed (SIT-05). */
-export const SITE_SELECT = `SELECT s.uuid, s.workspace_uuid, s.project_id, s.name, s.label, s.state, s.deployment_config, s.credential_id,
-  s.created_at, s.updated_at, g.code AS region_code FROM static_sites s JOIN regions g ON g.id = s.region_id`;
+/** Raw: the region's code is joined onto the entity, which has no relation to regions. */
+export const SITE_SELECT = `SELECT ${columnsOf(StaticSite, 's', { except: ['content_bucket'] })}, g.code AS region_code
+  FROM static_sites s JOIN regions g ON g.id = s.region_id`;
 
 export const siteSchema = obj({
   uuid: uuid().required(),
@@ -75,6 +66,6 @@ export function siteView(s: SiteRow, sitesDomain: string) {
   };
 }
 
-export function siteDeploymentView(d: { uuid: string; state: 'pending' | 'running' | 'completed' | 'failed'; commit_sha: string | null; file_count: number | null; message: string | null; created_at: Date; completed_at: Date | null }) {
+export function siteDeploymentView(d: StaticSiteDeployment) {
   return { uuid: d.uuid, state: d.state, commit_sha: d.commit_sha, file_count: d.file_count, message: d.message, created_at: isoRequired(d.created_at), completed_at: iso(d.completed_at) };
 }

@@ -1,6 +1,8 @@
 import * as yup from 'yup';
 import { GATEWAY_KINDS, ATTACHABLE_TYPES } from '../../domain/vpc';
 import { arr, bool, num, obj, oneOf, str, timestamp, uuid } from '../schemas/common';
+import { columnsOf } from '../../entities/columns';
+import { Vpc, VpcAttachment, VpcPeerRoute, VpcSiteConnection, VpcSubnet, VpcVpnGateway, VpcVpnUser } from '../../entities/vpc';
 import { iso, isoRequired } from './common';
 
 /** Views of the VPC area: allow-lists, so sealed keys and credentials never leave. */
@@ -24,34 +26,17 @@ export const vpcSchema = obj({
   updated_at: timestamp().required(),
 });
 
-export interface VpcRow {
-  uuid: string;
-  workspace_uuid: string;
-  region_id: number;
-  region_code: string;
-  region_domain: string;
-  name: string;
-  label: string;
-  status: 'pending' | 'active' | 'failed' | 'deleting';
-  is_default: boolean;
-  cidr_v4: string;
-  cidr_v6: string | null;
-  resolver_v4: string | null;
-  vpn_pool_v4: string | null;
-  failure_reason: string | null;
-  subnet_count: number;
-  attachment_count: number;
-  created_at: Date;
-  updated_at: Date;
-}
+/** A VPC with its region and its counts (VPC_SELECT). */
+export type VpcRow = Vpc & { region_code: string; region_domain: string; subnet_count: number; attachment_count: number };
 
-/** SELECT list and FROM clause that produce a VpcRow (alias v). */
+/**
+ * SELECT list and FROM clause that produce a VpcRow (alias v). Raw: the query builder maps
+ * neither an inet column to its host address nor the joined and counted fields onto the entity.
+ */
 export const VPC_SELECT = `
-  SELECT v.uuid, v.workspace_uuid, v.region_id, g.code AS region_code, g.domain AS region_domain, v.name, v.label, v.status,
-         v.is_default, v.cidr_v4::text, v.cidr_v6::text, host(v.resolver_v4) AS resolver_v4, v.vpn_pool_v4::text, v.failure_reason,
+  SELECT ${columnsOf(Vpc, 'v')}, g.code AS region_code, g.domain AS region_domain,
          (SELECT count(*)::int FROM vpc_subnets s WHERE s.vpc_uuid = v.uuid) AS subnet_count,
-         (SELECT count(*)::int FROM vpc_attachments a WHERE a.vpc_uuid = v.uuid AND a.status = 'attached') AS attachment_count,
-         v.created_at, v.updated_at
+         (SELECT count(*)::int FROM vpc_attachments a WHERE a.vpc_uuid = v.uuid AND a.status = 'attached') AS attachment_count
     FROM vpcs v JOIN regions g ON g.id = v.region_id`;
 
 export function vpcView(v: VpcRow) {
@@ -88,21 +73,12 @@ export const subnetSchema = obj({
   created_at: timestamp().required(),
 });
 
-export interface SubnetRow {
-  uuid: string;
-  vpc_uuid: string;
-  name: string;
-  family: 'dual' | 'ipv4' | 'ipv6';
-  cidr_v4: string | null;
-  cidr_v6: string | null;
-  public: boolean;
-  attachment_count: number;
-  created_at: Date;
-}
+/** A subnet with its attachment count (SUBNET_SELECT). */
+export type SubnetRow = VpcSubnet & { attachment_count: number };
 
 export const SUBNET_SELECT = `
-  SELECT s.uuid, s.vpc_uuid, s.name, s.family, s.cidr_v4::text, s.cidr_v6::text, s.public,
-         (SELECT count(*)::int FROM vpc_attachments a WHERE a.subnet_uuid = s.uuid) AS attachment_count, s.created_at
+  SELECT ${columnsOf(VpcSubnet, 's')},
+         (SELECT count(*)::int FROM vpc_attachments a WHERE a.subnet_uuid = s.uuid) AS attachment_count
     FROM vpc_subnets s`;
 
 export function subnetView(s: SubnetRow) {
@@ -135,23 +111,9 @@ export const attachmentSchema = obj({
   updated_at: timestamp().required(),
 });
 
-export interface AttachmentRow {
-  uuid: string;
-  vpc_uuid: string;
-  subnet_uuid: string;
-  attachable_type: 'App' | 'Service' | 'Addon';
-  attachable_uuid: string;
-  attachable_name: string;
-  status: 'attaching' | 'attached' | 'detaching' | 'failed';
-  fqdn: string | null;
-  address_v4: string | null;
-  failure_reason: string | null;
-  created_at: Date;
-  updated_at: Date;
-}
+export type AttachmentRow = VpcAttachment;
 
-export const ATTACHMENT_COLUMNS = `uuid, vpc_uuid, subnet_uuid, attachable_type, attachable_uuid, attachable_name, status, fqdn,
-  host(address_v4) AS address_v4, failure_reason, created_at, updated_at`;
+export const ATTACHMENT_COLUMNS = columnsOf(VpcAttachment);
 
 export function attachmentView(a: AttachmentRow) {
   return {
@@ -180,17 +142,9 @@ export const peerRouteSchema = obj({
   created_at: timestamp().required(),
 });
 
-export interface PeerRouteRow {
-  uuid: string;
-  cidr: string;
-  gateway_kind: (typeof GATEWAY_KINDS)[number];
-  description: string;
-  status: 'pending' | 'applied' | 'failed';
-  failure_reason: string | null;
-  created_at: Date;
-}
+export type PeerRouteRow = VpcPeerRoute;
 
-export const PEER_ROUTE_COLUMNS = `uuid, cidr::text, gateway_kind, description, status, failure_reason, created_at`;
+export const PEER_ROUTE_COLUMNS = columnsOf(VpcPeerRoute);
 
 export function peerRouteView(r: PeerRouteRow) {
   return {
@@ -210,19 +164,10 @@ export const gatewaySchema = obj({
   created_at: timestamp().required(),
 });
 
-export interface GatewayRow {
-  uuid: string;
-  vpc_uuid: string;
-  kind: (typeof GATEWAY_KINDS)[number];
-  status: 'pending' | 'active' | 'failed' | 'deleting';
-  public_key: string | null;
-  endpoint: string | null;
-  failure_reason: string | null;
-  created_at: Date;
-}
-
 /** Never the sealed private key or credentials. */
-export const GATEWAY_COLUMNS = `uuid, vpc_uuid, kind, status, public_key, endpoint, failure_reason, created_at`;
+export type GatewayRow = Omit<VpcVpnGateway, 'private_key_sealed' | 'credentials_sealed'>;
+
+export const GATEWAY_COLUMNS = columnsOf(VpcVpnGateway, undefined, { except: ['private_key_sealed', 'credentials_sealed'] });
 
 export function gatewayView(g: GatewayRow) {
   return {
@@ -245,23 +190,10 @@ export const vpnUserSchema = obj({
   created_at: timestamp().required(),
 });
 
-export interface VpnUserRow {
-  uuid: string;
-  vpc_uuid: string;
-  name: string;
-  status: 'pending' | 'active' | 'failed' | 'deleting';
-  public_key: string;
-  address_v4: string;
-  has_key: boolean;
-  vault_expires_at: Date;
-  config_read_at: Date | null;
-  failure_reason: string | null;
-  created_at: Date;
-}
-
 /** `has_key` only says whether the vault still holds a key; the key itself is never selected. */
-export const VPN_USER_COLUMNS = `uuid, vpc_uuid, name, status, public_key, host(address_v4) AS address_v4,
-  private_key_sealed IS NOT NULL AS has_key, vault_expires_at, config_read_at, failure_reason, created_at`;
+export type VpnUserRow = Omit<VpcVpnUser, 'private_key_sealed'> & { has_key: boolean };
+
+export const VPN_USER_COLUMNS = `${columnsOf(VpcVpnUser, undefined, { except: ['private_key_sealed'] })}, private_key_sealed IS NOT NULL AS has_key`;
 
 export function vpnUserView(u: VpnUserRow, now = new Date()) {
   const configStatus = u.config_read_at ? 'read' as const : u.has_key && u.vault_expires_at > now ? 'unread' as const : 'expired' as const;
@@ -287,26 +219,11 @@ export const siteConnectionSchema = obj({
   created_at: timestamp().required(),
 });
 
-export interface SiteConnectionRow {
-  uuid: string;
-  vpc_uuid: string;
-  gateway_uuid: string;
-  name: string;
-  status: 'pending' | 'active' | 'failed' | 'deleting';
-  public_ip: string;
-  remote_address: string;
-  remote_cidrs: string[];
-  tunnel_count: number;
-  amount: string | null;
-  currency: string | null;
-  failure_reason: string | null;
-  created_at: Date;
-}
+/** A connection with its monthly price (billable_items, joined). Never tunnels_sealed: the pre-shared keys stay in the database. */
+export type SiteConnectionRow = Omit<VpcSiteConnection, 'tunnels_sealed'> & { amount: string | null; currency: string | null };
 
-/** Never tunnels_sealed: the pre-shared keys stay in the database. */
 export const SITE_CONNECTION_SELECT = `
-  SELECT c.uuid, c.vpc_uuid, c.gateway_uuid, c.name, c.status, host(c.public_ip) AS public_ip, host(c.remote_address) AS remote_address,
-         c.remote_cidrs::text[] AS remote_cidrs, c.tunnel_count, b.amount::text AS amount, b.currency, c.failure_reason, c.created_at
+  SELECT ${columnsOf(VpcSiteConnection, 'c', { except: ['tunnels_sealed'] })}, b.amount::text AS amount, b.currency
     FROM vpc_site_connections c
     LEFT JOIN billable_items b ON b.resource_type = 'site_connection' AND b.resource_uuid = c.uuid`;
 

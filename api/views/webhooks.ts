@@ -1,5 +1,7 @@
 import * as yup from 'yup';
 import { EVENT_TYPES, SUBSCRIBABLE_EVENT_TYPES } from '../../domain/events';
+import type { Webhook } from '../../entities/webhook';
+import type { WebhookDelivery } from '../../entities/webhook-delivery';
 import { arr, bool, int, json, obj, oneOf, str, timestamp, uuid } from '../schemas/common';
 import { iso, isoRequired } from './common';
 
@@ -35,22 +37,8 @@ export const deliverySchema = obj({
   payload: json().required(),
 });
 
-export interface WebhookRow {
-  uuid: string;
-  url: string;
-  description: string;
-  events: string[];
-  app_uuids: string[];
-  include_review_apps: boolean;
-  enabled: boolean;
-  consecutive_failures: number;
-  created_at: Date;
-  updated_at: Date;
-}
-
-export const WEBHOOK_COLUMNS = 'uuid, url, description, events, app_uuids, include_review_apps, enabled, consecutive_failures, created_at, updated_at';
-
-export function webhookView(w: WebhookRow): yup.InferType<typeof webhookSchema> {
+/** An allow-list of the entity: the sealed secret and the notice flags are never copied. */
+export function webhookView(w: Webhook): yup.InferType<typeof webhookSchema> {
   return {
     uuid: w.uuid,
     url: w.url,
@@ -65,22 +53,8 @@ export function webhookView(w: WebhookRow): yup.InferType<typeof webhookSchema> 
   };
 }
 
-export interface DeliveryRow {
-  uuid: string;
-  event_id: string;
-  event_type: string;
-  status: 'pending' | 'delivered' | 'failed';
-  response_code: number | null;
-  message: string;
-  attempts: number;
-  last_attempt_at: Date | null;
-  created_at: Date;
-  body: string;
-}
-
-export const DELIVERY_COLUMNS = 'uuid, event_id, event_type, status, response_code, message, attempts, last_attempt_at, created_at, body';
-
-export function deliveryView(d: DeliveryRow) {
+/** The stored body is the payload; the attempt key and the order stay inside. */
+export function deliveryView(d: WebhookDelivery) {
   return {
     uuid: d.uuid,
     event_id: d.event_id,

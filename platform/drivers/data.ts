@@ -1,6 +1,6 @@
 /** Data-plane operations for databases, caches and storage volumes (add-ons and services). */
 
-import type { DataType } from '../../domain/data';
+import type { AddonState, DataType } from '../../domain/data';
 
 /** The engines a data driver runs: the add-on data types of domain/data.ts. */
 export type DataEngine = DataType;
@@ -28,7 +28,7 @@ export interface BackupInfo {
 
 export interface ClusterStatus {
   /** `creating` while provisioning; then the live status (healthy, bound, running) or an unhealthy value. */
-  status: string;
+  status: AddonState;
   ready: boolean;
   /** Where clients reach it, when the driver serves it for real (the simulated driver: absent). */
   endpoint?: { host: string; port: number; public_host: string };

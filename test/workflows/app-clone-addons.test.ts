@@ -178,4 +178,22 @@ describe('clone with add-ons and cron jobs', () => {
       expect(await scheduleOf(src.cron)).not.toBeNull();
     });
   }
+
+  it('CLN-01 one compensation that fails does not skip the others: the volume drop refuses, the cloned add-on, the workload and the app still go', async () => {
+    const app = await runningApp('undoguarded');
+    const addon = await liveAddon(app, 'ledger');
+    const apps = (await stack.ds.query(`SELECT count(*)::int AS n FROM apps`))[0].n;
+    cloned.addons.length = 0;
+    await SimulatedCore.injectFault(stack.ds, 'apps.start', 1, { retryable: false, message: 'apps.start broke' });
+    await SimulatedCore.injectFault(stack.ds, 'apps.dropVolume', 1, { retryable: false, message: 'apps.dropVolume broke' });
+    const res = await stack.http.post(`/api/v1/apps/${app}/clone`).set(owner()).send({ addons: [{ uuid: addon, clone_data: false }], cronjobs: [] });
+    expect(res.status).toBe(201);
+    const target = res.body.uuid as string;
+    expect(await stack.temporal.workflow.getHandle(`app-clone/${target}`).result()).toEqual({ outcome: 'failed', reason: 'apps.start broke' });
+    await SimulatedCore.clearFaults(stack.ds);
+    expect(cloned.addons).toHaveLength(1);
+    expect((await stack.ds.query(`SELECT count(*)::int AS n FROM addons WHERE uuid = $1`, [cloned.addons[0]]))[0].n).toBe(0);
+    expect((await stack.ds.query(`SELECT count(*)::int AS n FROM apps`))[0].n).toBe(apps);
+    expect((await stack.http.get(`/api/v1/apps/${target}`).set(owner())).status).toBe(404);
+  });
 });

@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { ApplicationFailure } from '@temporalio/common';
 import { one, rows } from '../../../entities/sql';
-import type { BackupInfo, ClusterSpec, DataDriver, RestoreSource } from '../../../platform/drivers/data';
+import type { BackupInfo, ClusterSpec, ClusterStatus, DataDriver, RestoreSource } from '../../../platform/drivers/data';
 import type { SimulatedCore } from './core';
 
 /** Statuses a test (or operator) can force on a simulated cluster; `live` means healthy/bound. */
@@ -10,7 +10,7 @@ export const SIMULATED_STATUSES = ['live', 'unknown', 'degraded', 'degradated', 
 interface ClusterRow {
   id: string;
   engine: string;
-  status: string;
+  status: (typeof SIMULATED_STATUSES)[number];
   ready_at: Date;
   deleted_at: Date | null;
   running: boolean;
@@ -63,7 +63,7 @@ export class SimulatedData implements DataDriver {
     await this.insert({ ...spec, backups: false }, spec.primaryId);
   }
 
-  async status(id: string) {
+  async status(id: string): Promise<ClusterStatus> {
     await this.core.maybeFail('data.status');
     const c = await this.cluster(id);
     if (!c.running) return { status: 'stopped', ready: true };

@@ -1,0 +1,49 @@
+import type { ActivityOptions, RetryPolicy } from '@temporalio/workflow';
+
+/**
+ * The activity options every workflow picks from (`proxyActivities<Activities>(quickDb)`),
+ * so a timeout or retry policy is declared once and named for what it is for.
+ */
+
+/** Retried with backoff until it succeeds (a database write, or a driver call that must land). */
+const UNTIL_DONE: RetryPolicy = { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' };
+/** Retried with backoff a bounded number of times: a driver that keeps refusing fails the resource. */
+const BOUNDED: RetryPolicy = { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 6 };
+/** A long step (a build, a publish, a deploy) tried a few times. */
+const FEW_TRIES: RetryPolicy = { initialInterval: '2 seconds', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 3 };
+
+/** Database-only steps: a minute each, retried until they succeed. */
+export const quickDb: ActivityOptions = { startToCloseTimeout: '1 minute', retry: UNTIL_DONE };
+/** Emitting an event (one insert): retried until it lands. */
+export const eventEmit: ActivityOptions = { startToCloseTimeout: '30 seconds', retry: UNTIL_DONE };
+/** Driver calls that take minutes and must land (an add-on's data destroyed or restored). */
+export const patientDriverCall: ActivityOptions = { startToCloseTimeout: '5 minutes', retry: UNTIL_DONE };
+/** Network driver calls: two minutes each, retried a bounded number of times. */
+export const driverCall: ActivityOptions = { startToCloseTimeout: '2 minutes', retry: BOUNDED };
+/** Quick driver calls (a bucket, a static site's resources), retried a bounded number of times. */
+export const quickDriverCall: ActivityOptions = { startToCloseTimeout: '1 minute', retry: BOUNDED };
+/** Builds and publishes: ten minutes each, a few tries. */
+export const longBuild: ActivityOptions = { startToCloseTimeout: '10 minutes', retry: FEW_TRIES };
+/** A preview's app created or its commit deployed: fifteen minutes each, a few tries. */
+export const previewBuild: ActivityOptions = { startToCloseTimeout: '15 minutes', retry: FEW_TRIES };
+/** Cleaning up what a deleted resource left behind: patient, twenty tries. */
+export const cleanup: ActivityOptions = {
+  startToCloseTimeout: '5 minutes',
+  retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumInterval: '5 minutes', maximumAttempts: 20 },
+};
+/** A sweep over every add-on's live status: tried twice, the next sweep comes anyway. */
+export const sweep: ActivityOptions = { startToCloseTimeout: '2 minutes', retry: { maximumAttempts: 2 } };
+/** A cron job's run: once, up to thirty minutes (a failed run is not repeated). */
+export const singleRun: ActivityOptions = { startToCloseTimeout: '30 minutes', retry: { maximumAttempts: 1 } };
+/** Reading a stack's source: tried twice. */
+export const sourceRead: ActivityOptions = { startToCloseTimeout: '3 minutes', retry: { initialInterval: '1 second', maximumAttempts: 2 } };
+/** A stack deployment's steps: five minutes each, five tries. */
+export const stackStep: ActivityOptions = {
+  startToCloseTimeout: '5 minutes',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 5 },
+};
+
+/** The preset, with these error types failing at once instead of being retried. */
+export function refusing(options: ActivityOptions, ...nonRetryableErrorTypes: string[]): ActivityOptions {
+  return { ...options, retry: { ...options.retry, nonRetryableErrorTypes } };
+}
