@@ -1,5 +1,5 @@
 import * as yup from 'yup';
-import { GATEWAY_KINDS, ATTACHABLE_TYPES } from '../../domain/vpc';
+import { GATEWAY_KINDS, ATTACHABLE_TYPES, VPC_STATUSES } from '../../domain/vpc';
 import { arr, bool, num, obj, oneOf, str, timestamp, uuid } from '../schemas/common';
 import { columnsOf } from '../../entities/columns';
 import { Vpc, VpcAttachment, VpcPeerRoute, VpcSiteConnection, VpcSubnet, VpcVpnGateway, VpcVpnUser } from '../../entities/vpc';
@@ -11,7 +11,7 @@ export const vpcSchema = obj({
   uuid: uuid().required(),
   name: str().required(),
   label: str().required(),
-  status: oneOf(['pending', 'active', 'failed', 'deleting'] as const).required(),
+  status: oneOf(VPC_STATUSES).required(),
   region_id: yup.number().strict().integer().required(),
   region_code: str().required(),
   is_default: bool().required(),
@@ -157,7 +157,7 @@ export const gatewaySchema = obj({
   uuid: uuid().required(),
   vpc_uuid: uuid().required(),
   kind: oneOf(GATEWAY_KINDS).required(),
-  status: oneOf(['pending', 'active', 'failed', 'deleting'] as const).required(),
+  status: oneOf(VPC_STATUSES).required(),
   public_key: str().nullable().defined(),
   endpoint: str().nullable().defined(),
   failure_reason: str().nullable().defined(),
@@ -180,7 +180,7 @@ export const vpnUserSchema = obj({
   uuid: uuid().required(),
   vpc_uuid: uuid().required(),
   name: str().required(),
-  status: oneOf(['pending', 'active', 'failed', 'deleting'] as const).required(),
+  status: oneOf(VPC_STATUSES).required(),
   public_key: str().required(),
   address_v4: str().required(),
   config_status: oneOf(['unread', 'read', 'expired'] as const).required(),
@@ -209,7 +209,7 @@ export const siteConnectionSchema = obj({
   vpc_uuid: uuid().required(),
   gateway_uuid: uuid().required(),
   name: str().required(),
-  status: oneOf(['pending', 'active', 'failed', 'deleting'] as const).required(),
+  status: oneOf(VPC_STATUSES).required(),
   public_ip: str().required(),
   remote_address: str().required(),
   remote_cidrs: arr(str().required()).required(),
