@@ -167,16 +167,18 @@ export class LocalReleaseBuilder implements LocalBuilder {
     killAll(groupProcesses(this.options.isolation, buildGroup(build.record.deploymentUuid)));
   }
 
-  /** Empties the build's cgroup (SIGKILL, then a short wait for the processes to leave) and removes it. */
+  /**
+   * Empties the build's cgroup (SIGKILL, then a wait for the processes to leave: on a loaded
+   * machine a killed process can take seconds to be scheduled and exit) and removes it.
+   */
   private async dropGroup(group: string): Promise<void> {
     const iso = this.options.isolation;
-    for (let i = 0; i < 60; i++) {
+    for (let i = 0; i < 300; i++) {
       const left = groupProcesses(iso, group);
-      if (left.length === 0) break;
+      if (left.length === 0 && removeLimits(iso, group)) return;
       killAll(left);
       await new Promise((r) => setTimeout(r, 50));
     }
-    removeLimits(iso, group);
   }
 
   /** Appends one timestamped line to the deployment's build log (a credential never reaches it). */

@@ -118,16 +118,21 @@ export function groupProcesses(iso: Isolation, group: string): number[] {
   }
 }
 
-/** Removes the app's cgroups (after its last process ended); absent groups are fine. */
-export function removeLimits(iso: Isolation, group: string): void {
-  if (!iso.cgroups) return;
+/**
+ * Removes the app's cgroups (after its last process ended); absent groups are fine. False
+ * while a group still holds processes (EBUSY): the caller may wait and try again.
+ */
+export function removeLimits(iso: Isolation, group: string): boolean {
+  if (!iso.cgroups) return true;
+  let removed = true;
   for (const controller of ['memory', 'cpu'] as const) {
     try {
       rmdirSync(groupDir(iso, controller, group));
-    } catch {
-      // still has processes, or already gone
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') removed = false;
     }
   }
+  return removed;
 }
 
 /** A folder made visible at another absolute path inside the process's own mount namespace. */
