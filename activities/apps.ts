@@ -45,18 +45,30 @@ export interface CloneFlags {
   clone_security: boolean;
 }
 
-export function createAppActivities(deps: Pick<ActivityDeps, 'dataSource' | 'provider' | 'secretBox' | 'logger' | 'temporal' | 'config'>) {
+export function createAppActivities(
+  deps: Pick<ActivityDeps, 'dataSource' | 'provider' | 'secretBox' | 'logger' | 'temporal' | 'config'>,
+) {
   const { dataSource: ds, provider, secretBox, logger, config } = deps;
   const clones = parentImageSync(deps);
   const driver = provider.apps;
 
   async function spec(appUuid: string): Promise<AppSpec> {
-    const row = await one<{ name: string; resource_uuid: string; internal_port: number; quota: { cpu_size: number; ram_size: number; disk_size: number; replicas: number } }>(ds,
-      `SELECT name, resource_uuid, internal_port, quota FROM apps WHERE uuid = $1`, [appUuid]);
+    const row = await one<{
+      name: string;
+      resource_uuid: string;
+      internal_port: number;
+      quota: { cpu_size: number; ram_size: number; disk_size: number; replicas: number };
+    }>(ds, `SELECT name, resource_uuid, internal_port, quota FROM apps WHERE uuid = $1`, [appUuid]);
     if (!row) throw ApplicationFailure.nonRetryable(`app ${appUuid} does not exist`, 'AppGone');
     return {
-      appUuid, name: row.name, resourceUuid: row.resource_uuid, internalPort: row.internal_port,
-      cpuSize: row.quota.cpu_size, ramSize: row.quota.ram_size, diskSize: row.quota.disk_size, replicas: row.quota.replicas ?? 1,
+      appUuid,
+      name: row.name,
+      resourceUuid: row.resource_uuid,
+      internalPort: row.internal_port,
+      cpuSize: row.quota.cpu_size,
+      ramSize: row.quota.ram_size,
+      diskSize: row.quota.disk_size,
+      replicas: row.quota.replicas ?? 1,
     };
   }
 
@@ -74,12 +86,27 @@ export function createAppActivities(deps: Pick<ActivityDeps, 'dataSource' | 'pro
   return {
     /** The app as its workflows see it; null once it is gone. */
     async appInfo(appUuid: string): Promise<AppInfo | null> {
-      const row = await one<{ workspace_uuid: string; state: AppState; plan: { plan_type?: string }; resource_name: string; labels: string[]; deployment_method: string }>(ds,
+      const row = await one<{
+        workspace_uuid: string;
+        state: AppState;
+        plan: { plan_type?: string };
+        resource_name: string;
+        labels: string[];
+        deployment_method: string;
+      }>(
+        ds,
         `SELECT a.workspace_uuid, a.state, c.plan, c.name AS resource_name, c.labels, a.deployment_method
-           FROM apps a JOIN compute_resources c ON c.uuid = a.resource_uuid WHERE a.uuid = $1`, [appUuid]);
+           FROM apps a JOIN compute_resources c ON c.uuid = a.resource_uuid WHERE a.uuid = $1`,
+        [appUuid],
+      );
       if (!row) return null;
       return {
-        appUuid, workspaceUuid: row.workspace_uuid, state: row.state, planType: row.plan.plan_type ?? '', resourceName: row.resource_name, labels: row.labels,
+        appUuid,
+        workspaceUuid: row.workspace_uuid,
+        state: row.state,
+        planType: row.plan.plan_type ?? '',
+        resourceName: row.resource_name,
+        labels: row.labels,
         deploymentMethod: row.deployment_method,
         idleMs: config.appIdleTimeoutS * 1000,
       };
@@ -96,24 +123,45 @@ export function createAppActivities(deps: Pick<ActivityDeps, 'dataSource' | 'pro
       const h = createHash('sha256').update(`initial-deployment:${appUuid}`).digest('hex');
       const uuid = `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-8${h.slice(17, 20)}-${h.slice(20, 32)}`;
       return ds.transaction(async (m) => {
-        const app = await one<{ workspace_uuid: string; deployment_method: string; branch: string | null }>(m,
-          `SELECT workspace_uuid, deployment_method, deployment_config->>'branch' AS branch FROM apps WHERE uuid = $1 FOR UPDATE`, [appUuid]);
+        const app = await one<{ workspace_uuid: string; deployment_method: string; branch: string | null }>(
+          m,
+          `SELECT workspace_uuid, deployment_method, deployment_config->>'branch' AS branch FROM apps WHERE uuid = $1 FOR UPDATE`,
+          [appUuid],
+        );
         if (!app || !deploysBranchHeadAtCreation(app.deployment_method)) return null;
-        const earlier = await rows<{ uuid: string; state: string }>(m, `SELECT uuid, state FROM app_deployments WHERE app_uuid = $1`, [appUuid]);
-        if (earlier.length > 0) return earlier.length === 1 && earlier[0]!.uuid === uuid && earlier[0]!.state === 'pending' ? uuid : null;
-        const [row] = await rows<{ s: Record<string, unknown> }>(m,
+        const earlier = await rows<{ uuid: string; state: string }>(
+          m,
+          `SELECT uuid, state FROM app_deployments WHERE app_uuid = $1`,
+          [appUuid],
+        );
+        if (earlier.length > 0)
+          return earlier.length === 1 && earlier[0]!.uuid === uuid && earlier[0]!.state === 'pending' ? uuid : null;
+        const [row] = await rows<{ s: Record<string, unknown> }>(
+          m,
           `INSERT INTO app_deployments (uuid, app_uuid, workspace_uuid, deployment_method, branch) VALUES ($1, $2, $3, $4, $5) RETURNING to_jsonb(app_deployments) AS s`,
-          [uuid, appUuid, app.workspace_uuid, app.deployment_method, app.branch ?? 'main']);
+          [uuid, appUuid, app.workspace_uuid, app.deployment_method, app.branch ?? 'main'],
+        );
         await insertAuditEvent(m, {
-          workspaceUuid: app.workspace_uuid, actorType: 'system', actorUuid: null, source: 'workflow', action: 'deployment.create',
-          resourceType: 'deployment', resourceUuid: uuid, appUuid, diff: diffRecords(null, row!.s),
+          workspaceUuid: app.workspace_uuid,
+          actorType: 'system',
+          actorUuid: null,
+          source: 'workflow',
+          action: 'deployment.create',
+          resourceType: 'deployment',
+          resourceUuid: uuid,
+          appUuid,
+          diff: diffRecords(null, row!.s),
         });
         return uuid;
       });
     },
 
     /** Guarded move of an app's state; answers the state it reads afterwards (null if gone). */
-    async moveApp(appUuid: string, from: readonly AppState[], to: AppState): Promise<{ moved: boolean; state: AppState | null }> {
+    async moveApp(
+      appUuid: string,
+      from: readonly AppState[],
+      to: AppState,
+    ): Promise<{ moved: boolean; state: AppState | null }> {
       if (await moveState(ds, { table: 'apps', uuid: appUuid, from, to })) return { moved: true, state: to };
       const row = await one<{ state: AppState }>(ds, `SELECT state FROM apps WHERE uuid = $1`, [appUuid]);
       return { moved: false, state: row?.state ?? null };
@@ -146,9 +194,15 @@ export function createAppActivities(deps: Pick<ActivityDeps, 'dataSource' | 'pro
     },
     /** Sends the app's ports, as the database holds them, to the data plane. */
     async syncAppPorts(appUuid: string): Promise<void> {
-      const ports = await rows<{ internal_port: number; protocol: string; external_port: number | null }>(ds,
-        `SELECT internal_port, protocol, external_port FROM app_ports WHERE app_uuid = $1 ORDER BY id`, [appUuid]);
-      await driver.applyPorts(appUuid, ports.map((p) => ({ internalPort: p.internal_port, protocol: p.protocol, externalPort: p.external_port })));
+      const ports = await rows<{ internal_port: number; protocol: string; external_port: number | null }>(
+        ds,
+        `SELECT internal_port, protocol, external_port FROM app_ports WHERE app_uuid = $1 ORDER BY id`,
+        [appUuid],
+      );
+      await driver.applyPorts(
+        appUuid,
+        ports.map((p) => ({ internalPort: p.internal_port, protocol: p.protocol, externalPort: p.external_port })),
+      );
     },
 
     // --- deployments ---
@@ -159,16 +213,33 @@ export function createAppActivities(deps: Pick<ActivityDeps, 'dataSource' | 'pro
      */
     async beginDeployment(deploymentUuid: string): Promise<DeploymentStart | null> {
       return ds.transaction(async (m) => {
-        const d = await one<{ app_uuid: string; workspace_uuid: string; deployment_method: string; commit_sha: string | null; commit_message: string | null; branch: string | null }>(m,
+        const d = await one<{
+          app_uuid: string;
+          workspace_uuid: string;
+          deployment_method: string;
+          commit_sha: string | null;
+          commit_message: string | null;
+          branch: string | null;
+        }>(
+          m,
           `UPDATE app_deployments SET state = 'running', updated_at = now() WHERE uuid = $1 AND state = 'pending'
-           RETURNING app_uuid, workspace_uuid, deployment_method, commit_sha, commit_message, branch`, [deploymentUuid]);
+           RETURNING app_uuid, workspace_uuid, deployment_method, commit_sha, commit_message, branch`,
+          [deploymentUuid],
+        );
         if (!d) return null;
-        const app = await one<{ state: AppState }>(m, `SELECT state FROM apps WHERE uuid = $1 FOR UPDATE`, [d.app_uuid]);
+        const app = await one<{ state: AppState }>(m, `SELECT state FROM apps WHERE uuid = $1 FOR UPDATE`, [
+          d.app_uuid,
+        ]);
         const previous = app?.state ?? 'running';
         await moveAppTo(m, d.app_uuid, 'deploying');
         return {
-          appUuid: d.app_uuid, workspaceUuid: d.workspace_uuid, method: d.deployment_method, previousState: previous === 'deploying' ? 'running' : previous,
-          commitSha: d.commit_sha, commitMessage: d.commit_message, branch: d.branch,
+          appUuid: d.app_uuid,
+          workspaceUuid: d.workspace_uuid,
+          method: d.deployment_method,
+          previousState: previous === 'deploying' ? 'running' : previous,
+          commitSha: d.commit_sha,
+          commitMessage: d.commit_message,
+          branch: d.branch,
         };
       });
     },
@@ -179,10 +250,26 @@ export function createAppActivities(deps: Pick<ActivityDeps, 'dataSource' | 'pro
      * the configured image; for parent_image the parent's current image. Returns a failure
      * reason instead of throwing when the source cannot be resolved.
      */
-    async resolveDeploymentSource(deploymentUuid: string): Promise<{ ok: true; commitSha: string | null; commitMessage: string | null; branch: string | null } | { ok: false; reason: string }> {
-      const d = await one<{ app_uuid: string; deployment_method: string; commit_sha: string | null; commit_message: string | null; branch: string | null; config: Record<string, any>; parent_app_uuid: string | null }>(ds,
+    async resolveDeploymentSource(
+      deploymentUuid: string,
+    ): Promise<
+      | { ok: true; commitSha: string | null; commitMessage: string | null; branch: string | null }
+      | { ok: false; reason: string }
+    > {
+      const d = await one<{
+        app_uuid: string;
+        deployment_method: string;
+        commit_sha: string | null;
+        commit_message: string | null;
+        branch: string | null;
+        config: Record<string, any>;
+        parent_app_uuid: string | null;
+      }>(
+        ds,
         `SELECT d.app_uuid, d.deployment_method, d.commit_sha, d.commit_message, d.branch, a.deployment_config AS config, a.parent_app_uuid
-           FROM app_deployments d JOIN apps a ON a.uuid = d.app_uuid WHERE d.uuid = $1`, [deploymentUuid]);
+           FROM app_deployments d JOIN apps a ON a.uuid = d.app_uuid WHERE d.uuid = $1`,
+        [deploymentUuid],
+      );
       if (!d) return { ok: false, reason: 'the deployment no longer exists' };
       if (isGitMethod(d.deployment_method)) {
         const repository: string | undefined = d.config.repository;
@@ -199,12 +286,21 @@ export function createAppActivities(deps: Pick<ActivityDeps, 'dataSource' | 'pro
           } catch (err) {
             if (!(err instanceof GitError)) throw err;
             if (!sha) return { ok: false, reason: err.message };
-            logger.warn({ deploymentUuid, err: err.message }, 'repository not reachable; deploying the commit as given');
+            logger.warn(
+              { deploymentUuid, err: err.message },
+              'repository not reachable; deploying the commit as given',
+            );
           }
         }
-        if (!sha) return { ok: false, reason: 'no commit to deploy: give commit_sha (the repository is not reachable from the platform)' };
-        await ds.query(`UPDATE app_deployments SET commit_sha = $2, commit_message = $3, branch = $4, updated_at = now() WHERE uuid = $1`,
-          [deploymentUuid, sha, message, branch]);
+        if (!sha)
+          return {
+            ok: false,
+            reason: 'no commit to deploy: give commit_sha (the repository is not reachable from the platform)',
+          };
+        await ds.query(
+          `UPDATE app_deployments SET commit_sha = $2, commit_message = $3, branch = $4, updated_at = now() WHERE uuid = $1`,
+          [deploymentUuid, sha, message, branch],
+        );
         return { ok: true, commitSha: sha, commitMessage: message, branch };
       }
       let image: string | null = null;
@@ -214,40 +310,76 @@ export function createAppActivities(deps: Pick<ActivityDeps, 'dataSource' | 'pro
         image = await driver.currentImage(d.parent_app_uuid);
         if (!image) return { ok: false, reason: 'the parent app has no deployed image yet' };
       }
-      await ds.query(`UPDATE app_deployments SET image = COALESCE($2, image), commit_sha = NULL, commit_message = NULL, branch = NULL, updated_at = now() WHERE uuid = $1`,
-        [deploymentUuid, image]);
+      await ds.query(
+        `UPDATE app_deployments SET image = COALESCE($2, image), commit_sha = NULL, commit_message = NULL, branch = NULL, updated_at = now() WHERE uuid = $1`,
+        [deploymentUuid, image],
+      );
       return { ok: true, commitSha: null, commitMessage: null, branch: null };
     },
 
     /** Starts the build; a container_registry login is opened here, for this call only. */
     async startDeploymentBuild(deploymentUuid: string): Promise<void> {
-      const d = await one<{ app_uuid: string; deployment_method: string; commit_sha: string | null; image: string | null; credential_id: string | null; workspace_uuid: string;
-        name: string; repository: string | null }>(ds,
+      const d = await one<{
+        app_uuid: string;
+        deployment_method: string;
+        commit_sha: string | null;
+        image: string | null;
+        credential_id: string | null;
+        workspace_uuid: string;
+        name: string;
+        repository: string | null;
+      }>(
+        ds,
         `SELECT d.app_uuid, d.deployment_method, d.commit_sha, d.image, a.deployment_config->>'credential_id' AS credential_id, a.workspace_uuid,
                 a.name, a.deployment_config->>'repository' AS repository
-           FROM app_deployments d JOIN apps a ON a.uuid = d.app_uuid WHERE d.uuid = $1`, [deploymentUuid]);
+           FROM app_deployments d JOIN apps a ON a.uuid = d.app_uuid WHERE d.uuid = $1`,
+        [deploymentUuid],
+      );
       if (!d) throw ApplicationFailure.nonRetryable('the deployment no longer exists', 'DeploymentGone');
       let registryAuth = null;
       if (d.deployment_method === 'container_registry' && d.credential_id) {
-        const c = await one<{ registry_hostname: string | null; username: string; token_sealed: string }>(ds,
+        const c = await one<{ registry_hostname: string | null; username: string; token_sealed: string }>(
+          ds,
           `SELECT registry_hostname, username, token_sealed FROM container_registry_credentials WHERE uuid = $1 AND workspace_uuid = $2`,
-          [d.credential_id, d.workspace_uuid]);
-        if (!c) throw ApplicationFailure.nonRetryable('the registry credential of the app no longer exists', 'CredentialGone');
+          [d.credential_id, d.workspace_uuid],
+        );
+        if (!c)
+          throw ApplicationFailure.nonRetryable(
+            'the registry credential of the app no longer exists',
+            'CredentialGone',
+          );
         registryAuth = { hostname: c.registry_hostname, username: c.username, token: secretBox.open(c.token_sealed) };
       }
       // git_push: the data plane's own repository of the app; public_git and github: the configured one
-      const repository = d.deployment_method === 'git_push' ? driver.pushRepository(d.name) : isGitMethod(d.deployment_method) ? d.repository : null;
-      await driver.startBuild({ appUuid: d.app_uuid, deploymentUuid, method: d.deployment_method, commitSha: d.commit_sha, image: d.image, registryAuth,
-        repository, credential: null });
+      const repository =
+        d.deployment_method === 'git_push'
+          ? driver.pushRepository(d.name)
+          : isGitMethod(d.deployment_method)
+            ? d.repository
+            : null;
+      await driver.startBuild({
+        appUuid: d.app_uuid,
+        deploymentUuid,
+        method: d.deployment_method,
+        commitSha: d.commit_sha,
+        image: d.image,
+        registryAuth,
+        repository,
+        credential: null,
+      });
     },
 
     /** The build's progress, and whether a cancel was asked for (the database is the durable record of it). */
     async deploymentProgress(deploymentUuid: string): Promise<{ build: BuildStatus; cancelRequested: boolean }> {
-      const row = await one<{ state: string }>(ds, `SELECT state FROM app_deployments WHERE uuid = $1`, [deploymentUuid]);
+      const row = await one<{ state: string }>(ds, `SELECT state FROM app_deployments WHERE uuid = $1`, [
+        deploymentUuid,
+      ]);
       return { build: await driver.buildStatus(deploymentUuid), cancelRequested: row?.state === 'cancelling' };
     },
     async isCancelRequested(deploymentUuid: string): Promise<boolean> {
-      const row = await one<{ state: string }>(ds, `SELECT state FROM app_deployments WHERE uuid = $1`, [deploymentUuid]);
+      const row = await one<{ state: string }>(ds, `SELECT state FROM app_deployments WHERE uuid = $1`, [
+        deploymentUuid,
+      ]);
       return row?.state === 'cancelling';
     },
     async cancelDeploymentBuild(deploymentUuid: string): Promise<void> {
@@ -262,15 +394,25 @@ export function createAppActivities(deps: Pick<ActivityDeps, 'dataSource' | 'pro
       await driver.rollout(appUuid, image, await effectiveEnvironment(ds, secretBox, appUuid));
     },
     /** Ends a deployment once: completed, failed (with the reason) or cancelled; logs are stored then. */
-    async finishDeployment(deploymentUuid: string, outcome: 'completed' | 'failed' | 'cancelled', message: string | null): Promise<boolean> {
+    async finishDeployment(
+      deploymentUuid: string,
+      outcome: 'completed' | 'failed' | 'cancelled',
+      message: string | null,
+    ): Promise<boolean> {
       const { finished, synced } = await ds.transaction(async (m) => {
-        const done = await rows<{ app_uuid: string }>(m,
+        const done = await rows<{ app_uuid: string }>(
+          m,
           `UPDATE app_deployments SET state = $2, message = $3, finished_at = now(), logs_stored_at = now(), updated_at = now()
-            WHERE uuid = $1 AND state IN ('pending', 'running', 'cancelling') RETURNING app_uuid`, [deploymentUuid, outcome, message]);
+            WHERE uuid = $1 AND state IN ('pending', 'running', 'cancelling') RETURNING app_uuid`,
+          [deploymentUuid, outcome, message],
+        );
         if (done.length === 0 || outcome !== 'completed') return { finished: done.length > 0, synced: [] };
         // the deployment used the variables as they were when it began: a later change keeps the mark
-        await m.query(`UPDATE apps a SET needs_redeploy_since = NULL FROM app_deployments d
-                        WHERE d.uuid = $1 AND a.uuid = d.app_uuid AND a.needs_redeploy_since <= d.created_at`, [deploymentUuid]);
+        await m.query(
+          `UPDATE apps a SET needs_redeploy_since = NULL FROM app_deployments d
+                        WHERE d.uuid = $1 AND a.uuid = d.app_uuid AND a.needs_redeploy_since <= d.created_at`,
+          [deploymentUuid],
+        );
         return { finished: true, synced: await clones.queue(m, done[0]!.app_uuid) };
       });
       await clones.dispatch(synced);
@@ -284,27 +426,43 @@ export function createAppActivities(deps: Pick<ActivityDeps, 'dataSource' | 'pro
       await ds.transaction(async (m) => {
         if (flags.clone_variables) {
           // the secret flag goes with the value: a secret variable stays secret in the copy
-          await m.query(`INSERT INTO app_variables AS t (app_uuid, key, value_sealed, secret) SELECT $2, key, value_sealed, secret FROM app_variables WHERE app_uuid = $1
-                          ON CONFLICT (app_uuid, key) DO UPDATE SET value_sealed = EXCLUDED.value_sealed, secret = t.secret OR EXCLUDED.secret`, [sourceUuid, targetUuid]);
+          await m.query(
+            `INSERT INTO app_variables AS t (app_uuid, key, value_sealed, secret) SELECT $2, key, value_sealed, secret FROM app_variables WHERE app_uuid = $1
+                          ON CONFLICT (app_uuid, key) DO UPDATE SET value_sealed = EXCLUDED.value_sealed, secret = t.secret OR EXCLUDED.secret`,
+            [sourceUuid, targetUuid],
+          );
         }
         if (flags.clone_secret_files) {
-          await m.query(`INSERT INTO app_secret_files (uuid, app_uuid, name, content_sealed, size_bytes, sha256)
+          await m.query(
+            `INSERT INTO app_secret_files (uuid, app_uuid, name, content_sealed, size_bytes, sha256)
                          SELECT gen_random_uuid(), $2, name, content_sealed, size_bytes, sha256 FROM app_secret_files WHERE app_uuid = $1
-                         ON CONFLICT (app_uuid, name) DO NOTHING`, [sourceUuid, targetUuid]);
+                         ON CONFLICT (app_uuid, name) DO NOTHING`,
+            [sourceUuid, targetUuid],
+          );
         }
         const sets: string[] = [];
         if (flags.clone_scaling_settings) sets.push('scaling_profile = s.scaling_profile', 'quota = s.quota');
         if (flags.clone_health_checks) sets.push('health_checks = s.health_checks');
         if (flags.clone_security) {
-          sets.push('basic_auth_enabled = s.basic_auth_enabled', 'basic_auth_username = s.basic_auth_username',
-            'basic_auth_password_sealed = s.basic_auth_password_sealed', 'private_access = s.private_access', 'allow_connections = s.allow_connections');
+          sets.push(
+            'basic_auth_enabled = s.basic_auth_enabled',
+            'basic_auth_username = s.basic_auth_username',
+            'basic_auth_password_sealed = s.basic_auth_password_sealed',
+            'private_access = s.private_access',
+            'allow_connections = s.allow_connections',
+          );
         }
         if (sets.length > 0) {
-          await m.query(`UPDATE apps t SET ${sets.join(', ')}, updated_at = now() FROM apps s WHERE s.uuid = $1 AND t.uuid = $2 AND t.state = 'cloning'`,
-            [sourceUuid, targetUuid]);
+          await m.query(
+            `UPDATE apps t SET ${sets.join(', ')}, updated_at = now() FROM apps s WHERE s.uuid = $1 AND t.uuid = $2 AND t.state = 'cloning'`,
+            [sourceUuid, targetUuid],
+          );
           if (flags.clone_scaling_settings) {
-            await m.query(`UPDATE resource_allocations ra SET cpu_size = (a.quota->>'cpu_size')::float8, ram_size = (a.quota->>'ram_size')::bigint,
-                             disk_size = (a.quota->>'disk_size')::bigint FROM apps a WHERE a.uuid = $1 AND ra.owner_uuid = a.uuid`, [targetUuid]);
+            await m.query(
+              `UPDATE resource_allocations ra SET cpu_size = (a.quota->>'cpu_size')::float8, ram_size = (a.quota->>'ram_size')::bigint,
+                             disk_size = (a.quota->>'disk_size')::bigint FROM apps a WHERE a.uuid = $1 AND ra.owner_uuid = a.uuid`,
+              [targetUuid],
+            );
           }
         }
       });

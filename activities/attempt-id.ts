@@ -12,7 +12,8 @@ export function attemptScopedUuid(label: string, options: { perActivity?: boolea
   try {
     const info = Context.current().info;
     const execution = info.workflowExecution;
-    if (execution) key = `${label}:${execution.workflowId}:${execution.runId}${options.perActivity === false ? '' : `:${info.activityId}`}`;
+    if (execution)
+      key = `${label}:${execution.workflowId}:${execution.runId}${options.perActivity === false ? '' : `:${info.activityId}`}`;
   } catch {
     key = undefined;
   }

@@ -11,15 +11,23 @@ export interface StorageCleanupInput {
   siteHost: string | null;
 }
 
-export function createBucketActivities({ dataSource, secretBox, provider, logger }: Pick<ActivityDeps, 'dataSource' | 'secretBox' | 'provider' | 'logger'>) {
+export function createBucketActivities({
+  dataSource,
+  secretBox,
+  provider,
+  logger,
+}: Pick<ActivityDeps, 'dataSource' | 'secretBox' | 'provider' | 'logger'>) {
   return {
     /**
      * Creates the bucket on the object store and grants its access key pair (the secret is
      * opened here, never passed through the workflow). False when the bucket is gone.
      */
     async provisionBucket(bucketUuid: string): Promise<boolean> {
-      const b = await one<{ name: string; s3_access_key: string; s3_secret_sealed: string; state: string }>(dataSource,
-        `SELECT name, s3_access_key, s3_secret_sealed, state FROM buckets WHERE uuid = $1`, [bucketUuid]);
+      const b = await one<{ name: string; s3_access_key: string; s3_secret_sealed: string; state: string }>(
+        dataSource,
+        `SELECT name, s3_access_key, s3_secret_sealed, state FROM buckets WHERE uuid = $1`,
+        [bucketUuid],
+      );
       if (!b) return false;
       if (b.state !== 'pending') return true;
       await provider.storage.createBucket(b.name);
@@ -29,11 +37,16 @@ export function createBucketActivities({ dataSource, secretBox, provider, logger
     },
     /** pending -> failed with the reason (guarded: a bucket that moved on is left alone). */
     async failBucket(bucketUuid: string, reason: string): Promise<boolean> {
-      return moveState(dataSource, { table: 'buckets', uuid: bucketUuid, from: ['pending'], to: 'failed' }, { set: 'failure_reason = $6', params: [reason.slice(0, 500)] });
+      return moveState(
+        dataSource,
+        { table: 'buckets', uuid: bucketUuid, from: ['pending'], to: 'failed' },
+        { set: 'failure_reason = $6', params: [reason.slice(0, 500)] },
+      );
     },
     /** Removes a deleted bucket's (or site's) data from the object store and its key or route (idempotent). */
     async cleanupStorage(input: StorageCleanupInput): Promise<void> {
-      if (!provider.storage.endpoint) throw ApplicationFailure.nonRetryable('no object store is configured', 'NoObjectStore');
+      if (!provider.storage.endpoint)
+        throw ApplicationFailure.nonRetryable('no object store is configured', 'NoObjectStore');
       if (input.siteHost) await provider.storage.unrouteSite(input.siteHost);
       if (input.accessKey) await provider.storage.revokeKey(input.bucketName, input.accessKey);
       await provider.storage.deleteBucket(input.bucketName);

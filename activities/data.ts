@@ -19,7 +19,9 @@ export const generatePassword = () => randomBytes(24).toString('base64url');
 export const clusterIdOf = (uuid: string) => `c-${uuid}`;
 
 /** Activities of data services: add-on and service provisioning, backups, restore, replicas, cron jobs. */
-export function createDataActivities(deps: Pick<ActivityDeps, 'dataSource' | 'logger' | 'secretBox' | 'provider' | 'temporal' | 'config'>) {
+export function createDataActivities(
+  deps: Pick<ActivityDeps, 'dataSource' | 'logger' | 'secretBox' | 'provider' | 'temporal' | 'config'>,
+) {
   const { dataSource: ds, logger, secretBox, provider, temporal, config } = deps;
   const driver = () => provider.data;
 
@@ -49,15 +51,23 @@ export function createDataActivities(deps: Pick<ActivityDeps, 'dataSource' | 'lo
   /** Records where the driver serves the add-on (connection_details read it); the simulated driver names none. */
   async function recordEndpoint(uuid: string, s: ClusterStatus): Promise<void> {
     if (!s.endpoint) return;
-    await ds.query(`UPDATE addons SET endpoint = $2 WHERE uuid = $1 AND endpoint IS DISTINCT FROM $2::jsonb`, [uuid, JSON.stringify(s.endpoint)]);
+    await ds.query(`UPDATE addons SET endpoint = $2 WHERE uuid = $1 AND endpoint IS DISTINCT FROM $2::jsonb`, [
+      uuid,
+      JSON.stringify(s.endpoint),
+    ]);
   }
   async function mirrorBackups(row: AddonRow): Promise<number> {
     const list = await driver().listBackups(row.cluster_id!);
     await ds.transaction(async (m) => {
-      await m.query(`DELETE FROM addon_backups WHERE addon_uuid = $1 AND NOT (name = ANY($2::text[]))`, [row.uuid, list.map((b) => b.name)]);
+      await m.query(`DELETE FROM addon_backups WHERE addon_uuid = $1 AND NOT (name = ANY($2::text[]))`, [
+        row.uuid,
+        list.map((b) => b.name),
+      ]);
       for (const b of list) {
-        await m.query(`INSERT INTO addon_backups (addon_uuid, name, taken_at, size) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`,
-          [row.uuid, b.name, b.taken_at, b.size]);
+        await m.query(
+          `INSERT INTO addon_backups (addon_uuid, name, taken_at, size) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`,
+          [row.uuid, b.name, b.taken_at, b.size],
+        );
       }
     });
     return list.length;
@@ -76,8 +86,12 @@ export function createDataActivities(deps: Pick<ActivityDeps, 'dataSource' | 'lo
         spec: { intervals: [{ every: '1m' }] },
         // One sweep per task queue, not an operation on a resource: its own id, no search attributes.
         action: {
-          type: 'startWorkflow', workflowType: 'addonHealthSweep' satisfies WorkflowName, taskQueue: config.taskQueue,
-          workflowId: `addon-health/${config.taskQueue}`, args: [] satisfies WorkflowArgs<'addonHealthSweep'>, workflowExecutionTimeout: '5 minutes',
+          type: 'startWorkflow',
+          workflowType: 'addonHealthSweep' satisfies WorkflowName,
+          taskQueue: config.taskQueue,
+          workflowId: `addon-health/${config.taskQueue}`,
+          args: [] satisfies WorkflowArgs<'addonHealthSweep'>,
+          workflowExecutionTimeout: '5 minutes',
         },
       });
     } catch (err) {
@@ -96,13 +110,17 @@ export function createDataActivities(deps: Pick<ActivityDeps, 'dataSource' | 'lo
      * records changes (healthy, bound, running, or an unhealthy value: ADD-03/04).
      */
     async sweepAddonHealth(): Promise<number> {
-      const live = await rows<{ uuid: string; cluster_id: string; state: AddonState }>(ds,
+      const live = await rows<{ uuid: string; cluster_id: string; state: AddonState }>(
+        ds,
         `SELECT uuid, cluster_id, state FROM addons WHERE type <> 'cronjob' AND cluster_id IS NOT NULL
             AND state = ANY($1::text[]) ORDER BY updated_at LIMIT 1000`,
-        [[...ADDON_LIVE_STATES, ...UNHEALTHY_STATES]]);
+        [[...ADDON_LIVE_STATES, ...UNHEALTHY_STATES]],
+      );
       let changed = 0;
       for (const a of live) {
-        const s = await driver().status(a.cluster_id).catch(() => null);
+        const s = await driver()
+          .status(a.cluster_id)
+          .catch(() => null);
         if (s) await recordEndpoint(a.uuid, s);
         if (!s?.ready || s.status === a.state || s.status === 'stopped') continue;
         if (await moveState(ds, { table: 'addons', uuid: a.uuid, from: [a.state], to: s.status })) {
@@ -138,7 +156,11 @@ export function createDataActivities(deps: Pick<ActivityDeps, 'dataSource' | 'lo
       // `stopped` is only ever written by a stop request: a cluster still stopping (or not yet
       // started) while the add-on should run is not ready, and the state is left alone.
       if (s.status === 'stopped') return { ready: row.state === 'stopped', status: s.status };
-      if (s.ready && row.state !== s.status && !['pending', 'processing', 'deleting', 'resetting', 'stopped'].includes(row.state)) {
+      if (
+        s.ready &&
+        row.state !== s.status &&
+        !['pending', 'processing', 'deleting', 'resetting', 'stopped'].includes(row.state)
+      ) {
         await moveState(ds, { table: 'addons', uuid, from: [row.state], to: s.status });
       }
       return s;
@@ -149,10 +171,16 @@ export function createDataActivities(deps: Pick<ActivityDeps, 'dataSource' | 'lo
       const row = await required(uuid);
       const paths = new Set<string>();
       if (typeof row.settings.sub_path === 'string') paths.add(row.settings.sub_path);
-      const mounts = await rows<{ sub_path: string }>(ds, `SELECT sub_path FROM service_mounts WHERE service_uuid = $1 AND sub_path IS NOT NULL`, [uuid]);
+      const mounts = await rows<{ sub_path: string }>(
+        ds,
+        `SELECT sub_path FROM service_mounts WHERE service_uuid = $1 AND sub_path IS NOT NULL`,
+        [uuid],
+      );
       for (const m of mounts) paths.add(m.sub_path);
       for (const p of paths) await driver().ensureSubPath(row.cluster_id!, p);
-      await ds.query(`UPDATE service_mounts SET state = 'mounted' WHERE service_uuid = $1 AND state = 'pending'`, [uuid]);
+      await ds.query(`UPDATE service_mounts SET state = 'mounted' WHERE service_uuid = $1 AND state = 'pending'`, [
+        uuid,
+      ]);
       return [...paths];
     },
 
@@ -169,9 +197,11 @@ export function createDataActivities(deps: Pick<ActivityDeps, 'dataSource' | 'lo
       if (row.replica_of) return true;
       await driver().setBackups(row.cluster_id!, row.backup_enabled);
       await mirrorBackups(row);
-      const done = await rows(ds,
+      const done = await rows(
+        ds,
         `UPDATE addons SET backup_active = $2, updated_at = now() WHERE uuid = $1 AND backup_enabled = $2 RETURNING uuid`,
-        [uuid, row.backup_enabled]);
+        [uuid, row.backup_enabled],
+      );
       logger.info({ addon: uuid, backups: row.backup_enabled, inLine: done.length > 0 }, 'add-on settings applied');
       return done.length > 0;
     },
@@ -198,7 +228,8 @@ export function createDataActivities(deps: Pick<ActivityDeps, 'dataSource' | 'lo
                 quota, settings, public_access, false, database_name, username, $4, uuid, $5
            FROM addons WHERE uuid = $1
          ON CONFLICT (uuid) DO NOTHING`,
-        [sourceUuid, targetUuid, suffix, secretBox.seal(generatePassword()), clusterIdOf(targetUuid)]);
+        [sourceUuid, targetUuid, suffix, secretBox.seal(generatePassword()), clusterIdOf(targetUuid)],
+      );
       logger.info({ addon: sourceUuid, target: targetUuid, type: src.type }, 'restore target created');
     },
 
@@ -206,9 +237,12 @@ export function createDataActivities(deps: Pick<ActivityDeps, 'dataSource' | 'lo
     async restoreAddonCluster(input: { addonUuid: string; targetUuid: string; from: RestoreChoice }): Promise<string> {
       const src = await required(input.addonUuid);
       const target = input.targetUuid === input.addonUuid ? src : await required(input.targetUuid);
-      const from: RestoreSource = 'targetTime' in input.from ? { targetTime: new Date(input.from.targetTime) } : input.from;
+      const from: RestoreSource =
+        'targetTime' in input.from ? { targetTime: new Date(input.from.targetTime) } : input.from;
       const { restored } = await driver().restore({
-        sourceId: src.cluster_id!, targetId: target.cluster_id!, from,
+        sourceId: src.cluster_id!,
+        targetId: target.cluster_id!,
+        from,
         targetSpec: target.uuid === src.uuid ? undefined : await specOf(target),
       });
       logger.info({ addon: src.uuid, target: target.uuid, restored }, 'backup restored');
@@ -237,17 +271,38 @@ export function createDataActivities(deps: Pick<ActivityDeps, 'dataSource' | 'lo
       const row = await load(uuid);
       const handle = temporal.schedule.getHandle(`cronjob/${uuid}`);
       if (!row || row.state === 'deleting') {
-        try { await handle.delete(); } catch (err) { if (!(err instanceof ScheduleNotFoundError)) throw err; }
+        try {
+          await handle.delete();
+        } catch (err) {
+          if (!(err instanceof ScheduleNotFoundError)) throw err;
+        }
         await ds.query(`DELETE FROM addons WHERE uuid = $1 AND state = 'deleting'`, [uuid]);
         return 'deleted';
       }
       const s = row.settings as { schedule_type: string; cron?: string; interval?: number };
-      const spec = s.schedule_type === 'cron' ? { cronExpressions: [s.cron!] } : { intervals: [{ every: `${s.interval ?? 60}m` as const }] };
-      const run = typedStart('cronjobRun', [{ cronjobUuid: uuid }], { operation: 'cronjob-run', workspaceUuid: row.workspace_uuid, resourceUuid: uuid });
-      const action = { type: 'startWorkflow' as const, workflowType: run.workflowType, taskQueue: config.taskQueue, ...run.options };
+      const spec =
+        s.schedule_type === 'cron'
+          ? { cronExpressions: [s.cron!] }
+          : { intervals: [{ every: `${s.interval ?? 60}m` as const }] };
+      const run = typedStart('cronjobRun', [{ cronjobUuid: uuid }], {
+        operation: 'cronjob-run',
+        workspaceUuid: row.workspace_uuid,
+        resourceUuid: uuid,
+      });
+      const action = {
+        type: 'startWorkflow' as const,
+        workflowType: run.workflowType,
+        taskQueue: config.taskQueue,
+        ...run.options,
+      };
       let result: 'created' | 'updated';
       try {
-        await temporal.schedule.create({ scheduleId: `cronjob/${uuid}`, spec, action, memo: { app: row.app_uuid, label: row.label } });
+        await temporal.schedule.create({
+          scheduleId: `cronjob/${uuid}`,
+          spec,
+          action,
+          memo: { app: row.app_uuid, label: row.label },
+        });
         result = 'created';
       } catch (err) {
         if (!(err instanceof ScheduleAlreadyRunning)) throw err;
@@ -269,22 +324,46 @@ export function createDataActivities(deps: Pick<ActivityDeps, 'dataSource' | 'lo
       // fixed for the workflow run that started it: a retried activity finds its run instead of starting a second
       const runId = attemptScopedUuid('cronjob-run', { perActivity: false });
       const finished = await ds.transaction(async (m) => {
-        const started = await one(m, `INSERT INTO cronjob_runs (uuid, cronjob_uuid, started_at) VALUES ($1, $2, now()) ON CONFLICT (uuid) DO NOTHING RETURNING uuid`,
-          [runId, cronjobUuid]);
-        if (!started) return one<{ exit_code: number | null }>(m, `SELECT exit_code FROM cronjob_runs WHERE uuid = $1 AND finished_at IS NOT NULL`, [runId]);
+        const started = await one(
+          m,
+          `INSERT INTO cronjob_runs (uuid, cronjob_uuid, started_at) VALUES ($1, $2, now()) ON CONFLICT (uuid) DO NOTHING RETURNING uuid`,
+          [runId, cronjobUuid],
+        );
+        if (!started)
+          return one<{ exit_code: number | null }>(
+            m,
+            `SELECT exit_code FROM cronjob_runs WHERE uuid = $1 AND finished_at IS NOT NULL`,
+            [runId],
+          );
         await insertAuditEvent(m, {
-          workspaceUuid: row.workspace_uuid, actorType: 'system', actorUuid: null, source: 'scheduler', action: 'cronjob.run',
-          resourceType: 'cronjob', resourceUuid: cronjobUuid, appUuid: row.app_uuid, diff: diffRecords(null, { run: runId }),
+          workspaceUuid: row.workspace_uuid,
+          actorType: 'system',
+          actorUuid: null,
+          source: 'scheduler',
+          action: 'cronjob.run',
+          resourceType: 'cronjob',
+          resourceUuid: cronjobUuid,
+          appUuid: row.app_uuid,
+          diff: diffRecords(null, { run: runId }),
         });
         return undefined;
       });
       if (finished) return finished.exit_code;
-      const result = await driver().runJob({ appUuid: row.app_uuid!, command: String(row.settings.command) }).catch(async (err: Error) => {
-        // the log stream says why the run did not happen (no exit code: nothing ran)
-        await ds.query(`UPDATE cronjob_runs SET finished_at = now(), log = $2 WHERE uuid = $1`, [runId, `the run did not start: ${err.message}\n`]);
-        throw err;
-      });
-      await ds.query(`UPDATE cronjob_runs SET finished_at = now(), exit_code = $2, log = $3 WHERE uuid = $1`, [runId, result.exitCode, result.log]);
+      const result = await driver()
+        .runJob({ appUuid: row.app_uuid!, command: String(row.settings.command) })
+        .catch(async (err: Error) => {
+          // the log stream says why the run did not happen (no exit code: nothing ran)
+          await ds.query(`UPDATE cronjob_runs SET finished_at = now(), log = $2 WHERE uuid = $1`, [
+            runId,
+            `the run did not start: ${err.message}\n`,
+          ]);
+          throw err;
+        });
+      await ds.query(`UPDATE cronjob_runs SET finished_at = now(), exit_code = $2, log = $3 WHERE uuid = $1`, [
+        runId,
+        result.exitCode,
+        result.log,
+      ]);
       return result.exitCode;
     },
 
@@ -293,8 +372,11 @@ export function createDataActivities(deps: Pick<ActivityDeps, 'dataSource' | 'lo
      * their clusters (data does not come back) and schedules. Idempotent.
      */
     async deleteAppAddons(appUuid: string): Promise<number> {
-      const found = await rows<{ uuid: string; type: string; cluster_id: string | null }>(ds,
-        `UPDATE addons SET state = 'deleting', updated_at = now() WHERE app_uuid = $1 RETURNING uuid, type, cluster_id`, [appUuid]);
+      const found = await rows<{ uuid: string; type: string; cluster_id: string | null }>(
+        ds,
+        `UPDATE addons SET state = 'deleting', updated_at = now() WHERE app_uuid = $1 RETURNING uuid, type, cluster_id`,
+        [appUuid],
+      );
       for (const a of found) {
         if (a.type === 'cronjob') await activities.syncCronSchedule(a.uuid);
         else {
@@ -311,10 +393,18 @@ export function createDataActivities(deps: Pick<ActivityDeps, 'dataSource' | 'lo
      * Copies an add-on onto another app as `targetUuid` (idempotent): new credentials, a
      * new cluster; with data, a fresh base backup of the source restored into it.
      */
-    async cloneAddon(input: { sourceUuid: string; targetAppUuid: string; targetUuid: string; withData: boolean }): Promise<void> {
+    async cloneAddon(input: {
+      sourceUuid: string;
+      targetAppUuid: string;
+      targetUuid: string;
+      withData: boolean;
+    }): Promise<void> {
       const src = await required(input.sourceUuid);
-      const app = await one<{ workspace_uuid: string; project_id: string | null; resource_uuid: string }>(ds,
-        `SELECT workspace_uuid, project_id, resource_uuid FROM apps WHERE uuid = $1`, [input.targetAppUuid]);
+      const app = await one<{ workspace_uuid: string; project_id: string | null; resource_uuid: string }>(
+        ds,
+        `SELECT workspace_uuid, project_id, resource_uuid FROM apps WHERE uuid = $1`,
+        [input.targetAppUuid],
+      );
       if (!app) throw ApplicationFailure.nonRetryable(`app ${input.targetAppUuid} is gone`, 'AppGone');
       await ds.query(
         `INSERT INTO addons (uuid, workspace_uuid, kind, app_uuid, project_id, resource_uuid, type, name, label, state, quota, settings,
@@ -322,16 +412,32 @@ export function createDataActivities(deps: Pick<ActivityDeps, 'dataSource' | 'lo
          SELECT $2, $3, 'addon', $4, $5, $6, type, $7, label, 'creating', quota, settings, public_access, backup_enabled, database_name,
                 username, $8, $9 FROM addons WHERE uuid = $1
          ON CONFLICT (uuid) DO NOTHING`,
-        [src.uuid, input.targetUuid, app.workspace_uuid, input.targetAppUuid, app.project_id, app.resource_uuid,
-          `${src.type}-${randomBytes(4).toString('hex')}`, src.password_sealed ? secretBox.seal(generatePassword()) : null, clusterIdOf(input.targetUuid)]);
+        [
+          src.uuid,
+          input.targetUuid,
+          app.workspace_uuid,
+          input.targetAppUuid,
+          app.project_id,
+          app.resource_uuid,
+          `${src.type}-${randomBytes(4).toString('hex')}`,
+          src.password_sealed ? secretBox.seal(generatePassword()) : null,
+          clusterIdOf(input.targetUuid),
+        ],
+      );
       const target = await required(input.targetUuid);
       if (input.withData && src.type !== 'storage' && src.cluster_id) {
         const backup = await driver().backupNow(src.cluster_id);
         await mirrorBackups(src);
-        await driver().restore({ sourceId: src.cluster_id, targetId: target.cluster_id!, from: { backupName: backup.name }, targetSpec: await specOf(target) });
+        await driver().restore({
+          sourceId: src.cluster_id,
+          targetId: target.cluster_id!,
+          from: { backupName: backup.name },
+          targetSpec: await specOf(target),
+        });
       } else {
         await driver().provision(await specOf(target));
-        if (input.withData && src.type === 'storage' && src.cluster_id) await driver().copyVolume(src.cluster_id, target.cluster_id!);
+        if (input.withData && src.type === 'storage' && src.cluster_id)
+          await driver().copyVolume(src.cluster_id, target.cluster_id!);
       }
     },
     /** Compensation of cloneAddon: removes the copy and its cluster. */
@@ -348,7 +454,8 @@ export function createDataActivities(deps: Pick<ActivityDeps, 'dataSource' | 'lo
          SELECT $2, a.workspace_uuid, 'addon', a.uuid, a.project_id, a.resource_uuid, 'cronjob', $3, c.label, 'pending', c.quota, c.settings
            FROM addons c, apps a WHERE c.uuid = $1 AND c.type = 'cronjob' AND a.uuid = $4
          ON CONFLICT (uuid) DO NOTHING`,
-        [input.sourceUuid, input.targetUuid, `cronjob-${randomBytes(4).toString('hex')}`, input.targetAppUuid]);
+        [input.sourceUuid, input.targetUuid, `cronjob-${randomBytes(4).toString('hex')}`, input.targetAppUuid],
+      );
       await activities.syncCronSchedule(input.targetUuid);
     },
     /** Compensation of cloneCronjob: deletes the copy and its schedule. */

@@ -16,7 +16,11 @@ export function verificationResolver(servers: readonly string[]): Resolver {
   return resolver;
 }
 
-export function createDomainActivities({ dataSource, logger, config }: Pick<ActivityDeps, 'dataSource' | 'logger' | 'config'>) {
+export function createDomainActivities({
+  dataSource,
+  logger,
+  config,
+}: Pick<ActivityDeps, 'dataSource' | 'logger' | 'config'>) {
   return {
     /**
      * One verification check: looks up TXT `_platformapp-verify.<domain>` and compares
@@ -24,8 +28,11 @@ export function createDomainActivities({ dataSource, logger, config }: Pick<Acti
      * verified (deleted, renamed). Records the attempt on the domain.
      */
     async checkDomainTxt(domainUuid: string): Promise<DomainCheck> {
-      const domain = await one<{ name: string; verification_token: string | null }>(dataSource,
-        `SELECT name, verification_token FROM domains WHERE uuid = $1 AND verification_status = 'in_progress'`, [domainUuid]);
+      const domain = await one<{ name: string; verification_token: string | null }>(
+        dataSource,
+        `SELECT name, verification_token FROM domains WHERE uuid = $1 AND verification_status = 'in_progress'`,
+        [domainUuid],
+      );
       if (!domain || !domain.verification_token) return 'stopped';
       const record = txtRecordName(domain.name);
       let found = false;
@@ -40,16 +47,22 @@ export function createDomainActivities({ dataSource, logger, config }: Pick<Acti
       }
       await dataSource.query(
         `UPDATE domains SET check_attempts = check_attempts + 1, last_checked_at = now(), last_check_error = $2
-          WHERE uuid = $1 AND verification_status = 'in_progress'`, [domainUuid, error]);
+          WHERE uuid = $1 AND verification_status = 'in_progress'`,
+        [domainUuid, error],
+      );
       logger.info({ domainUuid, record, found, error }, 'domain verification check');
       return found ? 'found' : 'absent';
     },
     /** in_progress -> verified: dns_target becomes the app's public host, the token is cleared. */
     async completeDomainVerification(domainUuid: string): Promise<boolean> {
-      return moveState(dataSource, { table: 'domains', uuid: domainUuid, from: ['in_progress'], to: 'verified' }, {
-        set: `verification_token = NULL, last_check_error = NULL, dns_target = (SELECT a.name || '.' || r.domain
+      return moveState(
+        dataSource,
+        { table: 'domains', uuid: domainUuid, from: ['in_progress'], to: 'verified' },
+        {
+          set: `verification_token = NULL, last_check_error = NULL, dns_target = (SELECT a.name || '.' || r.domain
                 FROM apps a JOIN compute_resources c ON c.uuid = a.resource_uuid JOIN regions r ON r.id = c.region_id WHERE a.uuid = x.app_uuid)`,
-      });
+        },
+      );
     },
     /** in_progress -> failed once the attempts are exhausted; the token stays for another try. */
     async failDomainVerification(domainUuid: string): Promise<boolean> {

@@ -38,7 +38,11 @@ function currentTaskQueue(fallback: string): string {
   }
 }
 
-export function createEventActivities({ dataSource, temporal, config }: Pick<ActivityDeps, 'dataSource' | 'temporal' | 'config'>) {
+export function createEventActivities({
+  dataSource,
+  temporal,
+  config,
+}: Pick<ActivityDeps, 'dataSource' | 'temporal' | 'config'>) {
   return {
     /**
      * The one path every workflow emits platform events through. Persists the event once
@@ -50,12 +54,21 @@ export function createEventActivities({ dataSource, temporal, config }: Pick<Act
      */
     async emitEvent(input: EmitEventInput): Promise<EventEnvelope> {
       const stored = await dataSource.transaction(async (m) => {
-        const existing = await one<{ payload: EventEnvelope }>(m, `SELECT payload FROM events WHERE uuid = $1`, [input.eventId]);
+        const existing = await one<{ payload: EventEnvelope }>(m, `SELECT payload FROM events WHERE uuid = $1`, [
+          input.eventId,
+        ]);
         if (existing) return existing.payload;
-        const app = input.appUuid ? await one<{ preview_parent_uuid: string | null; resource_name: string | null; labels: string[] | null }>(m,
-          `SELECT a.preview_parent_uuid, r.name AS resource_name, r.labels FROM apps a LEFT JOIN compute_resources r ON r.uuid = a.resource_uuid
-            WHERE a.uuid = $1 AND a.workspace_uuid = $2`, [input.appUuid, input.workspaceUuid]) : undefined;
-        const resource: EventResource | null = app?.resource_name ? { name: app.resource_name, labels: app.labels ?? [] } : null;
+        const app = input.appUuid
+          ? await one<{ preview_parent_uuid: string | null; resource_name: string | null; labels: string[] | null }>(
+              m,
+              `SELECT a.preview_parent_uuid, r.name AS resource_name, r.labels FROM apps a LEFT JOIN compute_resources r ON r.uuid = a.resource_uuid
+            WHERE a.uuid = $1 AND a.workspace_uuid = $2`,
+              [input.appUuid, input.workspaceUuid],
+            )
+          : undefined;
+        const resource: EventResource | null = app?.resource_name
+          ? { name: app.resource_name, labels: app.labels ?? [] }
+          : null;
         let data: Record<string, unknown>;
         try {
           data = eventData(input.type, input.appUuid, input.data, resource);
@@ -63,28 +76,50 @@ export function createEventActivities({ dataSource, temporal, config }: Pick<Act
           if (err instanceof InvalidEventError) throw ApplicationFailure.nonRetryable(err.message, 'InvalidEvent');
           throw err;
         }
-        const envelope: EventEnvelope = { id: input.eventId, type: input.type, timestamp: new Date().toISOString(), data };
+        const envelope: EventEnvelope = {
+          id: input.eventId,
+          type: input.type,
+          timestamp: new Date().toISOString(),
+          data,
+        };
         const body = JSON.stringify(envelope);
-        const inserted = await rows(m,
+        const inserted = await rows(
+          m,
           `INSERT INTO events (uuid, workspace_uuid, type, app_uuid, payload) VALUES ($1, $2, $3, $4, $5)
            ON CONFLICT (uuid) DO NOTHING RETURNING uuid`,
-          [input.eventId, input.workspaceUuid, input.type, input.appUuid, body]);
+          [input.eventId, input.workspaceUuid, input.type, input.appUuid, body],
+        );
         if (inserted.length === 0) return envelope;
-        const webhooks = await rows<{ uuid: string }>(m, MATCHING_WEBHOOKS,
-          [input.workspaceUuid, input.type, input.appUuid, app?.preview_parent_uuid ?? null]);
+        const webhooks = await rows<{ uuid: string }>(m, MATCHING_WEBHOOKS, [
+          input.workspaceUuid,
+          input.type,
+          input.appUuid,
+          app?.preview_parent_uuid ?? null,
+        ]);
         for (const w of webhooks) {
           await m.query(
             `INSERT INTO webhook_deliveries (uuid, webhook_uuid, event_id, event_type, body) VALUES ($1, $2, $3, $4, $5)
              ON CONFLICT (webhook_uuid, event_id) DO NOTHING`,
-            [randomUUID(), w.uuid, input.eventId, input.type, body]);
+            [randomUUID(), w.uuid, input.eventId, input.type, body],
+          );
           await pruneDeliveries(m, w.uuid);
         }
         return envelope;
       });
-      const deliveries = await rows<{ webhook_uuid: string }>(dataSource,
-        `SELECT webhook_uuid FROM webhook_deliveries WHERE event_id = $1 AND status = 'pending' ORDER BY seq`, [input.eventId]);
+      const deliveries = await rows<{ webhook_uuid: string }>(
+        dataSource,
+        `SELECT webhook_uuid FROM webhook_deliveries WHERE event_id = $1 AND status = 'pending' ORDER BY seq`,
+        [input.eventId],
+      );
       const taskQueue = currentTaskQueue(config.taskQueue);
-      await Promise.all(deliveries.map((d) => startWebhookDelivery(temporal, taskQueue, input.workspaceUuid, { webhookUuid: d.webhook_uuid, eventId: input.eventId })));
+      await Promise.all(
+        deliveries.map((d) =>
+          startWebhookDelivery(temporal, taskQueue, input.workspaceUuid, {
+            webhookUuid: d.webhook_uuid,
+            eventId: input.eventId,
+          }),
+        ),
+      );
       return stored;
     },
   };

@@ -17,7 +17,12 @@ export interface GitCredential {
  * (and file, where allowed) transports, and a stored credential as an HTTP Authorization
  * header through GIT_CONFIG_* variables: never in the URL, the arguments or a log.
  */
-export function gitEnv(options: { home: string; allowFile: boolean; caFile?: string; credential?: GitCredential | null }): NodeJS.ProcessEnv {
+export function gitEnv(options: {
+  home: string;
+  allowFile: boolean;
+  caFile?: string;
+  credential?: GitCredential | null;
+}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {
     // eslint-disable-next-line no-restricted-properties -- not configuration: git is found on the worker's own PATH
     PATH: process.env.PATH,
@@ -31,7 +36,11 @@ export function gitEnv(options: { home: string; allowFile: boolean; caFile?: str
   if (options.caFile) env.GIT_SSL_CAINFO = options.caFile;
   if (options.credential) {
     const basic = Buffer.from(`${options.credential.username}:${options.credential.token}`).toString('base64');
-    Object.assign(env, { GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: 'http.extraHeader', GIT_CONFIG_VALUE_0: `Authorization: Basic ${basic}` });
+    Object.assign(env, {
+      GIT_CONFIG_COUNT: '1',
+      GIT_CONFIG_KEY_0: 'http.extraHeader',
+      GIT_CONFIG_VALUE_0: `Authorization: Basic ${basic}`,
+    });
   }
   return env;
 }
@@ -42,21 +51,43 @@ export function gitEnv(options: { home: string; allowFile: boolean; caFile?: str
  * through GIT_CONFIG_* environment variables: never in the URL, the arguments or a log.
  * Only https (and file, where allowed) transports are enabled.
  */
-export async function cloneBranch(url: string, branch: string, options: { credential?: GitCredential | null; allowFile: boolean; caFile?: string; timeoutMs?: number }): Promise<{ dir: string; commitSha: string; dispose(): Promise<void> }> {
+export async function cloneBranch(
+  url: string,
+  branch: string,
+  options: { credential?: GitCredential | null; allowFile: boolean; caFile?: string; timeoutMs?: number },
+): Promise<{ dir: string; commitSha: string; dispose(): Promise<void> }> {
   const dir = await mkdtemp(path.join(tmpdir(), 'berth-git-'));
-  const env = gitEnv({ home: dir, allowFile: options.allowFile, caFile: options.caFile, credential: options.credential });
+  const env = gitEnv({
+    home: dir,
+    allowFile: options.allowFile,
+    caFile: options.caFile,
+    credential: options.credential,
+  });
   const dispose = () => rm(dir, { recursive: true, force: true });
   const work = path.join(dir, 'repo');
   try {
-    await run('git', ['clone', '--quiet', '--depth', '1', '--single-branch', '--no-tags', '--branch', branch, '--', url, work],
-      { env, timeout: options.timeoutMs ?? 120_000, maxBuffer: 1024 * 1024 });
+    await run(
+      'git',
+      ['clone', '--quiet', '--depth', '1', '--single-branch', '--no-tags', '--branch', branch, '--', url, work],
+      { env, timeout: options.timeoutMs ?? 120_000, maxBuffer: 1024 * 1024 },
+    );
     const { stdout } = await run('git', ['-C', work, 'rev-parse', 'HEAD'], { env, timeout: 10_000 });
     return { dir: work, commitSha: stdout.trim(), dispose };
   } catch (err) {
     await dispose();
     const e = err as { stderr?: string; killed?: boolean; message: string };
-    const detail = e.killed ? 'timed out' : (e.stderr ?? e.message).split('\n').map((l) => l.trim()).filter(Boolean).slice(-2).join(' ');
-    throw ApplicationFailure.nonRetryable(`could not clone ${url} (branch ${branch}): ${detail.slice(0, 400)}`, 'GitError');
+    const detail = e.killed
+      ? 'timed out'
+      : (e.stderr ?? e.message)
+          .split('\n')
+          .map((l) => l.trim())
+          .filter(Boolean)
+          .slice(-2)
+          .join(' ');
+    throw ApplicationFailure.nonRetryable(
+      `could not clone ${url} (branch ${branch}): ${detail.slice(0, 400)}`,
+      'GitError',
+    );
   }
 }
 
@@ -79,7 +110,10 @@ export async function branchHead(repository: string, branch: string): Promise<st
   try {
     out = await git(['ls-remote', '--heads', '--', repository, `refs/heads/${branch}`]);
   } catch (err) {
-    const stderr = String((err as { stderr?: string }).stderr ?? (err as Error).message).trim().split('\n').pop();
+    const stderr = String((err as { stderr?: string }).stderr ?? (err as Error).message)
+      .trim()
+      .split('\n')
+      .pop();
     throw new GitError(`repository ${repository} is not reachable: ${stderr}`);
   }
   const line = out.split('\n').find((l) => l.endsWith(`\trefs/heads/${branch}`));

@@ -19,15 +19,29 @@ export interface Mailer {
  */
 export function createMailer(config: Pick<Config, 'smtpUrl' | 'mailFrom'>, logger: Logger): Mailer {
   let transport: Transporter | undefined;
-  const get = () => (transport ??= config.smtpUrl ? nodemailer.createTransport(config.smtpUrl) : nodemailer.createTransport({ jsonTransport: true }));
+  const get = () =>
+    (transport ??= config.smtpUrl
+      ? nodemailer.createTransport(config.smtpUrl)
+      : nodemailer.createTransport({ jsonTransport: true }));
   return {
     async send(message) {
-      const info = await get().sendMail({ from: config.mailFrom, to: message.to, subject: message.subject, text: message.text });
+      const info = await get().sendMail({
+        from: config.mailFrom,
+        to: message.to,
+        subject: message.subject,
+        text: message.text,
+      });
       if (config.smtpUrl) {
         logger.info({ to: message.to, subject: message.subject, messageId: info.messageId }, 'mail sent');
       } else {
-        logger.info({ to: message.to, subject: message.subject, mail: JSON.parse(String((info as { message?: unknown }).message)) },
-          'mail (BERTH_SMTP_URL unset: logged, not sent)');
+        logger.info(
+          {
+            to: message.to,
+            subject: message.subject,
+            mail: JSON.parse(String((info as { message?: unknown }).message)),
+          },
+          'mail (BERTH_SMTP_URL unset: logged, not sent)',
+        );
       }
     },
   };

@@ -46,7 +46,11 @@ const PREVIEWS_WAIT_MS = 20_000;
 
 /** A preview app is a clone of its parent with everything the clone flags name. */
 const PREVIEW_CLONE: CloneFlags = {
-  clone_variables: true, clone_secret_files: true, clone_scaling_settings: true, clone_health_checks: true, clone_security: true,
+  clone_variables: true,
+  clone_secret_files: true,
+  clone_scaling_settings: true,
+  clone_health_checks: true,
+  clone_security: true,
 };
 
 /**
@@ -55,7 +59,9 @@ const PREVIEW_CLONE: CloneFlags = {
  * app_deployments row that the apps area's appDeploy runs (a child of the environment's
  * workflow); destroying removes the workload through the apps driver.
  */
-export function createPreviewActivities(deps: Pick<ActivityDeps, 'dataSource' | 'logger' | 'provider' | 'temporal' | 'secretBox' | 'config'>) {
+export function createPreviewActivities(
+  deps: Pick<ActivityDeps, 'dataSource' | 'logger' | 'provider' | 'temporal' | 'secretBox' | 'config'>,
+) {
   const { dataSource, logger, provider, temporal } = deps;
   const apps = createAppActivities(deps);
   async function env(id: number): Promise<EnvRow | undefined> {
@@ -77,18 +83,23 @@ export function createPreviewActivities(deps: Pick<ActivityDeps, 'dataSource' | 
 
   /** The preview app's row and its capacity (only a preview's app). */
   async function removePreviewApp(m: Db, appUuid: string): Promise<void> {
-    await m.query(`DELETE FROM resource_allocations WHERE owner_uuid = $1
-                     AND EXISTS (SELECT 1 FROM apps WHERE uuid = $1 AND preview_parent_uuid IS NOT NULL)`, [appUuid]);
+    await m.query(
+      `DELETE FROM resource_allocations WHERE owner_uuid = $1
+                     AND EXISTS (SELECT 1 FROM apps WHERE uuid = $1 AND preview_parent_uuid IS NOT NULL)`,
+      [appUuid],
+    );
     await m.query(`DELETE FROM apps WHERE uuid = $1 AND preview_parent_uuid IS NOT NULL`, [appUuid]);
   }
 
   /** creating/updating -> active for the latest request (an older deployment finishing records its commit but leaves `updating`). */
   async function recordDeployed(environmentId: number, generation: number, commitSha: string): Promise<boolean> {
-    const moved = await rows(dataSource,
+    const moved = await rows(
+      dataSource,
       `UPDATE preview_environments SET commit_sha = $3, last_deployed_at = now(), deployment_error = '', updated_at = now(),
               status = CASE WHEN generation = $2 THEN 'active' ELSE status END
         WHERE id = $1 AND status IN ('creating', 'updating') RETURNING app_uuid, status`,
-      [environmentId, generation, commitSha]);
+      [environmentId, generation, commitSha],
+    );
     if (moved[0]?.status === 'active') {
       await moveAppTo(dataSource, moved[0].app_uuid, 'running');
     }
@@ -97,11 +108,13 @@ export function createPreviewActivities(deps: Pick<ActivityDeps, 'dataSource' | 
 
   /** creating/updating -> failed with deployment_error, for the latest request. */
   async function recordFailed(environmentId: number, generation: number, error: string): Promise<boolean> {
-    const moved = await rows(dataSource,
+    const moved = await rows(
+      dataSource,
       `UPDATE preview_environments SET deployment_error = $3, updated_at = now(),
               status = CASE WHEN generation = $2 THEN 'failed' ELSE status END
         WHERE id = $1 AND status IN ('creating', 'updating') RETURNING app_uuid, status`,
-      [environmentId, generation, error.slice(0, 1000)]);
+      [environmentId, generation, error.slice(0, 1000)],
+    );
     if (moved[0]?.status === 'failed') {
       await moveAppTo(dataSource, moved[0].app_uuid, 'failed');
     }
@@ -116,9 +129,13 @@ export function createPreviewActivities(deps: Pick<ActivityDeps, 'dataSource' | 
               CASE WHEN a.deployment_method = ANY($4::text[]) THEN $3 END, CASE WHEN a.deployment_method = ANY($4::text[]) THEN $5 END
          FROM apps a WHERE a.uuid = $2
        ON CONFLICT DO NOTHING`,
-      [deploymentUuid, e.app_uuid, commitSha, [...GIT_METHODS], e.branch]);
+      [deploymentUuid, e.app_uuid, commitSha, [...GIT_METHODS], e.branch],
+    );
     if (!(await one(dataSource, `SELECT 1 FROM app_deployments WHERE uuid = $1`, [deploymentUuid]))) {
-      throw ApplicationFailure.retryable(`another deployment of preview app ${e.app_uuid} is in progress`, 'PreviewDeploymentBusy');
+      throw ApplicationFailure.retryable(
+        `another deployment of preview app ${e.app_uuid} is in progress`,
+        'PreviewDeploymentBusy',
+      );
     }
   }
 
@@ -144,11 +161,18 @@ export function createPreviewActivities(deps: Pick<ActivityDeps, 'dataSource' | 
   return {
     /** The environment under this key of the parent app, or null when there is none (gone). */
     async readPreviewIntent(parentAppUuid: string, key: string): Promise<PreviewIntent | null> {
-      const row = await one<EnvRow>(dataSource,
-        `SELECT * FROM preview_environments WHERE parent_app_uuid = $1 AND key = $2`, [parentAppUuid, key]);
+      const row = await one<EnvRow>(
+        dataSource,
+        `SELECT * FROM preview_environments WHERE parent_app_uuid = $1 AND key = $2`,
+        [parentAppUuid, key],
+      );
       if (!row) return null;
       return {
-        environmentId: row.id, status: row.status, appUuid: row.app_uuid, generation: row.generation, headSha: row.head_sha,
+        environmentId: row.id,
+        status: row.status,
+        appUuid: row.app_uuid,
+        generation: row.generation,
+        headSha: row.head_sha,
         expiresAt: row.expires_at ? new Date(row.expires_at).getTime() : null,
       };
     },
@@ -166,7 +190,8 @@ export function createPreviewActivities(deps: Pick<ActivityDeps, 'dataSource' | 
       const e = await env(environmentId);
       if (!e || e.status === 'destroying') return false;
       await dataSource.transaction(async (m) => {
-        const inserted = await rows(m,
+        const inserted = await rows(
+          m,
           `INSERT INTO apps (uuid, workspace_uuid, project_id, resource_uuid, name, service_name, label, state, preview_parent_uuid,
                              deployment_method, deployment_config, builder, manage_dns_records, maintenance, internal_port, quota,
                              parent_app_uuid, parent_image_auto_sync)
@@ -176,14 +201,20 @@ export function createPreviewActivities(deps: Pick<ActivityDeps, 'dataSource' | 
                   p.builder, p.manage_dns_records, false, p.internal_port, p.quota, CASE WHEN $7 THEN p.uuid END, false
              FROM apps p WHERE p.uuid = $6
            ON CONFLICT (uuid) DO NOTHING RETURNING uuid`,
-          [e.app_uuid, e.project_uuid, e.resource_uuid, e.app_name, e.key, e.parent_app_uuid, e.use_parent_image]);
+          [e.app_uuid, e.project_uuid, e.resource_uuid, e.app_name, e.key, e.parent_app_uuid, e.use_parent_image],
+        );
         // Its capacity is held on the environment's resource as a clone's is (the parent's quota);
         // a resource without room fails the environment with the reason (the row is not made).
         if (inserted[0]) {
-          const { quota } = (await one<{ quota: AppQuota }>(m, `SELECT quota FROM apps WHERE uuid = $1`, [e.app_uuid]))!;
+          const { quota } = (await one<{ quota: AppQuota }>(m, `SELECT quota FROM apps WHERE uuid = $1`, [
+            e.app_uuid,
+          ]))!;
           const short = await holdAppCapacity(m, e.app_uuid, e.resource_uuid, quota);
           if (short.length > 0) {
-            throw ApplicationFailure.nonRetryable(`not enough ${short.join(', ')} left on the compute resource for the preview app (the parent's quota)`, 'NoCapacity');
+            throw ApplicationFailure.nonRetryable(
+              `not enough ${short.join(', ')} left on the compute resource for the preview app (the parent's quota)`,
+              'NoCapacity',
+            );
           }
         }
       });
@@ -199,7 +230,11 @@ export function createPreviewActivities(deps: Pick<ActivityDeps, 'dataSource' | 
      * The commit's deployment of the preview app: an app_deployments row (uuid chosen by the
      * workflow, so a retry writes it once) that the workflow then runs with appDeploy.
      */
-    async queuePreviewDeployment(input: { environmentId: number; deploymentUuid: string; commitSha: string }): Promise<boolean> {
+    async queuePreviewDeployment(input: {
+      environmentId: number;
+      deploymentUuid: string;
+      commitSha: string;
+    }): Promise<boolean> {
       const e = await env(input.environmentId);
       if (!e) throw ApplicationFailure.nonRetryable('the preview environment is gone', 'PreviewGone');
       // an environment made before preview apps were clones has no workload of the apps driver yet
@@ -209,8 +244,17 @@ export function createPreviewActivities(deps: Pick<ActivityDeps, 'dataSource' | 
     },
 
     /** Records how the commit's deployment ended on the environment: active, or failed with its reason. */
-    async recordPreviewDeployment(input: { environmentId: number; generation: number; commitSha: string; deploymentUuid: string }): Promise<{ ok: boolean; error: string | null }> {
-      const d = await one<{ state: string; message: string | null }>(dataSource, `SELECT state, message FROM app_deployments WHERE uuid = $1`, [input.deploymentUuid]);
+    async recordPreviewDeployment(input: {
+      environmentId: number;
+      generation: number;
+      commitSha: string;
+      deploymentUuid: string;
+    }): Promise<{ ok: boolean; error: string | null }> {
+      const d = await one<{ state: string; message: string | null }>(
+        dataSource,
+        `SELECT state, message FROM app_deployments WHERE uuid = $1`,
+        [input.deploymentUuid],
+      );
       if (d?.state === 'completed') {
         await recordDeployed(input.environmentId, input.generation, input.commitSha);
         return { ok: true, error: null };
@@ -241,12 +285,19 @@ export function createPreviewActivities(deps: Pick<ActivityDeps, 'dataSource' | 
         while (!image) {
           const { build } = await apps.deploymentProgress(uuid);
           if (build.status === 'succeeded') image = build.image;
-          else if (build.status !== 'building') throw ApplicationFailure.nonRetryable(build.status === 'failed' ? build.reason : 'the build was cancelled', 'PreviewDeployFailed');
+          else if (build.status !== 'building')
+            throw ApplicationFailure.nonRetryable(
+              build.status === 'failed' ? build.reason : 'the build was cancelled',
+              'PreviewDeployFailed',
+            );
           else await new Promise((resolve) => setTimeout(resolve, 1000));
         }
         await apps.rolloutImage(e.app_uuid, image);
         await apps.finishDeployment(uuid, 'completed', null);
-        logger.info({ environmentId: e.id, appUuid: e.app_uuid, commitSha: input.commitSha }, 'preview commit deployed');
+        logger.info(
+          { environmentId: e.id, appUuid: e.app_uuid, commitSha: input.commitSha },
+          'preview commit deployed',
+        );
         return { image };
       } catch (err) {
         await apps.finishDeployment(uuid, 'failed', err instanceof Error ? err.message : String(err));
@@ -255,7 +306,11 @@ export function createPreviewActivities(deps: Pick<ActivityDeps, 'dataSource' | 
     },
 
     /** creating/updating -> active for the latest request (an older deployment finishing records its commit but leaves the newer request's `updating`). */
-    async recordPreviewDeployed(input: { environmentId: number; generation: number; commitSha: string }): Promise<boolean> {
+    async recordPreviewDeployed(input: {
+      environmentId: number;
+      generation: number;
+      commitSha: string;
+    }): Promise<boolean> {
       return recordDeployed(input.environmentId, input.generation, input.commitSha);
     },
 
@@ -266,9 +321,12 @@ export function createPreviewActivities(deps: Pick<ActivityDeps, 'dataSource' | 
 
     /** expires_at reached (the workflow's timer decides): -> destroying. */
     async expirePreview(environmentId: number): Promise<boolean> {
-      const moved = await rows(dataSource,
+      const moved = await rows(
+        dataSource,
         `UPDATE preview_environments SET status = 'destroying', updated_at = now()
-          WHERE id = $1 AND status IN ('creating', 'active', 'updating', 'failed') RETURNING id`, [environmentId]);
+          WHERE id = $1 AND status IN ('creating', 'active', 'updating', 'failed') RETURNING id`,
+        [environmentId],
+      );
       return moved.length > 0;
     },
 
@@ -291,17 +349,29 @@ export function createPreviewActivities(deps: Pick<ActivityDeps, 'dataSource' | 
      */
     async destroyAppPreviews(parentAppUuid: string): Promise<number> {
       const moved = await dataSource.transaction(async (m) => {
-        const parent = await one<{ workspace_uuid: string }>(m,
-          `SELECT workspace_uuid FROM apps WHERE uuid = $1 AND state = 'deleting' FOR UPDATE`, [parentAppUuid]);
+        const parent = await one<{ workspace_uuid: string }>(
+          m,
+          `SELECT workspace_uuid FROM apps WHERE uuid = $1 AND state = 'deleting' FOR UPDATE`,
+          [parentAppUuid],
+        );
         if (!parent) return null;
-        const found = await rows<{ id: number; app_uuid: string; from_status: string }>(m,
+        const found = await rows<{ id: number; app_uuid: string; from_status: string }>(
+          m,
           `WITH old AS (SELECT id, status FROM preview_environments WHERE parent_app_uuid = $1 AND status <> 'destroying' FOR UPDATE)
            UPDATE preview_environments p SET status = 'destroying', updated_at = now() FROM old WHERE p.id = old.id
-           RETURNING p.id, p.app_uuid, old.status AS from_status`, [parentAppUuid]);
+           RETURNING p.id, p.app_uuid, old.status AS from_status`,
+          [parentAppUuid],
+        );
         for (const e of found) {
           await insertAuditEvent(m, {
-            workspaceUuid: parent.workspace_uuid, actorType: 'system', actorUuid: null, source: 'workflow', action: 'preview.destroy',
-            resourceType: 'preview', resourceUuid: e.app_uuid, appUuid: parentAppUuid,
+            workspaceUuid: parent.workspace_uuid,
+            actorType: 'system',
+            actorUuid: null,
+            source: 'workflow',
+            action: 'preview.destroy',
+            resourceType: 'preview',
+            resourceUuid: e.app_uuid,
+            appUuid: parentAppUuid,
             diff: { status: { from: e.from_status, to: 'destroying' } },
           });
         }
@@ -311,8 +381,11 @@ export function createPreviewActivities(deps: Pick<ActivityDeps, 'dataSource' | 
       const keys = new Set<string>();
       const deadline = Date.now() + PREVIEWS_WAIT_MS;
       for (let first = true; ; first = false) {
-        const left = await rows<{ id: number; key: string }>(dataSource,
-          `SELECT id, key FROM preview_environments WHERE parent_app_uuid = $1 ORDER BY id`, [parentAppUuid]);
+        const left = await rows<{ id: number; key: string }>(
+          dataSource,
+          `SELECT id, key FROM preview_environments WHERE parent_app_uuid = $1 ORDER BY id`,
+          [parentAppUuid],
+        );
         for (const e of left) {
           keys.add(e.key);
           if (first) await wake(parentAppUuid, e.key);
@@ -321,20 +394,29 @@ export function createPreviewActivities(deps: Pick<ActivityDeps, 'dataSource' | 
         for (const key of keys) if (await workflowRunning(parentAppUuid, key)) running.push(key);
         for (const e of left) if (!running.includes(e.key)) await destroyEnvironment(e.id);
         // Preview apps whose environment row is gone some other way (they would outlive the parent).
-        const strays = await rows<{ uuid: string }>(dataSource,
+        const strays = await rows<{ uuid: string }>(
+          dataSource,
           `SELECT a.uuid FROM apps a WHERE a.preview_parent_uuid = $1
-              AND NOT EXISTS (SELECT 1 FROM preview_environments p WHERE p.app_uuid = a.uuid)`, [parentAppUuid]);
+              AND NOT EXISTS (SELECT 1 FROM preview_environments p WHERE p.app_uuid = a.uuid)`,
+          [parentAppUuid],
+        );
         for (const a of strays) {
           await provider.apps.delete(a.uuid);
           await removePreviewApp(dataSource, a.uuid);
         }
         if (running.length === 0 && left.length === 0) break;
         if (Date.now() > deadline) {
-          throw ApplicationFailure.retryable(`${running.length} preview environment workflows of app ${parentAppUuid} are still destroying`, 'PreviewsDestroying');
+          throw ApplicationFailure.retryable(
+            `${running.length} preview environment workflows of app ${parentAppUuid} are still destroying`,
+            'PreviewsDestroying',
+          );
         }
         await new Promise((resolve) => setTimeout(resolve, 200));
       }
-      logger.info({ appUuid: parentAppUuid, moved: moved.length, environments: keys.size }, 'preview environments of a deleted app destroyed');
+      logger.info(
+        { appUuid: parentAppUuid, moved: moved.length, environments: keys.size },
+        'preview environments of a deleted app destroyed',
+      );
       return moved.length;
     },
   };

@@ -16,10 +16,21 @@ export interface RegistryAuth {
  * opened. Not an activity itself: the token must never be an activity result (history).
  * Null when the id names no credential of that workspace.
  */
-export async function openRegistryCredential(deps: Pick<ActivityDeps, 'dataSource' | 'secretBox'>, workspaceUuid: string, credentialId: string): Promise<RegistryAuth | null> {
-  const row = await one<{ registry: RegistryProvider; registry_hostname: string | null; username: string; token_sealed: string }>(deps.dataSource,
+export async function openRegistryCredential(
+  deps: Pick<ActivityDeps, 'dataSource' | 'secretBox'>,
+  workspaceUuid: string,
+  credentialId: string,
+): Promise<RegistryAuth | null> {
+  const row = await one<{
+    registry: RegistryProvider;
+    registry_hostname: string | null;
+    username: string;
+    token_sealed: string;
+  }>(
+    deps.dataSource,
     `SELECT registry, registry_hostname, username, token_sealed FROM container_registry_credentials WHERE uuid = $1 AND workspace_uuid = $2`,
-    [credentialId, workspaceUuid]);
+    [credentialId, workspaceUuid],
+  );
   if (!row) return null;
   const server = row.registry_hostname ?? DEFAULT_REGISTRY_HOST[row.registry];
   if (!server) return null;

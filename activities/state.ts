@@ -80,7 +80,8 @@ export async function moveState(db: Db, t: Transition, also?: MoveAlso): Promise
   // The move and its audit entry (source: workflow) in one statement. Rows of child
   // tables (no workspace_uuid of their own) take their VPC's or app's workspace. Rows of
   // the addons table are recorded as the add-on, service or cron job they are.
-  const moved = await rows(db,
+  const moved = await rows(
+    db,
     `WITH old AS (SELECT uuid, ${column} AS state FROM ${t.table} WHERE uuid = $1 AND ${column} = ANY($2::text[]) FOR UPDATE),
           moved AS (UPDATE ${t.table} x SET ${column} = $3, updated_at = now()${also ? `, ${also.set}` : ''} FROM old WHERE x.uuid = old.uuid
                     RETURNING x.uuid, to_jsonb(x) AS r, old.state AS from_state),
@@ -93,7 +94,8 @@ export async function moveState(db: Db, t: Transition, also?: MoveAlso): Promise
                              jsonb_build_object($5::text, jsonb_build_object('from', from_state, 'to', $3::text))
                         FROM owned WHERE workspace_uuid IS NOT NULL)
      SELECT uuid FROM moved`,
-    [t.uuid, t.from, t.to, RESOURCE_TYPES[t.table], column, ...(also?.params ?? [])]);
+    [t.uuid, t.from, t.to, RESOURCE_TYPES[t.table], column, ...(also?.params ?? [])],
+  );
   return moved.length > 0;
 }
 

@@ -34,8 +34,14 @@ const ATTACHMENT_SELECT = `SELECT a.uuid, a.vpc_uuid, a.attachable_type, a.attac
  */
 async function plugIn(db: Db, network: NetworkDriver, a: AttachmentRow): Promise<void> {
   const { addressV4 } = await network.attach({
-    attachmentUuid: a.uuid, vpcUuid: a.vpc_uuid, workloadType: a.attachable_type, workloadUuid: a.attachable_uuid,
-    subnetCidrV4: a.subnet_v4, subnetCidrV6: a.subnet_v6, defaultRoute: a.public ? 'platform' : 'vpc', fqdn: a.fqdn,
+    attachmentUuid: a.uuid,
+    vpcUuid: a.vpc_uuid,
+    workloadType: a.attachable_type,
+    workloadUuid: a.attachable_uuid,
+    subnetCidrV4: a.subnet_v4,
+    subnetCidrV6: a.subnet_v6,
+    defaultRoute: a.public ? 'platform' : 'vpc',
+    fqdn: a.fqdn,
   });
   await db.query(`UPDATE vpc_attachments SET address_v4 = $2, updated_at = now() WHERE uuid = $1`, [a.uuid, addressV4]);
 }
@@ -47,8 +53,11 @@ async function plugIn(db: Db, network: NetworkDriver, a: AttachmentRow): Promise
  * workflow; one that is detaching is left alone. Idempotent, like plugIn.
  */
 export async function plugInAppNetworks(db: Db, network: NetworkDriver, appUuid: string): Promise<number> {
-  const found = await rows<AttachmentRow>(db,
-    `${ATTACHMENT_SELECT} WHERE a.attachable_type = 'App' AND a.attachable_uuid = $1 AND a.status = 'attached' ORDER BY a.created_at`, [appUuid]);
+  const found = await rows<AttachmentRow>(
+    db,
+    `${ATTACHMENT_SELECT} WHERE a.attachable_type = 'App' AND a.attachable_uuid = $1 AND a.status = 'attached' ORDER BY a.created_at`,
+    [appUuid],
+  );
   for (const a of found) await plugIn(db, network, a);
   return found.length;
 }
@@ -58,11 +67,17 @@ export async function plugInAppNetworks(db: Db, network: NetworkDriver, appUuid:
  * attachments (each attach and detach restarts the workload once), peer-route applies.
  * Every state move is guarded; every driver call is idempotent.
  */
-export function createVpcActivities({ dataSource, provider, logger }: Pick<ActivityDeps, 'dataSource' | 'provider' | 'logger'>) {
+export function createVpcActivities({
+  dataSource,
+  provider,
+  logger,
+}: Pick<ActivityDeps, 'dataSource' | 'provider' | 'logger'>) {
   const network = provider.network;
 
   async function vpc(vpcUuid: string): Promise<VpcRow> {
-    const row = await one<VpcRow>(dataSource, `SELECT uuid, cidr_v4::text, status FROM vpcs WHERE uuid = $1`, [vpcUuid]);
+    const row = await one<VpcRow>(dataSource, `SELECT uuid, cidr_v4::text, status FROM vpcs WHERE uuid = $1`, [
+      vpcUuid,
+    ]);
     if (!row) throw ApplicationFailure.nonRetryable(`VPC ${vpcUuid} does not exist`, 'NotFound');
     return row;
   }
@@ -77,7 +92,13 @@ export function createVpcActivities({ dataSource, provider, logger }: Pick<Activ
     /** Creates the VPC, its router and its resolver in the data plane. */
     async provisionVpcNetwork(vpcUuid: string, addressing: VpcAddressing): Promise<void> {
       const row = await vpc(vpcUuid);
-      const spec: VpcSpec = { vpcUuid, cidrV4: row.cidr_v4, cidrV6: addressing.cidrV6, routerV4: addressing.routerV4, resolverV4: addressing.resolverV4 };
+      const spec: VpcSpec = {
+        vpcUuid,
+        cidrV4: row.cidr_v4,
+        cidrV6: addressing.cidrV6,
+        routerV4: addressing.routerV4,
+        resolverV4: addressing.resolverV4,
+      };
       await network.createVpc(spec);
       await network.createRouter(spec);
       await network.createResolver(spec);
@@ -86,22 +107,39 @@ export function createVpcActivities({ dataSource, provider, logger }: Pick<Activ
     /** pending -> active with the derived addresses; dual-stack subnets get their /64. */
     async activateVpc(vpcUuid: string, addressing: VpcAddressing): Promise<boolean> {
       return dataSource.transaction(async (m) => {
-        const activated = await moveState(m, { table: 'vpcs', uuid: vpcUuid, from: ['pending'], to: 'active' },
-          { set: 'cidr_v6 = $6, resolver_v4 = $7, vpn_pool_v4 = $8', params: [addressing.cidrV6, addressing.resolverV4, addressing.vpnPoolV4] });
+        const activated = await moveState(
+          m,
+          { table: 'vpcs', uuid: vpcUuid, from: ['pending'], to: 'active' },
+          {
+            set: 'cidr_v6 = $6, resolver_v4 = $7, vpn_pool_v4 = $8',
+            params: [addressing.cidrV6, addressing.resolverV4, addressing.vpnPoolV4],
+          },
+        );
         if (!activated) return false;
-        const moved = (await one<VpcRow>(m, `SELECT uuid, cidr_v4::text, status FROM vpcs WHERE uuid = $1`, [vpcUuid]))!;
-        const subnets = await rows<{ uuid: string; cidr_v4: string }>(m,
-          `SELECT uuid, cidr_v4::text FROM vpc_subnets WHERE vpc_uuid = $1 AND family = 'dual' AND cidr_v6 IS NULL`, [vpcUuid]);
+        const moved = (await one<VpcRow>(m, `SELECT uuid, cidr_v4::text, status FROM vpcs WHERE uuid = $1`, [
+          vpcUuid,
+        ]))!;
+        const subnets = await rows<{ uuid: string; cidr_v4: string }>(
+          m,
+          `SELECT uuid, cidr_v4::text FROM vpc_subnets WHERE vpc_uuid = $1 AND family = 'dual' AND cidr_v6 IS NULL`,
+          [vpcUuid],
+        );
         for (const s of subnets) {
-          await m.query(`UPDATE vpc_subnets SET cidr_v6 = $2, updated_at = now() WHERE uuid = $1`,
-            [s.uuid, subnetV6Of(addressing.cidrV6, cidr4(moved.cidr_v4), cidr4(s.cidr_v4))]);
+          await m.query(`UPDATE vpc_subnets SET cidr_v6 = $2, updated_at = now() WHERE uuid = $1`, [
+            s.uuid,
+            subnetV6Of(addressing.cidrV6, cidr4(moved.cidr_v4), cidr4(s.cidr_v4)),
+          ]);
         }
         return true;
       });
     },
 
     async failVpc(vpcUuid: string, reason: string): Promise<boolean> {
-      return moveState(dataSource, { table: 'vpcs', uuid: vpcUuid, from: ['pending'], to: 'failed' }, { set: 'failure_reason = $6', params: [reason.slice(0, 500)] });
+      return moveState(
+        dataSource,
+        { table: 'vpcs', uuid: vpcUuid, from: ['pending'], to: 'failed' },
+        { set: 'failure_reason = $6', params: [reason.slice(0, 500)] },
+      );
     },
 
     /** Removes resolver, router and VPC from the data plane (compensation and deletion). */
@@ -113,7 +151,11 @@ export function createVpcActivities({ dataSource, provider, logger }: Pick<Activ
 
     /** Deletes a VPC that is being deleted (gateways, users and routes go with it). */
     async deleteVpcRecord(vpcUuid: string): Promise<boolean> {
-      const deleted = await rows(dataSource, `DELETE FROM vpcs WHERE uuid = $1 AND status = 'deleting' RETURNING uuid`, [vpcUuid]);
+      const deleted = await rows(
+        dataSource,
+        `DELETE FROM vpcs WHERE uuid = $1 AND status = 'deleting' RETURNING uuid`,
+        [vpcUuid],
+      );
       return deleted.length > 0;
     },
 
@@ -131,12 +173,19 @@ export function createVpcActivities({ dataSource, provider, logger }: Pick<Activ
     /** Restarts the attached workload once for this attach or detach. */
     async restartAttachedWorkload(attachmentUuid: string, reason: 'attach' | 'detach'): Promise<void> {
       const a = await attachment(attachmentUuid);
-      await network.restartWorkload(`${reason}/${attachmentUuid}`, { workloadType: a.attachable_type, workloadUuid: a.attachable_uuid }, `vpc ${reason}`);
+      await network.restartWorkload(
+        `${reason}/${attachmentUuid}`,
+        { workloadType: a.attachable_type, workloadUuid: a.attachable_uuid },
+        `vpc ${reason}`,
+      );
     },
 
     async failAttachment(attachmentUuid: string, reason: string): Promise<boolean> {
-      return moveState(dataSource, { table: 'vpc_attachments', uuid: attachmentUuid, from: ['attaching'], to: 'failed' },
-        { set: 'failure_reason = $6', params: [reason.slice(0, 500)] });
+      return moveState(
+        dataSource,
+        { table: 'vpc_attachments', uuid: attachmentUuid, from: ['attaching'], to: 'failed' },
+        { set: 'failure_reason = $6', params: [reason.slice(0, 500)] },
+      );
     },
 
     /**
@@ -144,8 +193,11 @@ export function createVpcActivities({ dataSource, provider, logger }: Pick<Activ
      * the data plane and its attachments removed, with no restart. Idempotent.
      */
     async detachDeletedWorkload(workloadUuid: string): Promise<number> {
-      const found = await rows<{ uuid: string }>(dataSource,
-        `UPDATE vpc_attachments SET status = 'detaching', updated_at = now() WHERE attachable_uuid = $1 RETURNING uuid`, [workloadUuid]);
+      const found = await rows<{ uuid: string }>(
+        dataSource,
+        `UPDATE vpc_attachments SET status = 'detaching', updated_at = now() WHERE attachable_uuid = $1 RETURNING uuid`,
+        [workloadUuid],
+      );
       for (const a of found) {
         await network.detach(a.uuid);
         await dataSource.query(`DELETE FROM vpc_attachments WHERE uuid = $1`, [a.uuid]);
@@ -154,7 +206,11 @@ export function createVpcActivities({ dataSource, provider, logger }: Pick<Activ
     },
 
     async deleteAttachmentRecord(attachmentUuid: string): Promise<boolean> {
-      const deleted = await rows(dataSource, `DELETE FROM vpc_attachments WHERE uuid = $1 AND status = 'detaching' RETURNING uuid`, [attachmentUuid]);
+      const deleted = await rows(
+        dataSource,
+        `DELETE FROM vpc_attachments WHERE uuid = $1 AND status = 'detaching' RETURNING uuid`,
+        [attachmentUuid],
+      );
       return deleted.length > 0;
     },
 
@@ -163,41 +219,60 @@ export function createVpcActivities({ dataSource, provider, logger }: Pick<Activ
      * claimed, less the removals it claimed. Answers each claimed route's outcome.
      */
     async applyPeerRoutes(vpcUuid: string, applyUuid: string): Promise<RouteResult[]> {
-      const desired = await rows<{ uuid: string; cidr: string; gateway_kind: string; claimed: boolean }>(dataSource,
+      const desired = await rows<{ uuid: string; cidr: string; gateway_kind: string; claimed: boolean }>(
+        dataSource,
         `SELECT uuid, cidr::text, gateway_kind, apply_uuid IS NOT DISTINCT FROM $2 AS claimed FROM vpc_peer_routes
           WHERE vpc_uuid = $1 AND removed_at IS NULL AND (status = 'applied' OR apply_uuid = $2) ORDER BY created_at`,
-        [vpcUuid, applyUuid]);
-      const results = await network.applyRoutes(vpcUuid, desired.map((r) => ({ routeUuid: r.uuid, cidr: r.cidr, gatewayKind: r.gateway_kind })));
+        [vpcUuid, applyUuid],
+      );
+      const results = await network.applyRoutes(
+        vpcUuid,
+        desired.map((r) => ({ routeUuid: r.uuid, cidr: r.cidr, gatewayKind: r.gateway_kind })),
+      );
       const claimed = new Set(desired.filter((r) => r.claimed).map((r) => r.uuid));
       return results.filter((r) => claimed.has(r.routeUuid));
     },
 
     /** Attachments of the VPC whose workloads an apply restarts. */
     async listAttachedWorkloads(vpcUuid: string): Promise<string[]> {
-      const found = await rows<{ uuid: string }>(dataSource,
-        `SELECT uuid FROM vpc_attachments WHERE vpc_uuid = $1 AND status = 'attached' ORDER BY created_at`, [vpcUuid]);
+      const found = await rows<{ uuid: string }>(
+        dataSource,
+        `SELECT uuid FROM vpc_attachments WHERE vpc_uuid = $1 AND status = 'attached' ORDER BY created_at`,
+        [vpcUuid],
+      );
       return found.map((r) => r.uuid);
     },
 
     async restartForPeerRoutes(attachmentUuid: string, applyUuid: string): Promise<void> {
       const a = await attachment(attachmentUuid);
-      await network.restartWorkload(`peer-routes/${applyUuid}/${attachmentUuid}`,
-        { workloadType: a.attachable_type, workloadUuid: a.attachable_uuid }, 'peer routes applied');
+      await network.restartWorkload(
+        `peer-routes/${applyUuid}/${attachmentUuid}`,
+        { workloadType: a.attachable_type, workloadUuid: a.attachable_uuid },
+        'peer routes applied',
+      );
     },
 
     /** Moves the apply's staged routes to applied or failed and drops its claimed removals. */
-    async recordPeerRouteResults(applyUuid: string, results: RouteResult[], failAllReason: string | null): Promise<{ applied: number; failed: number }> {
+    async recordPeerRouteResults(
+      applyUuid: string,
+      results: RouteResult[],
+      failAllReason: string | null,
+    ): Promise<{ applied: number; failed: number }> {
       return dataSource.transaction(async (m) => {
         let applied = 0;
         let failed = 0;
-        const staged = await rows<{ uuid: string }>(m,
-          `SELECT uuid FROM vpc_peer_routes WHERE apply_uuid = $1 AND removed_at IS NULL AND status = 'pending'`, [applyUuid]);
+        const staged = await rows<{ uuid: string }>(
+          m,
+          `SELECT uuid FROM vpc_peer_routes WHERE apply_uuid = $1 AND removed_at IS NULL AND status = 'pending'`,
+          [applyUuid],
+        );
         for (const { uuid } of staged) {
           const result = results.find((r) => r.routeUuid === uuid);
           const ok = failAllReason === null && result?.applied === true;
           await m.query(
             `UPDATE vpc_peer_routes SET status = $2, failure_reason = $3, updated_at = now() WHERE uuid = $1 AND status = 'pending'`,
-            [uuid, ok ? 'applied' : 'failed', ok ? null : (failAllReason ?? result?.reason ?? 'not applied')]);
+            [uuid, ok ? 'applied' : 'failed', ok ? null : (failAllReason ?? result?.reason ?? 'not applied')],
+          );
           if (ok) applied++;
           else failed++;
         }
@@ -205,7 +280,10 @@ export function createVpcActivities({ dataSource, provider, logger }: Pick<Activ
           await m.query(`DELETE FROM vpc_peer_routes WHERE apply_uuid = $1 AND removed_at IS NOT NULL`, [applyUuid]);
         } else {
           // The removal did not reach the router: stage it again for the next apply.
-          await m.query(`UPDATE vpc_peer_routes SET apply_uuid = NULL WHERE apply_uuid = $1 AND removed_at IS NOT NULL`, [applyUuid]);
+          await m.query(
+            `UPDATE vpc_peer_routes SET apply_uuid = NULL WHERE apply_uuid = $1 AND removed_at IS NOT NULL`,
+            [applyUuid],
+          );
         }
         logger.info({ applyUuid, applied, failed }, 'peer routes applied');
         return { applied, failed };

@@ -52,7 +52,9 @@ function errorMessage(err: unknown): string {
   const e = err as Error & { code?: string; cause?: Error & { code?: string } };
   const inner = e.cause && e.cause.message && e.cause.message !== e.message ? `: ${e.cause.message}` : '';
   const code = e.code ?? e.cause?.code;
-  return truncateMessage(`${e.name === 'Error' ? '' : `${e.name}: `}${e.message}${inner}${code && !e.message.includes(code) ? ` (${code})` : ''}`);
+  return truncateMessage(
+    `${e.name === 'Error' ? '' : `${e.name}: `}${e.message}${inner}${code && !e.message.includes(code) ? ` (${code})` : ''}`,
+  );
 }
 
 /**
@@ -74,7 +76,8 @@ export async function postWebhook(options: PostOptions): Promise<PostResult> {
       throw err;
     }
     const verdict = resolvedVerdict(destination.host, addresses, options.allow);
-    if (!verdict.allowed) return { kind: 'refused', message: truncateMessage(`destination refused: ${verdict.reason}; not delivered`) };
+    if (!verdict.allowed)
+      return { kind: 'refused', message: truncateMessage(`destination refused: ${verdict.reason}; not delivered`) };
     address = addresses[0]!;
   }
   const agent = new Agent({

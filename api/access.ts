@@ -55,7 +55,11 @@ export async function assertProjectVisible(ctx: Scope, projectUuid: string | nul
  * SQL fragment and parameter that keep rows of hidden projects out of a list:
  * `${column} IS NULL OR NOT (${column} = ANY($n))`.
  */
-export async function visibleProjectsClause(ctx: Scope, column: string, paramIndex: number): Promise<{ sql: string; param: string[] }> {
+export async function visibleProjectsClause(
+  ctx: Scope,
+  column: string,
+  paramIndex: number,
+): Promise<{ sql: string; param: string[] }> {
   const hidden = [...(await hiddenProjects(ctx))];
   return { sql: `(${column} IS NULL OR NOT (${column} = ANY($${paramIndex}::uuid[])))`, param: hidden };
 }

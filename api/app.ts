@@ -30,9 +30,16 @@ export function createApp(deps: ApiDeps, routes: readonly RouteDef[] = allRoutes
   const meta = new Router();
   const document = openApiDocument(routes, version);
   const page = referencePage(routes, version);
-  meta.get('/api/v1/openapi.json', (ctx) => { ctx.body = document; });
-  meta.get('/docs', (ctx) => { ctx.type = 'text/html'; ctx.body = page; });
-  meta.get('/healthz', (ctx) => { ctx.body = { status: 'ok' }; });
+  meta.get('/api/v1/openapi.json', (ctx) => {
+    ctx.body = document;
+  });
+  meta.get('/docs', (ctx) => {
+    ctx.type = 'text/html';
+    ctx.body = page;
+  });
+  meta.get('/healthz', (ctx) => {
+    ctx.body = { status: 'ok' };
+  });
 
   const api = buildRouter(routes, deps);
   const allowed = api.allowedMethods({ throw: false });
@@ -45,7 +52,9 @@ export function createApp(deps: ApiDeps, routes: readonly RouteDef[] = allRoutes
     if (ctx.body != null) return;
     if (ctx.status === 404) throw new Problem(404, `no route for ${ctx.method} ${ctx.path}`);
     if (ctx.status === 405 || ctx.status === 501) {
-      throw new Problem(405, `${ctx.method} is not allowed on ${ctx.path}; allowed: ${ctx.response.get('Allow')}`, { headers: { Allow: ctx.response.get('Allow') } });
+      throw new Problem(405, `${ctx.method} is not allowed on ${ctx.path}; allowed: ${ctx.response.get('Allow')}`, {
+        headers: { Allow: ctx.response.get('Allow') },
+      });
     }
   });
   app.use(meta.routes());
@@ -65,16 +74,19 @@ export function createApp(deps: ApiDeps, routes: readonly RouteDef[] = allRoutes
   app.use(codeHostRouter(deps, limiter).routes());
   app.use(rateLimit(limiter, tokenOrAddressKey));
   app.use(authenticate(deps.dataSource, deps.tokenCache));
-  app.use(bodyParser({
-    enableTypes: ['json'],
-    jsonLimit: BODY_LIMIT,
-    encoding: 'utf-8',
-    parsedMethods: ['POST', 'PUT', 'PATCH', 'DELETE'],
-    onError: (err: Error & { status?: number }) => {
-      if (err.status === 413 || /too large/i.test(err.message)) throw new Problem(413, `request body is larger than the ${BODY_LIMIT} limit`);
-      throw new Problem(400, 'request body is not valid JSON');
-    },
-  }));
+  app.use(
+    bodyParser({
+      enableTypes: ['json'],
+      jsonLimit: BODY_LIMIT,
+      encoding: 'utf-8',
+      parsedMethods: ['POST', 'PUT', 'PATCH', 'DELETE'],
+      onError: (err: Error & { status?: number }) => {
+        if (err.status === 413 || /too large/i.test(err.message))
+          throw new Problem(413, `request body is larger than the ${BODY_LIMIT} limit`);
+        throw new Problem(400, 'request body is not valid JSON');
+      },
+    }),
+  );
   app.use(idempotency(deps.dataSource, deps.secretBox));
   app.use(api.routes());
   app.use(allowed);

@@ -19,7 +19,9 @@ export interface AuditEntry {
 /** A row of a table as a plain JSON snapshot, for audit diffs (within the caller's transaction). */
 export async function snapshot(db: Db, table: string, uuid: string): Promise<Record<string, unknown> | null> {
   if (!/^[a-z_]+$/.test(table)) throw new Error(`bad table name ${table}`);
-  const row = await one<{ s: Record<string, unknown> }>(db, `SELECT to_jsonb(t) AS s FROM ${table} t WHERE uuid = $1`, [uuid]);
+  const row = await one<{ s: Record<string, unknown> }>(db, `SELECT to_jsonb(t) AS s FROM ${table} t WHERE uuid = $1`, [
+    uuid,
+  ]);
   return row?.s ?? null;
 }
 
@@ -28,14 +30,24 @@ export async function snapshot(db: Db, table: string, uuid: string): Promise<Rec
  * change (so a rolled-back change leaves none), under the route's declared audit action.
  * Commands record theirs through `Tx.audit` (api/commands/audited-write.ts) instead.
  */
-export async function recordAudit(db: Db, ctx: RouteContext<unknown, unknown, unknown>, entry: AuditEntry): Promise<void> {
+export async function recordAudit(
+  db: Db,
+  ctx: RouteContext<unknown, unknown, unknown>,
+  entry: AuditEntry,
+): Promise<void> {
   const action = ctx.route.audit;
-  if (!action) throw new Error(`${ctx.route.method.toUpperCase()} ${ctx.route.path} records an audit entry but declares no audit action`);
+  if (!action)
+    throw new Error(
+      `${ctx.route.method.toUpperCase()} ${ctx.route.path} records an audit entry but declares no audit action`,
+    );
   await writeAuditEntry(db, requestOrigin(ctx), { action, ...entry });
 }
 
 async function auditActions(deps: ApiDeps, requestId: string): Promise<string[]> {
-  const found = await deps.dataSource.query(`SELECT action FROM audit_events WHERE request_id = $1 ORDER BY created_at`, [requestId]) as Array<{ action: string }>;
+  const found = (await deps.dataSource.query(
+    `SELECT action FROM audit_events WHERE request_id = $1 ORDER BY created_at`,
+    [requestId],
+  )) as Array<{ action: string }>;
   return found.map((f) => f.action);
 }
 
@@ -52,7 +64,9 @@ export async function auditCheck(deps: ApiDeps, r: RouteDef, requestId: string):
     const actions = (await auditActions(deps, requestId)).slice(earlier);
     const expected = r.audit ? [r.audit] : [];
     if (JSON.stringify(actions) !== JSON.stringify(expected)) {
-      throw new Error(`${r.method.toUpperCase()} ${r.path} recorded audit entries ${JSON.stringify(actions)}, its route declares ${JSON.stringify(expected)}`);
+      throw new Error(
+        `${r.method.toUpperCase()} ${r.path} recorded audit entries ${JSON.stringify(actions)}, its route declares ${JSON.stringify(expected)}`,
+      );
     }
     deps.onAuditVerified?.(r);
   };

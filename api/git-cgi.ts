@@ -50,19 +50,33 @@ function headerEnd(buf: Buffer): { block: number; body: number } | null {
  * the whole environment of the child: the caller passes only what git needs, never Berth's
  * own. The child is killed when the client goes away.
  */
-export function runHttpBackend(ctx: Koa.Context, env: NodeJS.ProcessEnv, logger: Logger, onExit?: () => void): Promise<CgiResponse> {
+export function runHttpBackend(
+  ctx: Koa.Context,
+  env: NodeJS.ProcessEnv,
+  logger: Logger,
+  onExit?: () => void,
+): Promise<CgiResponse> {
   const child = spawn('git', ['http-backend'], { env, stdio: ['pipe', 'pipe', 'pipe'] });
   let stderr = '';
-  child.stderr.on('data', (c: Buffer) => { if (stderr.length < 4096) stderr += c.toString('utf8'); });
+  child.stderr.on('data', (c: Buffer) => {
+    if (stderr.length < 4096) stderr += c.toString('utf8');
+  });
   child.on('close', (code, signal) => {
-    if (code !== 0 || stderr.trim()) logger.warn({ code, signal, stderr: stderr.trim().slice(0, 4096), path: env.PATH_INFO }, 'git http-backend');
+    if (code !== 0 || stderr.trim())
+      logger.warn({ code, signal, stderr: stderr.trim().slice(0, 4096), path: env.PATH_INFO }, 'git http-backend');
     onExit?.();
   });
   ctx.req.pipe(child.stdin);
-  child.stdin.on('error', () => { /* the backend stopped reading (it answered an error): its stdout says why */ });
-  const abort = () => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM'); };
+  child.stdin.on('error', () => {
+    /* the backend stopped reading (it answered an error): its stdout says why */
+  });
+  const abort = () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+  };
   ctx.req.on('aborted', abort);
-  ctx.res.on('close', () => { if (!ctx.res.writableFinished) abort(); });
+  ctx.res.on('close', () => {
+    if (!ctx.res.writableFinished) abort();
+  });
 
   return new Promise<CgiResponse>((resolve, reject) => {
     let head = Buffer.alloc(0);
@@ -87,7 +101,10 @@ export function runHttpBackend(ctx: Koa.Context, env: NodeJS.ProcessEnv, logger:
       child.stdout.pipe(body);
       resolve({ ...parsed, body });
     };
-    const onEnd = () => fail(new Error(`git http-backend ended before its CGI headers${stderr ? `: ${stderr.trim().slice(0, 300)}` : ''}`));
+    const onEnd = () =>
+      fail(
+        new Error(`git http-backend ended before its CGI headers${stderr ? `: ${stderr.trim().slice(0, 300)}` : ''}`),
+      );
     const fail = (err: Error) => {
       child.stdout.off('data', onData);
       child.stdout.off('end', onEnd);

@@ -34,11 +34,15 @@ const SERVICES: Array<{ method: string; path: string; service?: string }> = [
 /** How long a push waits for its deployment to end before it leaves (the deployment goes on). */
 const PUSH_WAIT_MS = 20 * 60 * 1000;
 
-const challenge = (detail: string) => new Problem(401, detail, { headers: { 'WWW-Authenticate': 'Basic realm="berth"' } });
+const challenge = (detail: string) =>
+  new Problem(401, detail, { headers: { 'WWW-Authenticate': 'Basic realm="berth"' } });
 
 function basicPassword(ctx: Koa.Context): string {
   const m = /^Basic\s+([A-Za-z0-9+/=]+)$/i.exec(ctx.get('authorization'));
-  if (!m) throw challenge('git needs HTTP Basic credentials: any user name and a Berth token with apps:deploy as the password');
+  if (!m)
+    throw challenge(
+      'git needs HTTP Basic credentials: any user name and a Berth token with apps:deploy as the password',
+    );
   const decoded = Buffer.from(m[1]!, 'base64').toString('utf8');
   const i = decoded.indexOf(':');
   const password = i >= 0 ? decoded.slice(i + 1) : '';
@@ -71,20 +75,50 @@ export function gitHttp(deps: ApiDeps & { localLayout: LocalLayout }): Koa.Middl
     if (!m) return next();
     const [, name, rest] = m as unknown as [string, string, string];
     const service = SERVICES.find((s) => s.method === ctx.method && s.path === rest);
-    if (!service) throw new Problem(404, `${ctx.method} ${rest} is not a git Smart HTTP request (only info/refs, git-upload-pack and git-receive-pack are served)`);
+    if (!service)
+      throw new Problem(
+        404,
+        `${ctx.method} ${rest} is not a git Smart HTTP request (only info/refs, git-upload-pack and git-receive-pack are served)`,
+      );
     if (ctx.method === 'GET' && !['git-upload-pack', 'git-receive-pack'].includes(String(ctx.query.service))) {
-      throw new Problem(404, 'info/refs needs ?service=git-upload-pack or ?service=git-receive-pack (the dumb protocol is not served)');
+      throw new Problem(
+        404,
+        'info/refs needs ?service=git-upload-pack or ?service=git-receive-pack (the dumb protocol is not served)',
+      );
     }
 
     const caller = await authorize(deps, ctx, basicPassword(ctx));
-    if (!allows(caller, OPERATIONS['apps.deploy_commit'])) throw forbidden('pushing to and fetching from an app\'s repository needs apps:deploy');
-    const app = await one<{ uuid: string; project_id: string | null; deployment_method: string; config: { branch?: string } }>(deps.dataSource,
-      `SELECT uuid, project_id, deployment_method, deployment_config AS config FROM apps WHERE name = $1 AND workspace_uuid = $2`, [name, caller.workspaceUuid]);
-    if (!app) throw new Problem(404, `no app named ${name} in this workspace (the repository path uses the app's name, with its suffix)`);
-    const rctx = outsideRouteContext({ params: {}, caller, deps, koa: ctx, requestId: ctx.state.requestId, route: DEPLOY_ROUTE });
+    if (!allows(caller, OPERATIONS['apps.deploy_commit']))
+      throw forbidden("pushing to and fetching from an app's repository needs apps:deploy");
+    const app = await one<{
+      uuid: string;
+      project_id: string | null;
+      deployment_method: string;
+      config: { branch?: string };
+    }>(
+      deps.dataSource,
+      `SELECT uuid, project_id, deployment_method, deployment_config AS config FROM apps WHERE name = $1 AND workspace_uuid = $2`,
+      [name, caller.workspaceUuid],
+    );
+    if (!app)
+      throw new Problem(
+        404,
+        `no app named ${name} in this workspace (the repository path uses the app's name, with its suffix)`,
+      );
+    const rctx = outsideRouteContext({
+      params: {},
+      caller,
+      deps,
+      koa: ctx,
+      requestId: ctx.state.requestId,
+      route: DEPLOY_ROUTE,
+    });
     await assertProjectVisible(rctx, app.project_id, 'app');
     if (app.deployment_method !== 'git_push') {
-      throw new Problem(404, `app ${name} deploys with ${app.deployment_method}, not git_push: it has no repository to push to`);
+      throw new Problem(
+        404,
+        `app ${name} deploys with ${app.deployment_method}, not git_push: it has no repository to push to`,
+      );
     }
 
     const repo = await ensureRepository(deps.localLayout, name, app.config.branch ?? 'main');

@@ -28,7 +28,16 @@ const MAX_BODY = 256 * 1024;
 const POLL_MS = 500;
 const RETRY_MS = 1000;
 /** App states a push waits out before it deploys (the app is being provisioned, deployed, cloned, moved). */
-const WAIT_STATES = ['pending', 'assigned', 'start_scheduled', 'started', 'deploying', 'cloning', 'stop_scheduled', 'restart_scheduled'];
+const WAIT_STATES = [
+  'pending',
+  'assigned',
+  'start_scheduled',
+  'started',
+  'deploying',
+  'cloning',
+  'stop_scheduled',
+  'restart_scheduled',
+];
 const run = promisify(execFile);
 
 export interface PushSession {
@@ -45,7 +54,12 @@ export class PushSessions {
   start(session: PushSession): { secret: string; end(): void } {
     const secret = randomBytes(32).toString('hex');
     this.open.set(secret, session);
-    return { secret, end: () => { this.open.delete(secret); } };
+    return {
+      secret,
+      end: () => {
+        this.open.delete(secret);
+      },
+    };
   }
 
   /** The session of a secret, once: a second use finds nothing. */
@@ -75,7 +89,10 @@ export function postReceiveHandler(deps: ApiDeps, sessions: PushSessions, maxWai
   return async (ctx) => {
     const session = sessions.take(ctx.get(HOOK_SECRET_HEADER));
     if (!session) throw new Problem(401, 'the post-receive secret is not valid (it serves one push, once)');
-    const updates = (await textBody(ctx)).split('\n').map((l) => l.trim().split(/\s+/)).filter((p) => p.length === 3) as Array<[string, string, string]>;
+    const updates = (await textBody(ctx))
+      .split('\n')
+      .map((l) => l.trim().split(/\s+/))
+      .filter((p) => p.length === 3) as Array<[string, string, string]>;
     const out = new PassThrough();
     ctx.status = 200;
     ctx.type = 'text/plain; charset=utf-8';
@@ -87,16 +104,29 @@ export function postReceiveHandler(deps: ApiDeps, sessions: PushSessions, maxWai
   };
 }
 
-async function report(deps: ApiDeps, session: PushSession, updates: Array<[string, string, string]>, out: PassThrough, maxWaitMs: number): Promise<void> {
-  const say = (line: string) => { if (!out.destroyed) out.write(`${line}\n`); };
-  const app = await one<{ name: string; config: { branch?: string } }>(deps.dataSource,
-    `SELECT name, deployment_config AS config FROM apps WHERE uuid = $1`, [session.appUuid]);
+async function report(
+  deps: ApiDeps,
+  session: PushSession,
+  updates: Array<[string, string, string]>,
+  out: PassThrough,
+  maxWaitMs: number,
+): Promise<void> {
+  const say = (line: string) => {
+    if (!out.destroyed) out.write(`${line}\n`);
+  };
+  const app = await one<{ name: string; config: { branch?: string } }>(
+    deps.dataSource,
+    `SELECT name, deployment_config AS config FROM apps WHERE uuid = $1`,
+    [session.appUuid],
+  );
   if (!app) return void out.end('not deployed: the app no longer exists\n');
   const branch = app.config.branch ?? 'main';
   let target: string | null = null;
   for (const [, next, ref] of updates) {
     if (ref !== `refs/heads/${branch}`) {
-      say(`${ref}: nothing deployed: ${app.name} deploys only pushes to its branch ${branch} (deployment_config.branch)`);
+      say(
+        `${ref}: nothing deployed: ${app.name} deploys only pushes to its branch ${branch} (deployment_config.branch)`,
+      );
     } else if (ZERO_SHA.test(next)) {
       say(`${ref}: the branch was deleted: nothing deployed; the running release stays`);
     } else {
@@ -105,7 +135,12 @@ async function report(deps: ApiDeps, session: PushSession, updates: Array<[strin
   }
   if (!target) return void out.end();
   const ctx = outsideRouteContext({
-    params: { uuid: session.appUuid }, caller: session.caller, deps, koa: session.koa, requestId: session.koa.state.requestId, route: DEPLOY_ROUTE,
+    params: { uuid: session.appUuid },
+    caller: session.caller,
+    deps,
+    koa: session.koa,
+    requestId: session.koa.state.requestId,
+    route: DEPLOY_ROUTE,
   });
   const deadline = Date.now() + maxWaitMs;
   let deploymentUuid: string | null = null;
@@ -119,8 +154,11 @@ async function report(deps: ApiDeps, session: PushSession, updates: Array<[strin
     } catch (err) {
       if (!(err instanceof Problem)) throw err;
       // Busy (provisioning, another deployment under way): the push waits its turn, within its bound.
-      const state = (await one<{ state: string }>(deps.dataSource, `SELECT state FROM apps WHERE uuid = $1`, [session.appUuid]))?.state;
-      if (!state || !WAIT_STATES.includes(state) || Date.now() > deadline || out.destroyed) return void out.end(`not deployed: ${err.detail}\n`);
+      const state = (
+        await one<{ state: string }>(deps.dataSource, `SELECT state FROM apps WHERE uuid = $1`, [session.appUuid])
+      )?.state;
+      if (!state || !WAIT_STATES.includes(state) || Date.now() > deadline || out.destroyed)
+        return void out.end(`not deployed: ${err.detail}\n`);
       if (!waiting) say(`waiting: ${err.detail} (the app is ${state}); this push deploys once it can`);
       waiting = true;
       await new Promise((r) => setTimeout(r, RETRY_MS));
@@ -134,7 +172,11 @@ async function report(deps: ApiDeps, session: PushSession, updates: Array<[strin
 /** The commit a branch of the app's repository points at now (null: no such branch). */
 async function branchHead(repo: string, branch: string): Promise<string | null> {
   try {
-    const { stdout } = await run('git', ['--git-dir', repo, 'rev-parse', '--verify', '--quiet', `refs/heads/${branch}`], { env: { PATH: GIT_PATH, GIT_CONFIG_NOSYSTEM: '1' } });
+    const { stdout } = await run(
+      'git',
+      ['--git-dir', repo, 'rev-parse', '--verify', '--quiet', `refs/heads/${branch}`],
+      { env: { PATH: GIT_PATH, GIT_CONFIG_NOSYSTEM: '1' } },
+    );
     return stdout.trim() || null;
   } catch {
     return null;
@@ -142,7 +184,14 @@ async function branchHead(repo: string, branch: string): Promise<string | null> 
 }
 
 /** Prints the deployment's state moves and build log lines until it ends (or the wait is over). */
-async function follow(deps: ApiDeps, session: PushSession, deploymentUuid: string, say: (line: string) => void, maxWaitMs: number, gone: () => boolean): Promise<void> {
+async function follow(
+  deps: ApiDeps,
+  session: PushSession,
+  deploymentUuid: string,
+  say: (line: string) => void,
+  maxWaitMs: number,
+  gone: () => boolean,
+): Promise<void> {
   const deadline = Date.now() + maxWaitMs;
   const log = deps.localLayout!.buildLogFile(deploymentUuid);
   let offset = 0;
@@ -166,7 +215,11 @@ async function follow(deps: ApiDeps, session: PushSession, deploymentUuid: strin
     }
   };
   while (!gone()) {
-    const d = await one<{ state: string; message: string | null }>(deps.dataSource, `SELECT state, message FROM app_deployments WHERE uuid = $1`, [deploymentUuid]);
+    const d = await one<{ state: string; message: string | null }>(
+      deps.dataSource,
+      `SELECT state, message FROM app_deployments WHERE uuid = $1`,
+      [deploymentUuid],
+    );
     if (!d) return say('failed: the deployment no longer exists');
     if (d.state !== last) {
       last = d.state;
@@ -180,7 +233,9 @@ async function follow(deps: ApiDeps, session: PushSession, deploymentUuid: strin
       return say(`deployed: ${view?.public_url ?? '(the app no longer exists)'}`);
     }
     if (Date.now() > deadline) {
-      return say(`still ${d.state} after ${Math.round(maxWaitMs / 60_000)} minutes; follow it at GET /api/v1/apps/${session.appUuid}/deployments/${deploymentUuid}`);
+      return say(
+        `still ${d.state} after ${Math.round(maxWaitMs / 60_000)} minutes; follow it at GET /api/v1/apps/${session.appUuid}/deployments/${deploymentUuid}`,
+      );
     }
     await new Promise((r) => setTimeout(r, POLL_MS));
   }

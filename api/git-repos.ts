@@ -20,7 +20,11 @@ export function postReceiveHook(): string {
   return `#!/bin/sh\n# Installed by Berth: reports a push's deployment to the pusher (bin/git-post-receive.js).\nexec ${shellQuote(process.execPath)} ${shellQuote(POST_RECEIVE_SCRIPT)}\n`;
 }
 
-const exists = (p: string) => stat(p).then(() => true, () => false);
+const exists = (p: string) =>
+  stat(p).then(
+    () => true,
+    () => false,
+  );
 
 /** Writes the hook when it is missing or stale (another Node, another checkout), atomically. */
 async function installHook(repo: string): Promise<void> {
@@ -52,8 +56,12 @@ export function ensureRepository(layout: LocalLayout, appName: string, branch: s
       await mkdir(path.dirname(repo), { recursive: true, mode: 0o700 });
       const tmp = `${repo}.init-${randomBytes(6).toString('hex')}`;
       try {
-        await run('git', ['init', '--quiet', '--bare', '--initial-branch', branch, tmp], { env: { PATH: GIT_PATH, GIT_CONFIG_NOSYSTEM: '1', HOME: tmp } });
-        await run('git', ['config', '--file', path.join(tmp, 'config'), 'http.receivepack', 'true'], { env: { PATH: GIT_PATH, GIT_CONFIG_NOSYSTEM: '1', HOME: tmp } });
+        await run('git', ['init', '--quiet', '--bare', '--initial-branch', branch, tmp], {
+          env: { PATH: GIT_PATH, GIT_CONFIG_NOSYSTEM: '1', HOME: tmp },
+        });
+        await run('git', ['config', '--file', path.join(tmp, 'config'), 'http.receivepack', 'true'], {
+          env: { PATH: GIT_PATH, GIT_CONFIG_NOSYSTEM: '1', HOME: tmp },
+        });
         await rm(path.join(tmp, 'hooks'), { recursive: true, force: true });
         await mkdir(path.join(tmp, 'hooks'));
         await installHook(tmp);

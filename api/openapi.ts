@@ -12,7 +12,10 @@ function toJsonSchema(schema: yup.Schema<any>): JsonSchema {
 }
 
 const problem = { $ref: '#/components/schemas/Problem' };
-const problemResponse = (description: string) => ({ description, content: { 'application/problem+json': { schema: problem } } });
+const problemResponse = (description: string) => ({
+  description,
+  content: { 'application/problem+json': { schema: problem } },
+});
 /** On every answer (api/middleware/rate-limit.ts). */
 const rateLimitHeaders = {
   'RateLimit-Limit': { $ref: '#/components/headers/RateLimitLimit' },
@@ -47,7 +50,10 @@ export function openApiDocument(routes: readonly RouteDef[], version: string): R
   const paths: Record<string, Record<string, unknown>> = {};
   for (const r of routes) {
     const status = String(r.status ?? 200);
-    const success: Record<string, unknown> = { description: status === '204' ? 'No content' : 'Success', headers: rateLimitHeaders };
+    const success: Record<string, unknown> = {
+      description: status === '204' ? 'No content' : 'Success',
+      headers: rateLimitHeaders,
+    };
     if (r.response && status !== '204') success.content = { 'application/json': { schema: toJsonSchema(r.response) } };
     if (r.paginated) {
       success.headers = {
@@ -74,8 +80,11 @@ export function openApiDocument(routes: readonly RouteDef[], version: string): R
         '409': problemResponse('Conflicts with the current state'),
         '422': problemResponse('Breaks a rule of the contract'),
         '429': {
-          ...problemResponse('Over the caller\'s rate limit (BERTH_RATE_LIMIT); retry after Retry-After seconds'),
-          headers: { 'Retry-After': { description: 'Seconds until the window resets', schema: { type: 'integer' } }, ...rateLimitHeaders },
+          ...problemResponse("Over the caller's rate limit (BERTH_RATE_LIMIT); retry after Retry-After seconds"),
+          headers: {
+            'Retry-After': { description: 'Seconds until the window resets', schema: { type: 'integer' } },
+            ...rateLimitHeaders,
+          },
         },
       },
     };
@@ -89,8 +98,9 @@ export function openApiDocument(routes: readonly RouteDef[], version: string): R
     info: {
       title: 'Berth management API',
       version,
-      description: 'The management API of the Berth hosting platform. Every call needs a bearer token; '
-        + `the ${WORKSPACE_HEADER} header selects the workspace (default: the token's).`,
+      description:
+        'The management API of the Berth hosting platform. Every call needs a bearer token; ' +
+        `the ${WORKSPACE_HEADER} header selects the workspace (default: the token's).`,
     },
     servers: [{ url: '/' }],
     paths,
@@ -102,7 +112,13 @@ export function openApiDocument(routes: readonly RouteDef[], version: string): R
         RateLimitReset: { description: 'Seconds until the current window resets', schema: { type: 'integer' } },
       },
       parameters: {
-        WorkspaceId: { name: WORKSPACE_HEADER, in: 'header', required: false, description: 'Workspace UUID; the token\'s workspace when absent', schema: { type: 'string', format: 'uuid' } },
+        WorkspaceId: {
+          name: WORKSPACE_HEADER,
+          in: 'header',
+          required: false,
+          description: "Workspace UUID; the token's workspace when absent",
+          schema: { type: 'string', format: 'uuid' },
+        },
       },
       schemas: {
         Problem: {
@@ -115,7 +131,14 @@ export function openApiDocument(routes: readonly RouteDef[], version: string): R
             status: { type: 'integer' },
             detail: { type: 'string' },
             instance: { type: 'string', description: 'The request id (X-Request-Id)' },
-            errors: { type: 'array', items: { type: 'object', required: ['path', 'message'], properties: { path: { type: 'string' }, message: { type: 'string' } } } },
+            errors: {
+              type: 'array',
+              items: {
+                type: 'object',
+                required: ['path', 'message'],
+                properties: { path: { type: 'string' }, message: { type: 'string' } },
+              },
+            },
           },
         },
       },
@@ -131,15 +154,24 @@ function escape(s: string): string {
 export function referencePage(routes: readonly RouteDef[], version: string): string {
   const byTag = new Map<string, RouteDef[]>();
   for (const r of routes) byTag.set(r.tag, [...(byTag.get(r.tag) ?? []), r]);
-  const sections = [...byTag.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([tag, list]) => {
-    const items = list.map((r) => {
-      const body = r.body ? `<details><summary>Request body</summary><pre>${escape(JSON.stringify(toJsonSchema(r.body), null, 2))}</pre></details>` : '';
-      const resp = r.response ? `<details><summary>Response ${r.status ?? 200}</summary><pre>${escape(JSON.stringify(toJsonSchema(r.response), null, 2))}</pre></details>` : `<p>Response ${r.status ?? 200}</p>`;
-      return `<section><h3><code class="m ${r.method}">${r.method.toUpperCase()}</code> <code>${escape(openApiPath(r))}</code></h3>
+  const sections = [...byTag.entries()]
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([tag, list]) => {
+      const items = list
+        .map((r) => {
+          const body = r.body
+            ? `<details><summary>Request body</summary><pre>${escape(JSON.stringify(toJsonSchema(r.body), null, 2))}</pre></details>`
+            : '';
+          const resp = r.response
+            ? `<details><summary>Response ${r.status ?? 200}</summary><pre>${escape(JSON.stringify(toJsonSchema(r.response), null, 2))}</pre></details>`
+            : `<p>Response ${r.status ?? 200}</p>`;
+          return `<section><h3><code class="m ${r.method}">${r.method.toUpperCase()}</code> <code>${escape(openApiPath(r))}</code></h3>
 <p>${escape(r.summary)}</p>${r.description ? `<p>${escape(r.description)}</p>` : ''}<p class="perm">Permission: ${escape(describeRequirement(OPERATIONS[r.operation]))}${r.paginated ? ' · paginated (page, per_page; Link, X-Total-Count)' : ''}</p>${body}${resp}</section>`;
-    }).join('\n');
-    return `<h2 id="${escape(tag)}">${escape(tag)}</h2>\n${items}`;
-  }).join('\n');
+        })
+        .join('\n');
+      return `<h2 id="${escape(tag)}">${escape(tag)}</h2>\n${items}`;
+    })
+    .join('\n');
   return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Berth API reference</title>
 <style>body{font:15px/1.5 system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#222}
 code{font:13px ui-monospace,monospace}pre{background:#f6f6f6;padding:.5rem;overflow:auto}
@@ -149,6 +181,9 @@ code{font:13px ui-monospace,monospace}pre{background:#f6f6f6;padding:.5rem;overf
 <p>Every call needs <code>Authorization: Bearer &lt;token&gt;</code>; <code>${WORKSPACE_HEADER}</code> selects the workspace.
 Errors are <code>application/problem+json</code> (RFC 9457). Each token has a rate limit: every answer carries
 <code>RateLimit-Limit</code>, <code>RateLimit-Remaining</code> and <code>RateLimit-Reset</code>; past it, 429 with <code>Retry-After</code>. Machine-readable: <a href="/api/v1/openapi.json">/api/v1/openapi.json</a>.</p>
-<nav>${[...byTag.keys()].sort().map((t) => `<a href="#${escape(t)}">${escape(t)}</a>`).join(' · ')}</nav>
+<nav>${[...byTag.keys()]
+    .sort()
+    .map((t) => `<a href="#${escape(t)}">${escape(t)}</a>`)
+    .join(' · ')}</nav>
 ${sections}</body></html>`;
 }

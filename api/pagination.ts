@@ -43,12 +43,18 @@ export interface PageQuery {
  * One page of a list: counts the matching rows (X-Total-Count and Link headers) and selects
  * the page; LIMIT and OFFSET take the parameters after the where clause's own.
  */
-export async function selectPage<T>(ctx: { koa: Koa.Context; query: Page; deps: { dataSource: Db } }, q: PageQuery): Promise<T[]> {
+export async function selectPage<T>(
+  ctx: { koa: Koa.Context; query: Page; deps: { dataSource: Db } },
+  q: PageQuery,
+): Promise<T[]> {
   const db = ctx.deps.dataSource;
   const n = q.params.length;
   const [total] = await rows<{ n: number }>(db, `SELECT count(*)::int AS n FROM ${q.from} WHERE ${q.where}`, q.params);
-  const list = await rows<T>(db, `${q.select} WHERE ${q.where} ORDER BY ${q.order} LIMIT $${n + 1} OFFSET $${n + 2}`,
-    [...q.params, ctx.query.per_page, offsetOf(ctx.query)]);
+  const list = await rows<T>(db, `${q.select} WHERE ${q.where} ORDER BY ${q.order} LIMIT $${n + 1} OFFSET $${n + 2}`, [
+    ...q.params,
+    ctx.query.per_page,
+    offsetOf(ctx.query),
+  ]);
   setPageHeaders(ctx.koa, ctx.query, total!.n);
   return list;
 }
@@ -57,7 +63,10 @@ export async function selectPage<T>(ctx: { koa: Koa.Context; query: Page; deps: 
  * One page of a query builder's entities (ordered by the caller): counts the matching rows
  * (X-Total-Count and Link headers), then reads the page with LIMIT and OFFSET.
  */
-export async function pageOf<E extends ObjectLiteral>(ctx: { koa: Koa.Context; query: Page }, qb: SelectQueryBuilder<E>): Promise<E[]> {
+export async function pageOf<E extends ObjectLiteral>(
+  ctx: { koa: Koa.Context; query: Page },
+  qb: SelectQueryBuilder<E>,
+): Promise<E[]> {
   const total = await qb.getCount();
   const list = await qb.offset(offsetOf(ctx.query)).limit(ctx.query.per_page).getMany();
   setPageHeaders(ctx.koa, ctx.query, total);

@@ -13,7 +13,11 @@ export const PREVIEW_OPERATION = 'preview';
  * app uuid (`app_uuid`): fixed for the environment's life and shown by the API.
  */
 export async function previewSnapshot(db: Db, id: number): Promise<Record<string, unknown> | null> {
-  const row = await one<{ s: Record<string, unknown> }>(db, `SELECT to_jsonb(p) AS s FROM preview_environments p WHERE id = $1`, [id]);
+  const row = await one<{ s: Record<string, unknown> }>(
+    db,
+    `SELECT to_jsonb(p) AS s FROM preview_environments p WHERE id = $1`,
+    [id],
+  );
   return row?.s ?? null;
 }
 
@@ -29,11 +33,20 @@ export async function wakePreview(deps: ApiDeps, parentAppUuid: string, key: str
   try {
     await deps.temporal.workflow.getHandle(previewWorkflowId(parentAppUuid, key)).signal(PREVIEW_WAKE_SIGNAL);
   } catch (err) {
-    deps.logger.warn({ err, parentAppUuid, key }, 'could not wake the preview environment workflow; its periodic re-read will pick the change up');
+    deps.logger.warn(
+      { err, parentAppUuid, key },
+      'could not wake the preview environment workflow; its periodic re-read will pick the change up',
+    );
   }
 }
 
 /** The compute resource and project previews of a parent run on (config, else the parent's). */
-export function effectiveTarget(parent: { resource_uuid: string; project_id: string | null }, config: { resource_uuid: string | null; project_uuid: string | null }) {
-  return { resourceUuid: config.resource_uuid ?? parent.resource_uuid, projectUuid: config.project_uuid ?? parent.project_id };
+export function effectiveTarget(
+  parent: { resource_uuid: string; project_id: string | null },
+  config: { resource_uuid: string | null; project_uuid: string | null },
+) {
+  return {
+    resourceUuid: config.resource_uuid ?? parent.resource_uuid,
+    projectUuid: config.project_uuid ?? parent.project_id,
+  };
 }

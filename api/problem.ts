@@ -31,7 +31,16 @@ export class Problem extends Error {
   readonly headers: Record<string, string>;
   readonly extra: Record<string, unknown>;
 
-  constructor(status: number, detail: string, options: { errors?: FieldError[]; headers?: Record<string, string>; extra?: Record<string, unknown>; title?: string } = {}) {
+  constructor(
+    status: number,
+    detail: string,
+    options: {
+      errors?: FieldError[];
+      headers?: Record<string, string>;
+      extra?: Record<string, unknown>;
+      title?: string;
+    } = {},
+  ) {
     super(detail);
     this.status = status;
     this.title = options.title ?? TITLES[status] ?? 'Error';

@@ -10,8 +10,12 @@ import type { AnyRouteContext } from './route';
  * or 100% of the resource's capacity, queues a `quotaAlert` operation that emits one
  * quota_alert per crossing after commit. A change that is rolled back alerts nothing.
  */
-export async function withQuotaAlerts<T>(ctx: Pick<AnyRouteContext, 'caller' | 'deps' | 'dispatchAfter'>, m: Pick<EntityManager, 'query'>, resourceUuid: string,
-  change: () => Promise<T>): Promise<T> {
+export async function withQuotaAlerts<T>(
+  ctx: Pick<AnyRouteContext, 'caller' | 'deps' | 'dispatchAfter'>,
+  m: Pick<EntityManager, 'query'>,
+  resourceUuid: string,
+  change: () => Promise<T>,
+): Promise<T> {
   const before = await resourceUsage(m, resourceUuid);
   const result = await change();
   const after = await resourceUsage(m, resourceUuid);
@@ -19,7 +23,11 @@ export async function withQuotaAlerts<T>(ctx: Pick<AnyRouteContext, 'caller' | '
   if (crossings.length > 0) {
     const workspaceUuid = ctx.caller.workspaceUuid;
     const op = await ctx.deps.outbox.enqueue(m as EntityManager, {
-      operation: 'quota-alert', workflow: 'quotaAlert', workspaceUuid, resourceUuid, subId: randomUUID(),
+      operation: 'quota-alert',
+      workflow: 'quotaAlert',
+      workspaceUuid,
+      resourceUuid,
+      subId: randomUUID(),
       args: [{ workspaceUuid, resourceUuid, resourceName: after.name, crossings }],
     });
     ctx.dispatchAfter(op);

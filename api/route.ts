@@ -29,7 +29,9 @@ export type AnyRouteContext = RouteContext<unknown, unknown, unknown>;
  * of the route whose audit action it records. Such callers run commands that commit and
  * dispatch on their own, so an operation left for later is dispatched at once.
  */
-export function outsideRouteContext<P>(fields: Omit<RouteContext<P, {}, {}>, 'query' | 'body' | 'dispatchAfter'>): RouteContext<P, {}, {}> {
+export function outsideRouteContext<P>(
+  fields: Omit<RouteContext<P, {}, {}>, 'query' | 'body' | 'dispatchAfter'>,
+): RouteContext<P, {}, {}> {
   return { ...fields, query: {}, body: {}, dispatchAfter: (op) => void fields.deps.outbox.dispatch(op) };
 }
 
@@ -66,7 +68,9 @@ export interface RouteDef<P = any, Q = any, B = any> {
   handler(ctx: RouteContext<P, Q, B>): Promise<unknown>;
 }
 
-export function route<P = Record<string, string>, Q = Record<string, unknown>, B = unknown>(def: RouteDef<P, Q, B>): RouteDef<P, Q, B> {
+export function route<P = Record<string, string>, Q = Record<string, unknown>, B = unknown>(
+  def: RouteDef<P, Q, B>,
+): RouteDef<P, Q, B> {
   return def;
 }
 

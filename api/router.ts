@@ -64,12 +64,19 @@ export function buildRouter(routes: readonly RouteDef[], deps: ApiDeps): Router 
       }
       const unknownQuery = Object.keys(ctx.query).filter((k) => !queryNames.has(k));
       if (unknownQuery.length > 0) {
-        throw new Problem(400, `unknown query parameter${unknownQuery.length > 1 ? 's' : ''}: ${unknownQuery.join(', ')}`, {
-          errors: unknownQuery.map((k) => ({ path: `query.${k}`, message: 'unknown query parameter' })),
-        });
+        throw new Problem(
+          400,
+          `unknown query parameter${unknownQuery.length > 1 ? 's' : ''}: ${unknownQuery.join(', ')}`,
+          {
+            errors: unknownQuery.map((k) => ({ path: `query.${k}`, message: 'unknown query parameter' })),
+          },
+        );
       }
       for (const [k, v] of Object.entries(ctx.query)) {
-        if (Array.isArray(v)) throw new Problem(400, `query parameter ${k} is given more than once`, { errors: [{ path: `query.${k}`, message: 'given more than once' }] });
+        if (Array.isArray(v))
+          throw new Problem(400, `query parameter ${k} is given more than once`, {
+            errors: [{ path: `query.${k}`, message: 'given more than once' }],
+          });
       }
       const query = querySchema ? await validate(querySchema, { ...ctx.query }, 'query') : {};
       let body: unknown = undefined;
@@ -83,7 +90,17 @@ export function buildRouter(routes: readonly RouteDef[], deps: ApiDeps): Router 
       const checkAudit = await auditCheck(deps, r, ctx.state.requestId);
       const later: EnqueuedOperation[] = [];
       const result = await r.handler({
-        params, query, body, caller, deps, koa: ctx, requestId: ctx.state.requestId, route: r, dispatchAfter: (op) => { later.push(op); },
+        params,
+        query,
+        body,
+        caller,
+        deps,
+        koa: ctx,
+        requestId: ctx.state.requestId,
+        route: r,
+        dispatchAfter: (op) => {
+          later.push(op);
+        },
       });
       await checkAudit?.();
       await deps.outbox.dispatch(...later);

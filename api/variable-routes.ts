@@ -6,8 +6,18 @@ import { notFound } from './problem';
 import { route, type RouteContext, type RouteDef } from './route';
 import { str, uuid } from './schemas/common';
 import {
-  deleteSecretFile, deleteVariable, listSecretFiles, listVariables, secretFileSchema, setSecretFiles, setSecretFilesBody, setVariables, setVariablesBody,
-  variableSchema, type VariableOwner, type VariablesChange,
+  deleteSecretFile,
+  deleteVariable,
+  listSecretFiles,
+  listVariables,
+  secretFileSchema,
+  setSecretFiles,
+  setSecretFilesBody,
+  setVariables,
+  setVariablesBody,
+  variableSchema,
+  type VariableOwner,
+  type VariablesChange,
 } from './variables';
 
 type Ctx = RouteContext<{ uuid: string }, unknown, unknown>;
@@ -33,9 +43,13 @@ export interface VariableOwnerRoutes {
  */
 export function variableRoutes(o: VariableOwnerRoutes): RouteDef[] {
   const TAG = 'variables';
-  const whose = o.kind === 'app' ? 'an app\'s' : 'a project\'s';
+  const whose = o.kind === 'app' ? "an app's" : "a project's";
   const owner = (uuid: string): VariableOwner => ({ kind: o.kind, uuid });
-  const change = async (ctx: Ctx, write: (m: EntityManager, who: VariableOwner) => Promise<VariablesChange | null>, missing?: string) =>
+  const change = async (
+    ctx: Ctx,
+    write: (m: EntityManager, who: VariableOwner) => Promise<VariablesChange | null>,
+    missing?: string,
+  ) =>
     ctx.deps.dataSource.transaction(async (m) => {
       const found = await o.lockForChange(ctx, m);
       const done = await write(m, owner(found.uuid));
@@ -45,23 +59,37 @@ export function variableRoutes(o: VariableOwnerRoutes): RouteDef[] {
     });
   return [
     route<{ uuid: string }>({
-      method: 'get', path: `${o.base}/variables`, operation: o.operation, tag: TAG, response: yup.array(variableSchema),
+      method: 'get',
+      path: `${o.base}/variables`,
+      operation: o.operation,
+      tag: TAG,
+      response: yup.array(variableSchema),
       summary: `List ${whose} environment variables (sealed at rest): key, secret flag, size and SHA-256 digest of each; the value only when not secret (null when secret)`,
       async handler(ctx) {
         return listVariables(ctx.deps.dataSource, ctx.deps.secretBox, owner((await o.find(ctx)).uuid));
       },
     }),
     route<{ uuid: string }, {}, yup.InferType<typeof setVariablesBody>>({
-      method: 'put', path: `${o.base}/variables`, operation: o.operation, tag: TAG, audit: `${o.kind}.variables_set`,
+      method: 'put',
+      path: `${o.base}/variables`,
+      operation: o.operation,
+      tag: TAG,
+      audit: `${o.kind}.variables_set`,
       summary: `Set many environment variables at once (others keep their value); one marked secret: true is never returned again and stays secret when set later without the flag; ${o.applies.variables}`,
-      body: setVariablesBody, response: yup.array(variableSchema),
+      body: setVariablesBody,
+      response: yup.array(variableSchema),
       async handler(ctx) {
         const found = await change(ctx, (m, who) => setVariables(m, ctx.deps.secretBox, who, ctx.body.variables));
         return listVariables(ctx.deps.dataSource, ctx.deps.secretBox, owner(found.uuid));
       },
     }),
     route<{ uuid: string; key: string }>({
-      method: 'delete', path: `${o.base}/variables/{key}`, operation: o.operation, tag: TAG, status: 204, audit: `${o.kind}.variable_delete`,
+      method: 'delete',
+      path: `${o.base}/variables/{key}`,
+      operation: o.operation,
+      tag: TAG,
+      status: 204,
+      audit: `${o.kind}.variable_delete`,
       params: yup.object({ uuid: uuid().required(), key: str().max(255).required() }),
       summary: 'Remove an environment variable',
       async handler(ctx) {
@@ -70,23 +98,37 @@ export function variableRoutes(o: VariableOwnerRoutes): RouteDef[] {
       },
     }),
     route<{ uuid: string }>({
-      method: 'get', path: `${o.base}/secret_files`, operation: o.operation, tag: TAG, response: yup.array(secretFileSchema),
+      method: 'get',
+      path: `${o.base}/secret_files`,
+      operation: o.operation,
+      tag: TAG,
+      response: yup.array(secretFileSchema),
       summary: `List ${whose} secret files: names, sizes and SHA-256 digests, never the content`,
       async handler(ctx) {
         return listSecretFiles(ctx.deps.dataSource, owner((await o.find(ctx)).uuid));
       },
     }),
     route<{ uuid: string }, {}, yup.InferType<typeof setSecretFilesBody>>({
-      method: 'put', path: `${o.base}/secret_files`, operation: o.operation, tag: TAG, audit: `${o.kind}.secret_files_set`,
+      method: 'put',
+      path: `${o.base}/secret_files`,
+      operation: o.operation,
+      tag: TAG,
+      audit: `${o.kind}.secret_files_set`,
       summary: `Set many secret files at once (${o.applies.files}); the content is sealed and never returned`,
-      body: setSecretFilesBody, response: yup.array(secretFileSchema),
+      body: setSecretFilesBody,
+      response: yup.array(secretFileSchema),
       async handler(ctx) {
         const found = await change(ctx, (m, who) => setSecretFiles(m, ctx.deps.secretBox, who, ctx.body.files));
         return listSecretFiles(ctx.deps.dataSource, owner(found.uuid));
       },
     }),
     route<{ uuid: string; file_uuid: string }>({
-      method: 'delete', path: `${o.base}/secret_files/{file_uuid}`, operation: o.operation, tag: TAG, status: 204, audit: `${o.kind}.secret_file_delete`,
+      method: 'delete',
+      path: `${o.base}/secret_files/{file_uuid}`,
+      operation: o.operation,
+      tag: TAG,
+      status: 204,
+      audit: `${o.kind}.secret_file_delete`,
       summary: 'Remove a secret file',
       async handler(ctx) {
         await change(ctx, (m, who) => deleteSecretFile(m, who, ctx.params.file_uuid), 'secret file');

@@ -16,33 +16,74 @@ import { isoRequired } from './views/common';
  */
 export type VariableOwner = { kind: 'app' | 'project'; uuid: string };
 
-const tables = (o: VariableOwner) => ({ variables: `${o.kind}_variables`, files: `${o.kind}_secret_files`, column: `${o.kind}_uuid` });
+const tables = (o: VariableOwner) => ({
+  variables: `${o.kind}_variables`,
+  files: `${o.kind}_secret_files`,
+  column: `${o.kind}_uuid`,
+});
 
 const sha256 = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex');
 
 export const variableSchema = obj({
   key: str().required(),
   secret: yup.boolean().strict().required(),
-  value: str().nullable().defined().meta({ jsonSchema: { description: 'The value; null when the variable is secret (its value is never returned: key, size and digest only)' } } as never),
+  value: str()
+    .nullable()
+    .defined()
+    .meta({
+      jsonSchema: {
+        description:
+          'The value; null when the variable is secret (its value is never returned: key, size and digest only)',
+      },
+    } as never),
   size_bytes: int().required(),
   sha256: str().required(),
   created_at: timestamp().required(),
   updated_at: timestamp().required(),
 });
-export const secretFileSchema = obj({ uuid: uuid().required(), name: str().required(), size_bytes: int().required(), sha256: str().required(), created_at: timestamp().required(), updated_at: timestamp().required() });
+export const secretFileSchema = obj({
+  uuid: uuid().required(),
+  name: str().required(),
+  size_bytes: int().required(),
+  sha256: str().required(),
+  created_at: timestamp().required(),
+  updated_at: timestamp().required(),
+});
 
 export const setVariablesBody = obj({
-  variables: arr(obj({
-    key: str().max(255).matches(ENV_KEY, '${path} must be an environment variable name: letters, digits and _, not starting with a digit').required(),
-    value: str().max(32 * 1024).defined(),
-    secret: bool(),
-  }).required()).min(1).max(500).required(),
+  variables: arr(
+    obj({
+      key: str()
+        .max(255)
+        .matches(
+          ENV_KEY,
+          '${path} must be an environment variable name: letters, digits and _, not starting with a digit',
+        )
+        .required(),
+      value: str()
+        .max(32 * 1024)
+        .defined(),
+      secret: bool(),
+    }).required(),
+  )
+    .min(1)
+    .max(500)
+    .required(),
 });
 export const setSecretFilesBody = obj({
-  files: arr(obj({
-    name: str().matches(SECRET_FILE_NAME, '${path} must be a file name: letters, digits, ., _ and -, not starting with a dot').required(),
-    content: str().max(64 * 1024).defined(),
-  }).required()).min(1).max(50).required(),
+  files: arr(
+    obj({
+      name: str()
+        .matches(SECRET_FILE_NAME, '${path} must be a file name: letters, digits, ., _ and -, not starting with a dot')
+        .required(),
+      content: str()
+        .max(64 * 1024)
+        .defined(),
+    }).required(),
+  )
+    .min(1)
+    .max(50)
+    .required(),
 });
 
 /**
@@ -50,7 +91,10 @@ export const setSecretFilesBody = obj({
  * file sizes and digests, and the sealed forms under `*_sealed` fields (which the audit
  * diff redacts). Never a value or a file content.
  */
-export interface VariablesChange { before: Record<string, unknown>; after: Record<string, unknown> }
+export interface VariablesChange {
+  before: Record<string, unknown>;
+  after: Record<string, unknown>;
+}
 
 type VariableRow = { key: string; value_sealed: string; secret: boolean };
 type FileRow = { uuid: string; name: string; content_sealed: string; size_bytes: number; sha256: string };
@@ -60,20 +104,31 @@ function variableFields(v: VariableRow, sealed = v.value_sealed): Record<string,
 }
 
 function fileFields(f: FileRow, sealed = f.content_sealed): Record<string, unknown> {
-  return { [`files.${f.name}`]: { uuid: f.uuid, size_bytes: f.size_bytes, sha256: f.sha256 }, [`files.${f.name}.content_sealed`]: sealed };
+  return {
+    [`files.${f.name}`]: { uuid: f.uuid, size_bytes: f.size_bytes, sha256: f.sha256 },
+    [`files.${f.name}.content_sealed`]: sealed,
+  };
 }
 
 /** Every variable by key: a secret one's value is null (its size and digest still show). */
 export async function listVariables(db: Db, box: SecretBox, owner: VariableOwner) {
   const t = tables(owner);
-  const found = await rows<VariableRow & { created_at: Date; updated_at: Date }>(db,
-    `SELECT key, value_sealed, secret, created_at, updated_at FROM ${t.variables} WHERE ${t.column} = $1 ORDER BY key`, [owner.uuid]);
+  const found = await rows<VariableRow & { created_at: Date; updated_at: Date }>(
+    db,
+    `SELECT key, value_sealed, secret, created_at, updated_at FROM ${t.variables} WHERE ${t.column} = $1 ORDER BY key`,
+    [owner.uuid],
+  );
   return found.map((v) => {
     const value = box.open(v.value_sealed);
     const bytes = Buffer.from(value, 'utf8');
     return {
-      key: v.key, secret: v.secret, value: v.secret ? null : value, size_bytes: bytes.length, sha256: sha256(bytes),
-      created_at: isoRequired(v.created_at), updated_at: isoRequired(v.updated_at),
+      key: v.key,
+      secret: v.secret,
+      value: v.secret ? null : value,
+      size_bytes: bytes.length,
+      sha256: sha256(bytes),
+      created_at: isoRequired(v.created_at),
+      updated_at: isoRequired(v.updated_at),
     };
   });
 }
@@ -81,34 +136,66 @@ export async function listVariables(db: Db, box: SecretBox, owner: VariableOwner
 /** Names, sizes and digests only: a secret file's content never leaves. */
 export async function listSecretFiles(db: Db, owner: VariableOwner) {
   const t = tables(owner);
-  const found = await rows<{ uuid: string; name: string; size_bytes: number; sha256: string; created_at: Date; updated_at: Date }>(db,
-    `SELECT uuid, name, size_bytes, sha256, created_at, updated_at FROM ${t.files} WHERE ${t.column} = $1 ORDER BY name`, [owner.uuid]);
-  return found.map((f) => ({ uuid: f.uuid, name: f.name, size_bytes: f.size_bytes, sha256: f.sha256, created_at: isoRequired(f.created_at), updated_at: isoRequired(f.updated_at) }));
+  const found = await rows<{
+    uuid: string;
+    name: string;
+    size_bytes: number;
+    sha256: string;
+    created_at: Date;
+    updated_at: Date;
+  }>(
+    db,
+    `SELECT uuid, name, size_bytes, sha256, created_at, updated_at FROM ${t.files} WHERE ${t.column} = $1 ORDER BY name`,
+    [owner.uuid],
+  );
+  return found.map((f) => ({
+    uuid: f.uuid,
+    name: f.name,
+    size_bytes: f.size_bytes,
+    sha256: f.sha256,
+    created_at: isoRequired(f.created_at),
+    updated_at: isoRequired(f.updated_at),
+  }));
 }
 
 /** Marks the apps whose environment the owner feeds as needing a redeploy (not restarted). */
 export async function markNeedsRedeploy(db: Db, owner: VariableOwner): Promise<void> {
-  await db.query(`UPDATE apps SET needs_redeploy_since = COALESCE(needs_redeploy_since, now()) WHERE ${owner.kind === 'app' ? 'uuid' : 'project_id'} = $1`, [owner.uuid]);
+  await db.query(
+    `UPDATE apps SET needs_redeploy_since = COALESCE(needs_redeploy_since, now()) WHERE ${owner.kind === 'app' ? 'uuid' : 'project_id'} = $1`,
+    [owner.uuid],
+  );
 }
 
 /**
  * Sets variables (others keep theirs). A variable once secret stays secret: its flag becomes
  * old OR new, so omitting `secret` on a later write never makes a hidden value readable.
  */
-export async function setVariables(db: Db, box: SecretBox, owner: VariableOwner,
-  variables: Array<{ key: string; value: string; secret?: boolean | undefined }>): Promise<VariablesChange> {
+export async function setVariables(
+  db: Db,
+  box: SecretBox,
+  owner: VariableOwner,
+  variables: Array<{ key: string; value: string; secret?: boolean | undefined }>,
+): Promise<VariablesChange> {
   const keys = variables.map((v) => v.key);
   const repeated = keys.filter((k, i) => keys.indexOf(k) !== i);
-  if (repeated.length > 0) throw unprocessable(`variables repeat: ${[...new Set(repeated)].join(', ')}`, [{ path: 'body.variables', message: 'keys repeat' }]);
+  if (repeated.length > 0)
+    throw unprocessable(`variables repeat: ${[...new Set(repeated)].join(', ')}`, [
+      { path: 'body.variables', message: 'keys repeat' },
+    ]);
   const t = tables(owner);
-  const old = await rows<VariableRow>(db,
-    `SELECT key, value_sealed, secret FROM ${t.variables} WHERE ${t.column} = $1 AND key = ANY($2::text[]) FOR UPDATE`, [owner.uuid, keys]);
-  const written = await rows<VariableRow>(db,
+  const old = await rows<VariableRow>(
+    db,
+    `SELECT key, value_sealed, secret FROM ${t.variables} WHERE ${t.column} = $1 AND key = ANY($2::text[]) FOR UPDATE`,
+    [owner.uuid, keys],
+  );
+  const written = await rows<VariableRow>(
+    db,
     `INSERT INTO ${t.variables} AS t (${t.column}, key, value_sealed, secret)
        SELECT $1, k, v, s FROM unnest($2::text[], $3::text[], $4::boolean[]) AS u(k, v, s)
      ON CONFLICT (${t.column}, key) DO UPDATE SET value_sealed = EXCLUDED.value_sealed, secret = t.secret OR EXCLUDED.secret, updated_at = now()
      RETURNING key, value_sealed, secret`,
-    [owner.uuid, keys, variables.map((v) => box.seal(v.value)), variables.map((v) => v.secret === true)]);
+    [owner.uuid, keys, variables.map((v) => box.seal(v.value)), variables.map((v) => v.secret === true)],
+  );
   await markNeedsRedeploy(db, owner);
   const values = new Map(variables.map((v) => [v.key, v.value]));
   const change: VariablesChange = { before: {}, after: {} };
@@ -122,24 +209,38 @@ export async function setVariables(db: Db, box: SecretBox, owner: VariableOwner,
   return change;
 }
 
-export async function setSecretFiles(db: Db, box: SecretBox, owner: VariableOwner, files: Array<{ name: string; content: string }>): Promise<VariablesChange> {
+export async function setSecretFiles(
+  db: Db,
+  box: SecretBox,
+  owner: VariableOwner,
+  files: Array<{ name: string; content: string }>,
+): Promise<VariablesChange> {
   const names = files.map((f) => f.name);
-  if (new Set(names).size !== names.length) throw unprocessable('secret file names repeat', [{ path: 'body.files', message: 'names repeat' }]);
+  if (new Set(names).size !== names.length)
+    throw unprocessable('secret file names repeat', [{ path: 'body.files', message: 'names repeat' }]);
   const t = tables(owner);
-  const old = await rows<FileRow>(db,
-    `SELECT uuid, name, content_sealed, size_bytes, sha256 FROM ${t.files} WHERE ${t.column} = $1 AND name = ANY($2::text[]) FOR UPDATE`, [owner.uuid, names]);
+  const old = await rows<FileRow>(
+    db,
+    `SELECT uuid, name, content_sealed, size_bytes, sha256 FROM ${t.files} WHERE ${t.column} = $1 AND name = ANY($2::text[]) FOR UPDATE`,
+    [owner.uuid, names],
+  );
   const change: VariablesChange = { before: {}, after: {} };
   for (const f of files) {
     const bytes = Buffer.from(f.content, 'utf8');
-    const [w] = await rows<FileRow>(db,
+    const [w] = await rows<FileRow>(
+      db,
       `INSERT INTO ${t.files} (uuid, ${t.column}, name, content_sealed, size_bytes, sha256) VALUES ($1, $2, $3, $4, $5, $6)
        ON CONFLICT (${t.column}, name) DO UPDATE SET content_sealed = EXCLUDED.content_sealed, size_bytes = EXCLUDED.size_bytes,
          sha256 = EXCLUDED.sha256, updated_at = now()
        RETURNING uuid, name, content_sealed, size_bytes, sha256`,
-      [randomUUID(), owner.uuid, f.name, box.seal(f.content), bytes.length, sha256(bytes)]);
+      [randomUUID(), owner.uuid, f.name, box.seal(f.content), bytes.length, sha256(bytes)],
+    );
     const was = old.find((o) => o.name === f.name);
     if (was) Object.assign(change.before, fileFields(was));
-    Object.assign(change.after, fileFields(w!, was && was.sha256 === w!.sha256 ? was.content_sealed : w!.content_sealed));
+    Object.assign(
+      change.after,
+      fileFields(w!, was && was.sha256 === w!.sha256 ? was.content_sealed : w!.content_sealed),
+    );
   }
   await markNeedsRedeploy(db, owner);
   return change;
@@ -149,18 +250,28 @@ export async function setSecretFiles(db: Db, box: SecretBox, owner: VariableOwne
 export async function deleteVariable(db: Db, owner: VariableOwner, key: string): Promise<VariablesChange | null> {
   if (!ENV_KEY.test(key)) return null;
   const t = tables(owner);
-  const [deleted] = await rows<VariableRow>(db,
-    `DELETE FROM ${t.variables} WHERE ${t.column} = $1 AND key = $2 RETURNING key, value_sealed, secret`, [owner.uuid, key]);
+  const [deleted] = await rows<VariableRow>(
+    db,
+    `DELETE FROM ${t.variables} WHERE ${t.column} = $1 AND key = $2 RETURNING key, value_sealed, secret`,
+    [owner.uuid, key],
+  );
   if (!deleted) return null;
   await markNeedsRedeploy(db, owner);
   return { before: variableFields(deleted), after: {} };
 }
 
 /** Removes a secret file; null when the owner has none of that uuid, else what it removed. */
-export async function deleteSecretFile(db: Db, owner: VariableOwner, fileUuid: string): Promise<VariablesChange | null> {
+export async function deleteSecretFile(
+  db: Db,
+  owner: VariableOwner,
+  fileUuid: string,
+): Promise<VariablesChange | null> {
   const t = tables(owner);
-  const [deleted] = await rows<FileRow>(db,
-    `DELETE FROM ${t.files} WHERE ${t.column} = $1 AND uuid = $2 RETURNING uuid, name, content_sealed, size_bytes, sha256`, [owner.uuid, fileUuid]);
+  const [deleted] = await rows<FileRow>(
+    db,
+    `DELETE FROM ${t.files} WHERE ${t.column} = $1 AND uuid = $2 RETURNING uuid, name, content_sealed, size_bytes, sha256`,
+    [owner.uuid, fileUuid],
+  );
   if (!deleted) return null;
   await markNeedsRedeploy(db, owner);
   return { before: fileFields(deleted), after: {} };

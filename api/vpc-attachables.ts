@@ -23,12 +23,31 @@ export interface AttachableKind {
 function dataWorkload(kind: 'service' | 'addon'): AttachableKind {
   return {
     async find(db, workspaceUuid, uuid) {
-      const row = await one<{ uuid: string; name: string; type: string; project_id: string | null; region_id: number; region_code: string }>(db,
+      const row = await one<{
+        uuid: string;
+        name: string;
+        type: string;
+        project_id: string | null;
+        region_id: number;
+        region_code: string;
+      }>(
+        db,
         `SELECT a.uuid, a.name, a.type, COALESCE(a.project_id, ap.project_id) AS project_id, c.region_id, g.code AS region_code
            FROM addons a JOIN compute_resources c ON c.uuid = a.resource_uuid JOIN regions g ON g.id = c.region_id
            LEFT JOIN apps ap ON ap.uuid = a.app_uuid
-          WHERE a.uuid = $1 AND a.workspace_uuid = $2 AND a.kind = $3 AND a.state <> 'deleting'`, [uuid, workspaceUuid, kind]);
-      return row ? { uuid: row.uuid, name: row.name, projectUuid: row.project_id, regionId: row.region_id, regionCode: row.region_code, cronJob: row.type === 'cronjob' } : null;
+          WHERE a.uuid = $1 AND a.workspace_uuid = $2 AND a.kind = $3 AND a.state <> 'deleting'`,
+        [uuid, workspaceUuid, kind],
+      );
+      return row
+        ? {
+            uuid: row.uuid,
+            name: row.name,
+            projectUuid: row.project_id,
+            regionId: row.region_id,
+            regionCode: row.region_code,
+            cronJob: row.type === 'cronjob',
+          }
+        : null;
     },
   };
 }
@@ -40,11 +59,29 @@ function dataWorkload(kind: 'service' | 'addon'): AttachableKind {
 export const ATTACHABLES: Record<AttachableType, AttachableKind | null> = {
   App: {
     async find(db, workspaceUuid, uuid) {
-      const row = await one<{ uuid: string; name: string; project_id: string | null; region_id: number; region_code: string }>(db,
+      const row = await one<{
+        uuid: string;
+        name: string;
+        project_id: string | null;
+        region_id: number;
+        region_code: string;
+      }>(
+        db,
         `SELECT a.uuid, a.name, a.project_id, c.region_id, g.code AS region_code
            FROM apps a JOIN compute_resources c ON c.uuid = a.resource_uuid JOIN regions g ON g.id = c.region_id
-          WHERE a.uuid = $1 AND a.workspace_uuid = $2`, [uuid, workspaceUuid]);
-      return row ? { uuid: row.uuid, name: row.name, projectUuid: row.project_id, regionId: row.region_id, regionCode: row.region_code, cronJob: false } : null;
+          WHERE a.uuid = $1 AND a.workspace_uuid = $2`,
+        [uuid, workspaceUuid],
+      );
+      return row
+        ? {
+            uuid: row.uuid,
+            name: row.name,
+            projectUuid: row.project_id,
+            regionId: row.region_id,
+            regionCode: row.region_code,
+            cronJob: false,
+          }
+        : null;
     },
   },
   Service: dataWorkload('service'),

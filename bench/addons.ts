@@ -25,17 +25,31 @@ import { createLogger } from '../platform/logger';
 const N = Number(process.env.BENCH_N ?? 5);
 const GOAL_MS = 10_000;
 
-const freePort = () => new Promise<number>((resolve) => {
-  const s = createServer();
-  s.listen(0, '127.0.0.1', () => { const { port } = s.address() as { port: number }; s.close(() => resolve(port)); });
-});
-const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.ceil((p / 100) * xs.length) - 1)]!;
+const freePort = () =>
+  new Promise<number>((resolve) => {
+    const s = createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
+const pct = (xs: number[], p: number) =>
+  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.ceil((p / 100) * xs.length) - 1)]!;
 const secs = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
 
 function spec(): ClusterSpec {
   const name = `bench_${randomBytes(3).toString('hex')}`;
-  return { id: `c-bench-${randomBytes(6).toString('hex')}`, engine: 'postgres', cpuSize: 1, ramSize: 512 * 2 ** 20, publicAccess: false, backups: false,
-    password: randomBytes(18).toString('base64url'), username: name, database: name };
+  return {
+    id: `c-bench-${randomBytes(6).toString('hex')}`,
+    engine: 'postgres',
+    cpuSize: 1,
+    ramSize: 512 * 2 ** 20,
+    publicAccess: false,
+    backups: false,
+    password: randomBytes(18).toString('base64url'),
+    username: name,
+    database: name,
+  };
 }
 
 async function main(): Promise<void> {
@@ -54,8 +68,12 @@ async function main(): Promise<void> {
   const base = mkdtempSync(path.join(os.tmpdir(), 'berth-bench-'));
   chmodSync(base, 0o711);
   const driver = createLocalData({
-    dataSource: ds, secretBox: new SecretBox([{ kid: 'b', key: randomBytes(32) }]), isolation: detectIsolation(),
-    layout: localLayout({ dataDir: path.join(base, 'berth'), appsDir: path.join(base, 'apps') }), logger: createLogger('warn'), host: '127.0.0.1',
+    dataSource: ds,
+    secretBox: new SecretBox([{ kid: 'b', key: randomBytes(32) }]),
+    isolation: detectIsolation(),
+    layout: localLayout({ dataDir: path.join(base, 'berth'), appsDir: path.join(base, 'apps') }),
+    logger: createLogger('warn'),
+    host: '127.0.0.1',
   });
   try {
     const create: number[] = [];
@@ -66,7 +84,13 @@ async function main(): Promise<void> {
       const t0 = Date.now();
       await driver.provision(s);
       const st = await driver.status(s.id);
-      const c = new Client({ host: st.endpoint!.host, port: st.endpoint!.port, user: s.username!, password: s.password!, database: s.database! });
+      const c = new Client({
+        host: st.endpoint!.host,
+        port: st.endpoint!.port,
+        user: s.username!,
+        password: s.password!,
+        database: s.database!,
+      });
       await c.connect();
       await c.query('SELECT 1');
       create.push(Date.now() - t0);
@@ -79,13 +103,20 @@ async function main(): Promise<void> {
       restoreByName.push(Date.now() - t1);
       const target = { ...spec(), username: s.username, database: s.database };
       const t2 = Date.now();
-      await driver.restore({ sourceId: s.id, targetId: target.id, from: { targetTime: new Date() }, targetSpec: target });
+      await driver.restore({
+        sourceId: s.id,
+        targetId: target.id,
+        from: { targetTime: new Date() },
+        targetSpec: target,
+      });
       restorePitr.push(Date.now() - t2);
       await driver.delete(target.id);
       await driver.delete(s.id);
     }
     console.log(`local postgres add-ons, ${N} runs (${os.cpus().length} cores)`);
-    console.log(`  create -> healthy       p50 ${secs(pct(create, 50))}  p95 ${secs(pct(create, 95))}  goal p50 <= ${secs(GOAL_MS)}: ${pct(create, 50) <= GOAL_MS ? 'met' : 'MISSED'}`);
+    console.log(
+      `  create -> healthy       p50 ${secs(pct(create, 50))}  p95 ${secs(pct(create, 95))}  goal p50 <= ${secs(GOAL_MS)}: ${pct(create, 50) <= GOAL_MS ? 'met' : 'MISSED'}`,
+    );
     console.log(`  restore by name (place) p50 ${secs(pct(restoreByName, 50))}  p95 ${secs(pct(restoreByName, 95))}`);
     console.log(`  restore to time (new)   p50 ${secs(pct(restorePitr, 50))}  p95 ${secs(pct(restorePitr, 95))}`);
   } finally {

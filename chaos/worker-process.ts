@@ -45,9 +45,15 @@ export function spawnWorker(stack: TestStack, secretKeyring: string, env: NodeJS
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const ready = new Promise<void>((resolve, reject) => {
     const timer = setInterval(() => {
-      if (lines.some((l) => l.includes('berth worker running'))) { clearInterval(timer); resolve(); }
+      if (lines.some((l) => l.includes('berth worker running'))) {
+        clearInterval(timer);
+        resolve();
+      }
     }, 100);
-    void exited.then(() => { clearInterval(timer); reject(new Error(`worker exited before it ran: ${lines.slice(-5).join('\n')}`)); });
+    void exited.then(() => {
+      clearInterval(timer);
+      reject(new Error(`worker exited before it ran: ${lines.slice(-5).join('\n')}`));
+    });
   });
   return { child, lines, ready, exited };
 }

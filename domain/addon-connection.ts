@@ -20,7 +20,14 @@ export interface AddonConnection {
   /** The connection environment variables (the contract's `var`), which an app using the add-on also gets. */
   var: Record<string, string>;
   connection_details: {
-    internal: { hostname: string; database: string | null; username: string | null; password: string | null; connection_url: string; port: number };
+    internal: {
+      hostname: string;
+      database: string | null;
+      username: string | null;
+      password: string | null;
+      connection_url: string;
+      port: number;
+    };
     external: { external_connection_url: string | null; psql_command: string | null };
   } | null;
 }
@@ -32,7 +39,10 @@ export interface AddonConnection {
 export function addonConnection(a: ConnectionInput): AddonConnection {
   const scheme = SCHEMES[a.type];
   if (!scheme) {
-    const vars = a.type === 'storage' ? { STORAGE_VOLUME: a.name, ...(a.settings.sub_path ? { STORAGE_SUB_PATH: String(a.settings.sub_path) } : {}) } : {};
+    const vars =
+      a.type === 'storage'
+        ? { STORAGE_VOLUME: a.name, ...(a.settings.sub_path ? { STORAGE_SUB_PATH: String(a.settings.sub_path) } : {}) }
+        : {};
     return { var: vars, connection_details: null };
   }
   const { password } = a;
@@ -46,11 +56,32 @@ export function addonConnection(a: ConnectionInput): AddonConnection {
   const externalHost = a.endpoint?.public_host ?? `${a.name}.db.${a.region_domain}`;
   const externalUrl = a.public_access ? `${scheme}://${auth}${externalHost}:${port}${path}` : null;
   const psql = a.public_access && a.type === 'postgres' ? `psql "${externalUrl}"` : null;
-  const vars: Record<string, string> = a.type === 'postgres'
-    ? { DATABASE_URL: connectionUrl, PGHOST: hostname, PGPORT: String(port), PGUSER: user, PGPASSWORD: password ?? '', PGDATABASE: db ?? '' }
-    : a.type === 'mysql'
-      ? { MYSQL_URL: connectionUrl, MYSQL_HOST: hostname, MYSQL_PORT: String(port), MYSQL_USER: user, MYSQL_PASSWORD: password ?? '', MYSQL_DATABASE: db ?? '' }
-      : { REDIS_URL: connectionUrl, VALKEY_URL: connectionUrl, VALKEY_HOST: hostname, VALKEY_PORT: String(port), VALKEY_PASSWORD: password ?? '' };
+  const vars: Record<string, string> =
+    a.type === 'postgres'
+      ? {
+          DATABASE_URL: connectionUrl,
+          PGHOST: hostname,
+          PGPORT: String(port),
+          PGUSER: user,
+          PGPASSWORD: password ?? '',
+          PGDATABASE: db ?? '',
+        }
+      : a.type === 'mysql'
+        ? {
+            MYSQL_URL: connectionUrl,
+            MYSQL_HOST: hostname,
+            MYSQL_PORT: String(port),
+            MYSQL_USER: user,
+            MYSQL_PASSWORD: password ?? '',
+            MYSQL_DATABASE: db ?? '',
+          }
+        : {
+            REDIS_URL: connectionUrl,
+            VALKEY_URL: connectionUrl,
+            VALKEY_HOST: hostname,
+            VALKEY_PORT: String(port),
+            VALKEY_PASSWORD: password ?? '',
+          };
   return {
     var: vars,
     connection_details: {

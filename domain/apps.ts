@@ -5,8 +5,18 @@
 import { workflowIdOf } from './search-attributes';
 
 /** Provisioning states, the live orchestrator statuses, and sleeping (contract: States). */
-export const APP_PROVISIONING_STATES = ['pending', 'assigned', 'start_scheduled', 'started', 'deploying', 'cloning',
-  'stop_scheduled', 'restart_scheduled', 'stopped', 'blocked'] as const;
+export const APP_PROVISIONING_STATES = [
+  'pending',
+  'assigned',
+  'start_scheduled',
+  'started',
+  'deploying',
+  'cloning',
+  'stop_scheduled',
+  'restart_scheduled',
+  'stopped',
+  'blocked',
+] as const;
 export const APP_LIVE_STATES = ['running', 'failed', 'problem'] as const;
 /** `deleting` is Berth's: DELETE answers 202 and the app reads deleting until it is gone. */
 export const APP_STATES = [...APP_PROVISIONING_STATES, ...APP_LIVE_STATES, 'sleeping', 'deleting'] as const;
@@ -17,14 +27,26 @@ export const DEPLOYMENT_STATES = ['pending', 'running', 'completed', 'failed', '
 export type DeploymentState = (typeof DEPLOYMENT_STATES)[number];
 export const DEPLOYMENT_PERIODS = ['7days', '30days', '90days', 'all'] as const;
 export type DeploymentPeriod = (typeof DEPLOYMENT_PERIODS)[number];
-export const PERIOD_DAYS: Record<DeploymentPeriod, number | null> = { '7days': 7, '30days': 30, '90days': 90, all: null };
+export const PERIOD_DAYS: Record<DeploymentPeriod, number | null> = {
+  '7days': 7,
+  '30days': 30,
+  '90days': 90,
+  all: null,
+};
 
 /**
  * Deployment methods. The contract names `<code_host_kind>` and `<deploy_tool_kind>`
  * without spelling them; Berth's values are `github` (a code host) and `cli_upload` (the
  * deploy tool's zip/SFTP upload, which has no commit).
  */
-export const DEPLOYMENT_METHODS = ['git_push', 'public_git', 'github', 'container_registry', 'parent_image', 'cli_upload'] as const;
+export const DEPLOYMENT_METHODS = [
+  'git_push',
+  'public_git',
+  'github',
+  'container_registry',
+  'parent_image',
+  'cli_upload',
+] as const;
 export type DeploymentMethod = (typeof DEPLOYMENT_METHODS)[number];
 export const GIT_METHODS: readonly DeploymentMethod[] = ['git_push', 'public_git', 'github'];
 export const BUILDERS = ['auto', 'dockerfile', 'custom'] as const;
@@ -67,7 +89,14 @@ export function stateMove(action: StateAction, current: string): AppState | null
 }
 
 /** Deployments may start from these app states (the app reads `deploying` meanwhile). */
-export const DEPLOYABLE_STATES: readonly AppState[] = ['started', 'running', 'failed', 'problem', 'stopped', 'sleeping'];
+export const DEPLOYABLE_STATES: readonly AppState[] = [
+  'started',
+  'running',
+  'failed',
+  'problem',
+  'stopped',
+  'sleeping',
+];
 
 /** Free-plan idle time before an app sleeps (contract: Limits). */
 export const FREE_PLAN_IDLE_MS = 30 * 60 * 1000;
@@ -76,7 +105,13 @@ export function isFreePlan(planType: string | null | undefined): boolean {
 }
 
 /** Health events the data plane reports (contract: Event types), and what each does to the state. */
-export const HEALTH_EVENTS = ['app_unhealthy', 'app_crash_loop', 'app_stopped', 'app_blocked', 'scaling_limit_reached'] as const;
+export const HEALTH_EVENTS = [
+  'app_unhealthy',
+  'app_crash_loop',
+  'app_stopped',
+  'app_blocked',
+  'scaling_limit_reached',
+] as const;
 export type HealthEvent = (typeof HEALTH_EVENTS)[number];
 export const HEALTH_EVENT_STATE: Record<HealthEvent, AppState | null> = {
   app_unhealthy: 'problem',

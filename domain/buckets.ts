@@ -23,7 +23,13 @@ export function usagePercentage(usageBytes: number, quota: number): number {
  * label and a random suffix: names are global on the object store.
  */
 export function bucketName(label: string, suffix: string): string {
-  const slug = label.toLowerCase().normalize('NFKD').replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 40).replace(/-+$/, '');
+  const slug = label
+    .toLowerCase()
+    .normalize('NFKD')
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, 40)
+    .replace(/-+$/, '');
   return `${slug.length >= 3 ? slug : `bucket${slug ? `-${slug}` : ''}`}-${suffix}`;
 }
 
@@ -34,16 +40,31 @@ export function publicEndpoint(visibility: Visibility, name: string, regionDomai
 
 /** The default bucket policy (a JSON string, BKT-11): public buckets allow anonymous reads. */
 export function defaultPolicy(visibility: Visibility, name: string): string {
-  const statements = visibility === 'public_access'
-    ? [{ Sid: 'PublicRead', Effect: 'Allow', Principal: '*', Action: ['s3:GetObject'], Resource: [`arn:aws:s3:::${name}/*`] }]
-    : [];
+  const statements =
+    visibility === 'public_access'
+      ? [
+          {
+            Sid: 'PublicRead',
+            Effect: 'Allow',
+            Principal: '*',
+            Action: ['s3:GetObject'],
+            Resource: [`arn:aws:s3:::${name}/*`],
+          },
+        ]
+      : [];
   return JSON.stringify({ Version: '2012-10-17', Statement: statements });
 }
 
 /** The ACL (a JSON string, BKT-11): the bucket's key has full control; public buckets add anonymous read. */
 export function defaultAcl(visibility: Visibility, accessKey: string): string {
-  const grants: Array<Record<string, unknown>> = [{ Grantee: { Type: 'CanonicalUser', ID: accessKey }, Permission: 'FULL_CONTROL' }];
-  if (visibility === 'public_access') grants.push({ Grantee: { Type: 'Group', URI: 'http://acs.amazonaws.com/groups/global/AllUsers' }, Permission: 'READ' });
+  const grants: Array<Record<string, unknown>> = [
+    { Grantee: { Type: 'CanonicalUser', ID: accessKey }, Permission: 'FULL_CONTROL' },
+  ];
+  if (visibility === 'public_access')
+    grants.push({
+      Grantee: { Type: 'Group', URI: 'http://acs.amazonaws.com/groups/global/AllUsers' },
+      Permission: 'READ',
+    });
   return JSON.stringify({ Owner: { ID: accessKey }, Grants: grants });
 }
 

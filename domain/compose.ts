@@ -64,9 +64,21 @@ const GIB = 2 ** 30;
 const MIB = 2 ** 20;
 
 const ADDON_IMAGES: Record<string, AddonType> = {
-  postgres: 'postgres', 'postgis/postgis': 'postgres', 'bitnami/postgresql': 'postgres', 'timescale/timescaledb': 'postgres',
-  mysql: 'mysql', mariadb: 'mysql', 'bitnami/mysql': 'mysql', 'bitnami/mariadb': 'mysql', 'mysql/mysql-server': 'mysql',
-  redis: 'valkey', 'valkey/valkey': 'valkey', valkey: 'valkey', 'bitnami/redis': 'valkey', 'bitnami/valkey': 'valkey', 'redis/redis-stack-server': 'valkey',
+  postgres: 'postgres',
+  'postgis/postgis': 'postgres',
+  'bitnami/postgresql': 'postgres',
+  'timescale/timescaledb': 'postgres',
+  mysql: 'mysql',
+  mariadb: 'mysql',
+  'bitnami/mysql': 'mysql',
+  'bitnami/mariadb': 'mysql',
+  'mysql/mysql-server': 'mysql',
+  redis: 'valkey',
+  'valkey/valkey': 'valkey',
+  valkey: 'valkey',
+  'bitnami/redis': 'valkey',
+  'bitnami/valkey': 'valkey',
+  'redis/redis-stack-server': 'valkey',
 };
 
 /** Defaults per workload (cores, bytes) when the compose file sets no limits. */
@@ -79,9 +91,32 @@ export const DEFAULT_SIZES = {
 } as const;
 
 const SUPPORTED_SERVICE_KEYS = new Set([
-  'image', 'build', 'ports', 'expose', 'environment', 'env_file', 'command', 'entrypoint', 'depends_on', 'volumes', 'restart',
-  'healthcheck', 'deploy', 'labels', 'working_dir', 'user', 'container_name', 'hostname', 'stop_grace_period', 'stop_signal',
-  'init', 'tty', 'stdin_open', 'platform', 'pull_policy', 'profiles',
+  'image',
+  'build',
+  'ports',
+  'expose',
+  'environment',
+  'env_file',
+  'command',
+  'entrypoint',
+  'depends_on',
+  'volumes',
+  'restart',
+  'healthcheck',
+  'deploy',
+  'labels',
+  'working_dir',
+  'user',
+  'container_name',
+  'hostname',
+  'stop_grace_period',
+  'stop_signal',
+  'init',
+  'tty',
+  'stdin_open',
+  'platform',
+  'pull_policy',
+  'profiles',
 ]);
 const SUPPORTED_TOP_KEYS = new Set(['version', 'name', 'services', 'volumes']);
 
@@ -96,7 +131,8 @@ export function parseImage(image: string): { repo: string; tag: string | null } 
     ref = ref.slice(0, colon);
   }
   const parts = ref.split('/');
-  if (parts.length > 1 && (parts[0]!.includes('.') || parts[0]!.includes(':') || parts[0] === 'localhost')) parts.shift();
+  if (parts.length > 1 && (parts[0]!.includes('.') || parts[0]!.includes(':') || parts[0] === 'localhost'))
+    parts.shift();
   if (parts[0] === 'library') parts.shift();
   return { repo: parts.join('/').toLowerCase(), tag };
 }
@@ -153,13 +189,17 @@ function parsePorts(service: string, raw: unknown): number[] {
     else if (typeof p === 'number') target = p;
     else if (typeof p === 'string') target = p.split('/')[0]!.split(':').pop();
     const n = typeof target === 'number' ? target : Number(String(target).split('-')[0]);
-    if (!Number.isInteger(n) || n < 1 || n > 65535) throw new ComposeError(`services.${service}.ports has an invalid port: ${JSON.stringify(p)}`);
+    if (!Number.isInteger(n) || n < 1 || n > 65535)
+      throw new ComposeError(`services.${service}.ports has an invalid port: ${JSON.stringify(p)}`);
     if (!ports.includes(n)) ports.push(n);
   }
   return ports;
 }
 
-interface Mount { source: string | null; bind: boolean }
+interface Mount {
+  source: string | null;
+  bind: boolean;
+}
 
 function parseVolumes(service: string, raw: unknown): Mount[] {
   if (raw === undefined) return [];
@@ -169,7 +209,8 @@ function parseVolumes(service: string, raw: unknown): Mount[] {
       const source = typeof v.source === 'string' ? v.source : null;
       return { source, bind: v.type === 'bind' || (source !== null && /^[./~]/.test(source)) };
     }
-    if (typeof v !== 'string') throw new ComposeError(`services.${service}.volumes has an invalid entry: ${JSON.stringify(v)}`);
+    if (typeof v !== 'string')
+      throw new ComposeError(`services.${service}.volumes has an invalid entry: ${JSON.stringify(v)}`);
     const parts = v.split(':');
     if (parts.length === 1) return { source: null, bind: false };
     const source = parts[0]!;
@@ -194,11 +235,17 @@ export function analyzeCompose(text: string, composeFile: string): { manifest: M
     throw new ComposeError(`${composeFile}: ${(err as Error).message}`);
   }
   if (!isRecord(root)) throw new ComposeError(`${composeFile}: the compose file must be a mapping`);
-  if (!isRecord(root.services) || Object.keys(root.services).length === 0) throw new ComposeError(`${composeFile}: no services are defined`);
+  if (!isRecord(root.services) || Object.keys(root.services).length === 0)
+    throw new ComposeError(`${composeFile}: no services are defined`);
   const warnings: ComposeWarning[] = [];
   for (const key of Object.keys(root)) {
     if (!SUPPORTED_TOP_KEYS.has(key) && !key.startsWith('x-')) {
-      warnings.push({ code: 'unsupported_key', service: null, key, message: `top-level "${key}" is not supported and is ignored` });
+      warnings.push({
+        code: 'unsupported_key',
+        service: null,
+        key,
+        message: `top-level "${key}" is not supported and is ignored`,
+      });
     }
   }
   const declaredVolumes = isRecord(root.volumes) ? Object.keys(root.volumes) : [];
@@ -212,43 +259,91 @@ export function analyzeCompose(text: string, composeFile: string): { manifest: M
     const image = raw.image === undefined ? null : String(raw.image);
     let build: ManifestService['build'] = null;
     if (typeof raw.build === 'string') build = { context: raw.build, dockerfile: null };
-    else if (isRecord(raw.build)) build = { context: typeof raw.build.context === 'string' ? raw.build.context : '.', dockerfile: typeof raw.build.dockerfile === 'string' ? raw.build.dockerfile : null };
+    else if (isRecord(raw.build))
+      build = {
+        context: typeof raw.build.context === 'string' ? raw.build.context : '.',
+        dockerfile: typeof raw.build.dockerfile === 'string' ? raw.build.dockerfile : null,
+      };
     else if (raw.build !== undefined) throw new ComposeError(`services.${name}.build must be a path or a mapping`);
     if (!image && !build) throw new ComposeError(`services.${name} has neither image nor build`);
 
     for (const key of Object.keys(raw)) {
       if (key === 'network_mode') {
-        if (raw.network_mode === 'host') warnings.push({ code: 'host_network', service: name, key, message: `${name}: host networking is not available; the service gets its own network` });
-        else warnings.push({ code: 'unsupported_key', service: name, key, message: `${name}: "network_mode" is not supported and is ignored` });
+        if (raw.network_mode === 'host')
+          warnings.push({
+            code: 'host_network',
+            service: name,
+            key,
+            message: `${name}: host networking is not available; the service gets its own network`,
+          });
+        else
+          warnings.push({
+            code: 'unsupported_key',
+            service: name,
+            key,
+            message: `${name}: "network_mode" is not supported and is ignored`,
+          });
       } else if (key === 'privileged') {
-        if (raw.privileged === true) warnings.push({ code: 'privileged', service: name, key, message: `${name}: privileged containers are not allowed; it runs unprivileged` });
+        if (raw.privileged === true)
+          warnings.push({
+            code: 'privileged',
+            service: name,
+            key,
+            message: `${name}: privileged containers are not allowed; it runs unprivileged`,
+          });
       } else if (!SUPPORTED_SERVICE_KEYS.has(key) && !key.startsWith('x-')) {
-        warnings.push({ code: 'unsupported_key', service: name, key, message: `${name}: "${key}" is not supported and is ignored` });
+        warnings.push({
+          code: 'unsupported_key',
+          service: name,
+          key,
+          message: `${name}: "${key}" is not supported and is ignored`,
+        });
       }
     }
     const mounts = parseVolumes(name, raw.volumes);
     const named: string[] = [];
     for (const m of mounts) {
       if (m.bind) {
-        warnings.push({ code: 'bind_mount', service: name, key: 'volumes', message: `${name}: bind mount of "${m.source}" is not available; use a named volume` });
+        warnings.push({
+          code: 'bind_mount',
+          service: name,
+          key: 'volumes',
+          message: `${name}: bind mount of "${m.source}" is not available; use a named volume`,
+        });
       } else if (m.source) {
-        if (!volumeUse.has(m.source)) throw new ComposeError(`services.${name}.volumes refers to undefined volume "${m.source}"`);
+        if (!volumeUse.has(m.source))
+          throw new ComposeError(`services.${name}.volumes refers to undefined volume "${m.source}"`);
         volumeUse.get(m.source)!.push(name);
         named.push(m.source);
       }
     }
-    const limits = isRecord(raw.deploy) && isRecord(raw.deploy.resources) && isRecord(raw.deploy.resources.limits) ? raw.deploy.resources.limits : {};
+    const limits =
+      isRecord(raw.deploy) && isRecord(raw.deploy.resources) && isRecord(raw.deploy.resources.limits)
+        ? raw.deploy.resources.limits
+        : {};
     const addonType = image && !build ? detectAddon(image) : null;
     if (addonType) {
       const d = DEFAULT_SIZES[addonType];
       addons.push({
-        name, type: addonType, image: image!, version: parseImage(image!).tag, volumes: named,
-        cpu_size: parseCpu(limits.cpus) ?? d.cpu, ram_size: parseBytes(limits.memory) ?? d.ram, disk_size: d.disk,
+        name,
+        type: addonType,
+        image: image!,
+        version: parseImage(image!).tag,
+        volumes: named,
+        cpu_size: parseCpu(limits.cpus) ?? d.cpu,
+        ram_size: parseBytes(limits.memory) ?? d.ram,
+        disk_size: d.disk,
       });
     } else {
       services.push({
-        name, image, build, ports: parsePorts(name, raw.ports), depends_on: dependsOn(raw.depends_on), volumes: named,
-        cpu_size: parseCpu(limits.cpus) ?? DEFAULT_SIZES.app.cpu, ram_size: parseBytes(limits.memory) ?? DEFAULT_SIZES.app.ram,
+        name,
+        image,
+        build,
+        ports: parsePorts(name, raw.ports),
+        depends_on: dependsOn(raw.depends_on),
+        volumes: named,
+        cpu_size: parseCpu(limits.cpus) ?? DEFAULT_SIZES.app.cpu,
+        ram_size: parseBytes(limits.memory) ?? DEFAULT_SIZES.app.ram,
       });
     }
   }
@@ -260,8 +355,14 @@ export function analyzeCompose(text: string, composeFile: string): { manifest: M
       if (prev === undefined || (prev !== null && v.default === null)) uses.set(v.name, v.default);
     }
   });
-  const required = [...uses].filter(([, d]) => d === null).map(([n]) => n).sort();
-  const optional = [...uses].filter(([, d]) => d !== null).map(([name, d]) => ({ name, default: d! })).sort((a, b) => a.name.localeCompare(b.name));
+  const required = [...uses]
+    .filter(([, d]) => d === null)
+    .map(([n]) => n)
+    .sort();
+  const optional = [...uses]
+    .filter(([, d]) => d !== null)
+    .map(([name, d]) => ({ name, default: d! }))
+    .sort((a, b) => a.name.localeCompare(b.name));
 
   return {
     manifest: {

@@ -10,7 +10,13 @@ export type RestoreChoice = { backupName: string } | { targetTime: string } | { 
 
 export const ADDON_TYPES = [...DATA_TYPES, 'cronjob'] as const;
 
-export { ADDON_LIVE_STATES, ADDON_STATES, PROVISIONING_STATES, UNHEALTHY_STATES, type AddonState } from './addon-states';
+export {
+  ADDON_LIVE_STATES,
+  ADDON_STATES,
+  PROVISIONING_STATES,
+  UNHEALTHY_STATES,
+  type AddonState,
+} from './addon-states';
 
 /** The live status of a healthy add-on of this type (ADD-03). */
 export function liveStatus(type: string): string {

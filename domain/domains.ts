@@ -49,7 +49,8 @@ export function domainNameProblem(name: string): string | null {
   if (name !== name.toLowerCase()) return 'a domain name is written in lower case';
   const labels = name.split('.');
   if (labels.length < 2) return 'a domain name has at least two labels, e.g. example.com';
-  if (labels.some((l) => !LABEL.test(l))) return 'each label is 1-63 letters, digits or hyphens, not starting or ending with a hyphen';
+  if (labels.some((l) => !LABEL.test(l)))
+    return 'each label is 1-63 letters, digits or hyphens, not starting or ending with a hyphen';
   if (/^[0-9]+$/.test(labels[labels.length - 1]!)) return 'an IP address is not a domain name';
   return null;
 }

@@ -23,7 +23,12 @@ export const SUBSCRIBABLE_EVENT_TYPES = EVENT_TYPES.filter((t) => t !== 'ping') 
 
 /** Events that carry data.resource_name and data.labels (Events, rule 1). */
 export const RESOURCE_EVENT_TYPES: readonly EventType[] = [
-  'app_state_changed', 'app_unhealthy', 'app_crash_loop', 'app_stopped', 'app_blocked', 'scaling_limit_reached',
+  'app_state_changed',
+  'app_unhealthy',
+  'app_crash_loop',
+  'app_stopped',
+  'app_blocked',
+  'scaling_limit_reached',
 ];
 
 /** Workspace-level events: no data.app_id, and they reach every subscribed webhook whatever its app scoping. */
@@ -67,7 +72,12 @@ export interface EventResource {
  * null commit fields on deploys that have no commit, data.resource_name and data.labels
  * on the app health and state events. Returns the data as delivered, app_id first.
  */
-export function eventData(type: string, appUuid: string | null, data: Record<string, unknown>, resource: EventResource | null): Record<string, unknown> {
+export function eventData(
+  type: string,
+  appUuid: string | null,
+  data: Record<string, unknown>,
+  resource: EventResource | null,
+): Record<string, unknown> {
   if (!isEventType(type)) throw new InvalidEventError(`unknown event type "${type}"`);
   if (type === 'ping') throw new InvalidEventError('ping is a test event: only POST /webhooks/{uuid}/test sends it');
   const out: Record<string, unknown> = {};
@@ -83,15 +93,19 @@ export function eventData(type: string, appUuid: string | null, data: Record<str
   }
   if (type === 'deploy_ended') {
     if (out.message === undefined) out.message = null;
-    if (out.message !== null && typeof out.message !== 'string') throw new InvalidEventError('deploy_ended data.message is the failure reason (a string) or null');
+    if (out.message !== null && typeof out.message !== 'string')
+      throw new InvalidEventError('deploy_ended data.message is the failure reason (a string) or null');
   }
   if (type === 'app_state_changed' && !(APP_STATE_EVENT_STATES as readonly unknown[]).includes(out.state)) {
-    throw new InvalidEventError(`app_state_changed data.state must be one of ${APP_STATE_EVENT_STATES.join(', ')}, got ${JSON.stringify(out.state)}`);
+    throw new InvalidEventError(
+      `app_state_changed data.state must be one of ${APP_STATE_EVENT_STATES.join(', ')}, got ${JSON.stringify(out.state)}`,
+    );
   }
   if (RESOURCE_EVENT_TYPES.includes(type)) {
     if (out.resource_name === undefined) out.resource_name = resource?.name ?? null;
     if (out.labels === undefined) out.labels = [...(resource?.labels ?? [])];
-    if (!Array.isArray(out.labels)) throw new InvalidEventError(`${type} data.labels is an array of the resource's labels`);
+    if (!Array.isArray(out.labels))
+      throw new InvalidEventError(`${type} data.labels is an array of the resource's labels`);
   }
   return out;
 }

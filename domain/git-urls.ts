@@ -11,9 +11,14 @@ const OWNER_REPO = /^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/;
  * (BERTH_GIT_ALLOW_FILE_URLS). Where the field names a repository of one code host (an
  * app's `github` method), `owner/repo` means that host's repository.
  */
-export function normalizeRepositoryUrl(input: string, allowFile: boolean, options: { ownerRepoHost?: string } = {}): { url: string } | { problem: string } {
+export function normalizeRepositoryUrl(
+  input: string,
+  allowFile: boolean,
+  options: { ownerRepoHost?: string } = {},
+): { url: string } | { problem: string } {
   const value = input.trim();
-  if (options.ownerRepoHost && OWNER_REPO.test(value)) return { url: `https://${options.ownerRepoHost}/${value.replace(/\.git$/, '')}.git` };
+  if (options.ownerRepoHost && OWNER_REPO.test(value))
+    return { url: `https://${options.ownerRepoHost}/${value.replace(/\.git$/, '')}.git` };
   if (/^file:\/\//i.test(value)) {
     return allowFile ? { url: value } : { problem: 'file:// repositories are not allowed on this installation' };
   }
@@ -25,7 +30,8 @@ export function normalizeRepositoryUrl(input: string, allowFile: boolean, option
   }
   if (url.protocol !== 'https:') return { problem: 'must use https (public HTTPS Git URL)' };
   if (url.username || url.password) return { problem: 'must not carry credentials; use credential_id' };
-  if (!url.hostname.includes('.') || url.pathname.split('/').filter(Boolean).length < 1) return { problem: 'must name a repository on a host' };
+  if (!url.hostname.includes('.') || url.pathname.split('/').filter(Boolean).length < 1)
+    return { problem: 'must name a repository on a host' };
   return { url: url.toString().replace(/\/$/, '') };
 }
 

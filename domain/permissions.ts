@@ -38,10 +38,7 @@ export function isPermission(value: string): value is Permission {
  * - `authenticated`: any valid token of the workspace (reads the contract does not guard);
  * - `workspaceAdmin`: the workspace owner or a holder of the built-in admin role.
  */
-export type Requirement =
-  | { anyOf: readonly Permission[] }
-  | { authenticated: true }
-  | { workspaceAdmin: true };
+export type Requirement = { anyOf: readonly Permission[] } | { authenticated: true } | { workspaceAdmin: true };
 
 const any = (...anyOf: Permission[]): Requirement => ({ anyOf });
 

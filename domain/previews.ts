@@ -30,7 +30,8 @@ export function branchMatches(pattern: string, branch: string): boolean {
 /** Why a branch pattern is refused, or null. */
 export function branchPatternProblem(pattern: string): string | null {
   if (pattern.length === 0 || pattern.length > 200) return 'a branch pattern has 1 to 200 characters';
-  if (/[\s~^:\\]/.test(pattern) || pattern.includes('..')) return 'a branch pattern holds only characters allowed in branch names, plus * and ?';
+  if (/[\s~^:\\]/.test(pattern) || pattern.includes('..'))
+    return 'a branch pattern holds only characters allowed in branch names, plus * and ?';
   return null;
 }
 
@@ -41,9 +42,13 @@ export function previewKey(source: { pullRequest: number } | { branch: string })
 
 /** The preview app's name: the parent's name suffixed with the pull request or branch. */
 export function previewAppName(parentName: string, source: { pullRequest: number } | { branch: string }): string {
-  const suffix = 'pullRequest' in source
-    ? `pr-${source.pullRequest}`
-    : source.branch.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 30) || 'branch';
+  const suffix =
+    'pullRequest' in source
+      ? `pr-${source.pullRequest}`
+      : source.branch
+          .toLowerCase()
+          .replace(/[^a-z0-9]+/g, '-')
+          .replace(/^-+|-+$/g, '')
+          .slice(0, 30) || 'branch';
   return `${parentName}-${suffix}`;
 }
-

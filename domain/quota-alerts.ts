@@ -4,14 +4,14 @@
  */
 export const QUOTA_ALERT_THRESHOLDS = [80, 100] as const;
 export const QUOTA_DIMENSIONS = ['cpu', 'ram', 'disk'] as const;
-export type QuotaDimension = typeof QUOTA_DIMENSIONS[number];
+export type QuotaDimension = (typeof QUOTA_DIMENSIONS)[number];
 
 /** Allocated and total of each dimension (cpu in cores, ram and disk in bytes). */
 export type ResourceUsage = Record<QuotaDimension, { allocated: number; total: number }>;
 
 export interface QuotaCrossing {
   dimension: QuotaDimension;
-  threshold_percent: typeof QUOTA_ALERT_THRESHOLDS[number];
+  threshold_percent: (typeof QUOTA_ALERT_THRESHOLDS)[number];
   allocated: number;
   total: number;
 }
@@ -26,8 +26,8 @@ export function quotaCrossings(before: ResourceUsage, after: ResourceUsage): Quo
     const { total } = after[dimension];
     if (!(total > 0)) return [];
     const reached = (allocated: number, t: number) => allocated * 100 >= t * total;
-    return QUOTA_ALERT_THRESHOLDS
-      .filter((t) => !reached(before[dimension].allocated, t) && reached(after[dimension].allocated, t))
-      .map((t) => ({ dimension, threshold_percent: t, allocated: after[dimension].allocated, total }));
+    return QUOTA_ALERT_THRESHOLDS.filter(
+      (t) => !reached(before[dimension].allocated, t) && reached(after[dimension].allocated, t),
+    ).map((t) => ({ dimension, threshold_percent: t, allocated: after[dimension].allocated, total }));
   });
 }

@@ -24,7 +24,8 @@ export function needsHostname(registry: RegistryProvider): boolean {
 }
 
 /** A registry host: DNS name or IPv4 address with an optional port, no scheme or path. */
-export const REGISTRY_HOSTNAME = /^(?=.{1,253}(:|$))[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*(:\d{1,5})?$/i;
+export const REGISTRY_HOSTNAME =
+  /^(?=.{1,253}(:|$))[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*(:\d{1,5})?$/i;
 
 /** The registry host each provider pulls from when registry_hostname is not given. */
 export const DEFAULT_REGISTRY_HOST: Partial<Record<RegistryProvider, string>> = {

@@ -21,11 +21,15 @@ export class SecretBox {
 
   /** Parses "kid:base64[,kid:base64...]" or a bare base64 key (kid "k1"). */
   static fromKeyring(spec: string): SecretBox {
-    const entries = spec.split(',').map((s) => s.trim()).filter(Boolean).map((entry) => {
-      const i = entry.indexOf(':');
-      const [kid, b64] = i === -1 ? ['k1', entry] : [entry.slice(0, i), entry.slice(i + 1)];
-      return { kid, key: Buffer.from(b64, 'base64') };
-    });
+    const entries = spec
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean)
+      .map((entry) => {
+        const i = entry.indexOf(':');
+        const [kid, b64] = i === -1 ? ['k1', entry] : [entry.slice(0, i), entry.slice(i + 1)];
+        return { kid, key: Buffer.from(b64, 'base64') };
+      });
     return new SecretBox(entries);
   }
 
@@ -38,7 +42,9 @@ export class SecretBox {
     const cipher = createCipheriv('aes-256-gcm', this.keys.get(this.currentKid)!, iv);
     const ct = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
     const tag = cipher.getAuthTag();
-    return ['v1', this.currentKid, iv.toString('base64url'), tag.toString('base64url'), ct.toString('base64url')].join('.');
+    return ['v1', this.currentKid, iv.toString('base64url'), tag.toString('base64url'), ct.toString('base64url')].join(
+      '.',
+    );
   }
 
   open(sealed: string): string {

@@ -1,7 +1,17 @@
 import type { ComposeWarning, Manifest } from './compose';
 
 /** A stack's computed state (contract: Stack, States). */
-export const STACK_STATES = ['pending', 'validating', 'publishing', 'building', 'deploying', 'running', 'degraded', 'failed', 'stopped'] as const;
+export const STACK_STATES = [
+  'pending',
+  'validating',
+  'publishing',
+  'building',
+  'deploying',
+  'running',
+  'degraded',
+  'failed',
+  'stopped',
+] as const;
 export type StackState = (typeof STACK_STATES)[number];
 
 const IN_FLIGHT = ['validating', 'publishing', 'building', 'deploying'];

@@ -95,7 +95,16 @@ export function isRfc1918(c: Cidr4): boolean {
 }
 
 export interface RangeProblem {
-  rule: 'format' | 'network_address' | 'rfc1918' | 'too_small' | 'too_large' | 'platform_network' | 'outside_vpc' | 'reserved' | 'overlap';
+  rule:
+    | 'format'
+    | 'network_address'
+    | 'rfc1918'
+    | 'too_small'
+    | 'too_large'
+    | 'platform_network'
+    | 'outside_vpc'
+    | 'reserved'
+    | 'overlap';
   message: string;
 }
 
@@ -108,11 +117,19 @@ export function vpcRangeProblems(text: string, platformNetworks: readonly string
   if (!c) return [{ rule: 'format', message: `${text} is not an IPv4 range such as 10.224.0.0/16` }];
   const problems: RangeProblem[] = [];
   if (!isNetworkAddress(c)) {
-    problems.push({ rule: 'network_address', message: `${text} has host bits set; the range is ${formatCidr4(networkOf(c))}` });
+    problems.push({
+      rule: 'network_address',
+      message: `${text} has host bits set; the range is ${formatCidr4(networkOf(c))}`,
+    });
   }
   const net = networkOf(c);
-  if (!isRfc1918(net)) problems.push({ rule: 'rfc1918', message: `${text} is not a private (RFC1918) range: use 10.0.0.0/8, 172.16.0.0/12 or 192.168.0.0/16` });
-  if (net.prefix > VPC_MAX_PREFIX) problems.push({ rule: 'too_small', message: `${text} is smaller than /${VPC_MAX_PREFIX}` });
+  if (!isRfc1918(net))
+    problems.push({
+      rule: 'rfc1918',
+      message: `${text} is not a private (RFC1918) range: use 10.0.0.0/8, 172.16.0.0/12 or 192.168.0.0/16`,
+    });
+  if (net.prefix > VPC_MAX_PREFIX)
+    problems.push({ rule: 'too_small', message: `${text} is smaller than /${VPC_MAX_PREFIX}` });
   for (const p of platformNetworks) {
     const platform = parseCidr4(p);
     if (platform && overlaps(net, platform)) {
@@ -197,7 +214,11 @@ export function v6Within(outer: string, inner: string): boolean {
 export function isV6Network(text: string): boolean {
   if (!ipaddr.IPv6.isValidCIDR(text)) return false;
   const [addr, prefix] = ipaddr.IPv6.parseCIDR(text);
-  return ipaddr.IPv6.networkAddressFromCIDR(text).toNormalizedString() === addr.toNormalizedString() && prefix >= 48 && prefix <= 64;
+  return (
+    ipaddr.IPv6.networkAddressFromCIDR(text).toNormalizedString() === addr.toNormalizedString() &&
+    prefix >= 48 &&
+    prefix <= 64
+  );
 }
 
 export function v6Overlaps(a: string, b: string): boolean {
@@ -214,20 +235,29 @@ export function subnetProblems(vpcText: string, text: string, siblings: readonly
   const vpc = cidr4(vpcText);
   const c = parseCidr4(text);
   if (!c) return [{ rule: 'format', message: `${text} is not an IPv4 range such as 10.224.2.0/24` }];
-  if (!isNetworkAddress(c)) return [{ rule: 'network_address', message: `${text} has host bits set; the range is ${formatCidr4(networkOf(c))}` }];
+  if (!isNetworkAddress(c))
+    return [
+      { rule: 'network_address', message: `${text} has host bits set; the range is ${formatCidr4(networkOf(c))}` },
+    ];
   const problems: RangeProblem[] = [];
-  if (c.prefix < SUBNET_MIN_PREFIX) problems.push({ rule: 'too_large', message: `${text} is larger than /${SUBNET_MIN_PREFIX}` });
-  if (c.prefix > SUBNET_MAX_PREFIX) problems.push({ rule: 'too_small', message: `${text} is smaller than /${SUBNET_MAX_PREFIX}` });
+  if (c.prefix < SUBNET_MIN_PREFIX)
+    problems.push({ rule: 'too_large', message: `${text} is larger than /${SUBNET_MIN_PREFIX}` });
+  if (c.prefix > SUBNET_MAX_PREFIX)
+    problems.push({ rule: 'too_small', message: `${text} is smaller than /${SUBNET_MAX_PREFIX}` });
   if (!contains(vpc, c)) {
     problems.push({ rule: 'outside_vpc', message: `${text} is not inside the VPC range ${vpcText}` });
     return problems;
   }
   if (overlaps(reservedBlock(vpc), c)) {
-    problems.push({ rule: 'reserved', message: `${text} overlaps ${formatCidr4(reservedBlock(vpc))}, reserved for the router, resolver and VPN` });
+    problems.push({
+      rule: 'reserved',
+      message: `${text} overlaps ${formatCidr4(reservedBlock(vpc))}, reserved for the router, resolver and VPN`,
+    });
   }
   for (const s of siblings) {
     const sibling = parseCidr4(s);
-    if (sibling && overlaps(sibling, c)) problems.push({ rule: 'overlap', message: `${text} overlaps the subnet ${s}` });
+    if (sibling && overlaps(sibling, c))
+      problems.push({ rule: 'overlap', message: `${text} overlaps the subnet ${s}` });
   }
   return problems;
 }
@@ -269,7 +299,11 @@ export type AttachableType = (typeof ATTACHABLE_TYPES)[number];
  * The attachment's DNS name: resolves to the pod address (and may go stale after a
  * rollout). A cron job has no long-running pod to name, so it gets none.
  */
-export function attachmentFqdn(workload: { name: string; cronJob: boolean }, vpcName: string, regionDomain: string): string | null {
+export function attachmentFqdn(
+  workload: { name: string; cronJob: boolean },
+  vpcName: string,
+  regionDomain: string,
+): string | null {
   if (workload.cronJob) return null;
   return `${workload.name}.${vpcName}.vpc.${regionDomain}`.toLowerCase();
 }

@@ -49,7 +49,9 @@ const V6_NAMES: Record<string, string> = {
 export function parseAllowList(cidrs: readonly string[]): AllowList {
   return cidrs.map((cidr) => {
     try {
-      return cidr.includes('/') ? ipaddr.parseCIDR(cidr) : [ipaddr.parse(cidr), ipaddr.parse(cidr).kind() === 'ipv4' ? 32 : 128] as Range;
+      return cidr.includes('/')
+        ? ipaddr.parseCIDR(cidr)
+        : ([ipaddr.parse(cidr), ipaddr.parse(cidr).kind() === 'ipv4' ? 32 : 128] as Range);
     } catch {
       throw new Error(`BERTH_WEBHOOK_ALLOW_CIDRS: "${cidr}" is not an address range`);
     }
@@ -81,7 +83,8 @@ function ipv6Verdict(addr: ipaddr.IPv6, shown: string): Verdict {
     const v4 = embeddedV4(addr, 12);
     return ipv4Verdict(v4, `${shown} (NAT64 of ${v4.toString()})`);
   }
-  if (addr.match(ipaddr.IPv6.parse('64:ff9b:1::'), 48)) return refuse(`${shown} is in local-use NAT64 space (64:ff9b:1::/48)`);
+  if (addr.match(ipaddr.IPv6.parse('64:ff9b:1::'), 48))
+    return refuse(`${shown} is in local-use NAT64 space (64:ff9b:1::/48)`);
   if (addr.match(ipaddr.IPv6.parse('2002::'), 16)) {
     const v4 = embeddedV4(addr, 2);
     return ipv4Verdict(v4, `${shown} (6to4 of ${v4.toString()})`);
@@ -116,9 +119,7 @@ export function hostnameVerdict(hostname: string): Verdict {
   return ALLOWED;
 }
 
-export type Destination =
-  | { ok: true; url: URL; host: string; literal: boolean }
-  | { ok: false; reason: string };
+export type Destination = { ok: true; url: URL; host: string; literal: boolean } | { ok: false; reason: string };
 
 /**
  * Parses and checks a destination URL: http or https, no credentials, and a host that
@@ -133,7 +134,8 @@ export function checkDestination(raw: string, allow: AllowList): Destination {
   } catch {
     return { ok: false, reason: 'is not a valid absolute URL' };
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') return { ok: false, reason: `must use http or https, not ${url.protocol.replace(/:$/, '')}` };
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    return { ok: false, reason: `must use http or https, not ${url.protocol.replace(/:$/, '')}` };
   if (url.username || url.password) return { ok: false, reason: 'must not carry credentials (user:password@)' };
   const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
   if (host === '') return { ok: false, reason: 'has no host' };

@@ -21,12 +21,19 @@ export function webhookSigningKey(secret: string): Buffer {
  * `{webhook-id}.{webhook-timestamp}.{body}`, signed over the raw body.
  */
 export function signWebhook(secret: string, id: string, timestampSeconds: number, body: string): string {
-  const mac = createHmac('sha256', webhookSigningKey(secret)).update(`${id}.${timestampSeconds}.${body}`, 'utf8').digest('base64');
+  const mac = createHmac('sha256', webhookSigningKey(secret))
+    .update(`${id}.${timestampSeconds}.${body}`, 'utf8')
+    .digest('base64');
   return `v1,${mac}`;
 }
 
 /** The three Standard Webhooks headers of one attempt. */
-export function webhookHeaders(secret: string, id: string, timestampSeconds: number, body: string): Record<string, string> {
+export function webhookHeaders(
+  secret: string,
+  id: string,
+  timestampSeconds: number,
+  body: string,
+): Record<string, string> {
   return {
     'webhook-id': id,
     'webhook-timestamp': String(timestampSeconds),

@@ -9,7 +9,14 @@ export const WEBHOOK_MAX_ATTEMPTS = 9;
 
 /** Waits before attempts 2..9: 30 s, 2 m, 8 m, 30 m, 1 h, 3 h, 8 h, 12 h (Delivery and verification, 4). */
 export const WEBHOOK_RETRY_DELAYS_MS: readonly number[] = [
-  30_000, 2 * 60_000, 8 * 60_000, 30 * 60_000, 60 * 60_000, 3 * 60 * 60_000, 8 * 60 * 60_000, 12 * 60 * 60_000,
+  30_000,
+  2 * 60_000,
+  8 * 60_000,
+  30 * 60_000,
+  60 * 60_000,
+  3 * 60 * 60_000,
+  8 * 60 * 60_000,
+  12 * 60 * 60_000,
 ];
 
 /** Jitter: each wait is its nominal delay times a factor drawn from [1 - J, 1 + J]. */

@@ -17,7 +17,10 @@ export function generateWireguardKeyPair(): WireguardKeyPair {
   const { privateKey, publicKey } = generateKeyPairSync('x25519');
   const priv = privateKey.export({ format: 'jwk' }).d!;
   const pub = publicKey.export({ format: 'jwk' }).x!;
-  return { privateKey: Buffer.from(priv, 'base64url').toString('base64'), publicKey: Buffer.from(pub, 'base64url').toString('base64') };
+  return {
+    privateKey: Buffer.from(priv, 'base64url').toString('base64'),
+    publicKey: Buffer.from(pub, 'base64url').toString('base64'),
+  };
 }
 
 /** The public key of a base64 X25519 private key (what `wg pubkey` prints). */

@@ -23,7 +23,19 @@ export async function insertAuditEvent(db: Db, e: AuditEventRow): Promise<void> 
   await db.query(
     `INSERT INTO audit_events (workspace_uuid, actor_type, actor_uuid, source, action, resource_type, resource_uuid, app_uuid, diff, request_id, client_ip, user_agent)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
-    [e.workspaceUuid, e.actorType, e.actorUuid, e.source, e.action, e.resourceType, e.resourceUuid,
-      e.appUuid ?? (e.resourceType === 'app' ? e.resourceUuid : null), JSON.stringify(e.diff),
-      e.requestId ?? null, e.clientIp ?? null, e.userAgent ?? null]);
+    [
+      e.workspaceUuid,
+      e.actorType,
+      e.actorUuid,
+      e.source,
+      e.action,
+      e.resourceType,
+      e.resourceUuid,
+      e.appUuid ?? (e.resourceType === 'app' ? e.resourceUuid : null),
+      JSON.stringify(e.diff),
+      e.requestId ?? null,
+      e.clientIp ?? null,
+      e.userAgent ?? null,
+    ],
+  );
 }

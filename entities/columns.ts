@@ -13,11 +13,20 @@ interface ColumnOptions<E> {
 /** The row type of a `columnsOf(..., { prefix })` select: the entity's fields under prefixed names. */
 export type Prefixed<T, P extends string> = { [K in keyof T & string as `${P}${K}`]: T[K] };
 
-function declared<E>(target: EntityClass<E>): Array<{ name: string; type: unknown; array: boolean; transformer?: ValueTransformer | ValueTransformer[] }> {
+function declared<E>(
+  target: EntityClass<E>,
+): Array<{ name: string; type: unknown; array: boolean; transformer?: ValueTransformer | ValueTransformer[] }> {
   const chain: Function[] = [];
-  for (let t: Function | null = target; t && t !== Function.prototype; t = Object.getPrototypeOf(t) as Function | null) chain.unshift(t);
-  const columns = getMetadataArgsStorage().filterColumns(chain)
-    .map((c) => ({ name: c.options.name ?? c.propertyName, type: c.options.type, array: c.options.array === true, transformer: c.options.transformer }));
+  for (let t: Function | null = target; t && t !== Function.prototype; t = Object.getPrototypeOf(t) as Function | null)
+    chain.unshift(t);
+  const columns = getMetadataArgsStorage()
+    .filterColumns(chain)
+    .map((c) => ({
+      name: c.options.name ?? c.propertyName,
+      type: c.options.type,
+      array: c.options.array === true,
+      transformer: c.options.transformer,
+    }));
   if (columns.length === 0) throw new Error(`${target.name} declares no columns (is it an entity?)`);
   return columns;
 }
@@ -25,7 +34,9 @@ function declared<E>(target: EntityClass<E>): Array<{ name: string; type: unknow
 /** The column names an entity declares (its own and inherited), in declaration order. */
 export function columnNames<E>(target: EntityClass<E>, options: ColumnOptions<E> = {}): string[] {
   const except = new Set<string>(options.except ?? []);
-  return declared(target).map((c) => c.name).filter((n) => !except.has(n));
+  return declared(target)
+    .map((c) => c.name)
+    .filter((n) => !except.has(n));
 }
 
 /**
@@ -38,13 +49,16 @@ export function columnNames<E>(target: EntityClass<E>, options: ColumnOptions<E>
 export function columnsOf<E>(target: EntityClass<E>, alias?: string, options: ColumnOptions<E> = {}): string {
   const except = new Set<string>(options.except ?? []);
   const prefix = options.prefix ?? '';
-  return declared(target).filter((c) => !except.has(c.name)).map((c) => {
-    const ref = alias ? `${alias}.${c.name}` : c.name;
-    const as = `${prefix}${c.name}`;
-    if (c.array && (c.type === 'cidr' || c.type === 'inet')) return `${ref}::text[] AS ${as}`;
-    if (c.type === 'inet') return `host(${ref}) AS ${as}`;
-    return prefix ? `${ref} AS ${as}` : ref;
-  }).join(', ');
+  return declared(target)
+    .filter((c) => !except.has(c.name))
+    .map((c) => {
+      const ref = alias ? `${alias}.${c.name}` : c.name;
+      const as = `${prefix}${c.name}`;
+      if (c.array && (c.type === 'cidr' || c.type === 'inet')) return `${ref}::text[] AS ${as}`;
+      if (c.type === 'inet') return `host(${ref}) AS ${as}`;
+      return prefix ? `${ref} AS ${as}` : ref;
+    })
+    .join(', ');
 }
 
 /**

@@ -21,11 +21,49 @@ import { Bucket } from './bucket';
 import { StaticSite, StaticSiteDeployment } from './static-site';
 import { Stack, StackDeployment, StackItem } from './stack';
 import { Workspace } from './workspace';
-import { BillableItem, RegionPublicIpv4, Vpc, VpcAttachment, VpcPeerRoute, VpcSiteConnection, VpcSubnet, VpcVpnGateway, VpcVpnUser } from './vpc';
+import {
+  BillableItem,
+  RegionPublicIpv4,
+  Vpc,
+  VpcAttachment,
+  VpcPeerRoute,
+  VpcSiteConnection,
+  VpcSubnet,
+  VpcVpnGateway,
+  VpcVpnUser,
+} from './vpc';
 
-export { Addon, ApiToken, App, AuditEvent, ComputeResource, ResourceAllocation, PlatformEvent, IdempotencyKey, Member, Operation, Project,
-  ProjectResource, ProjectRestriction, Region, RegistryCredential, Role, User, Workspace };
-export { BillableItem, RegionPublicIpv4, Vpc, VpcAttachment, VpcPeerRoute, VpcSiteConnection, VpcSubnet, VpcVpnGateway, VpcVpnUser };
+export {
+  Addon,
+  ApiToken,
+  App,
+  AuditEvent,
+  ComputeResource,
+  ResourceAllocation,
+  PlatformEvent,
+  IdempotencyKey,
+  Member,
+  Operation,
+  Project,
+  ProjectResource,
+  ProjectRestriction,
+  Region,
+  RegistryCredential,
+  Role,
+  User,
+  Workspace,
+};
+export {
+  BillableItem,
+  RegionPublicIpv4,
+  Vpc,
+  VpcAttachment,
+  VpcPeerRoute,
+  VpcSiteConnection,
+  VpcSubnet,
+  VpcVpnGateway,
+  VpcVpnUser,
+};
 export { Webhook, WebhookDelivery };
 export { Bucket, StaticSite, StaticSiteDeployment, Stack, StackDeployment, StackItem };
 export { CustomDomain, PreviewConfig, PreviewEnvironment };
@@ -34,13 +72,50 @@ export { LocalApp, LocalAppBuild };
 
 /** Every entity class; register new ones here. */
 export const entities = [
-  ApiToken, App, AuditEvent, ComputeResource, ResourceAllocation, PlatformEvent, IdempotencyKey, Member,
-  Operation, Project, ProjectResource, ProjectRestriction, Region, RegistryCredential, Role, User, Workspace,
-  BillableItem, RegionPublicIpv4, Vpc, VpcAttachment, VpcPeerRoute, VpcSiteConnection, VpcSubnet, VpcVpnGateway, VpcVpnUser,
-  Webhook, WebhookDelivery,
-  Bucket, StaticSite, StaticSiteDeployment, Stack, StackDeployment, StackItem,
-  CustomDomain, PreviewConfig, PreviewEnvironment,
+  ApiToken,
+  App,
+  AuditEvent,
+  ComputeResource,
+  ResourceAllocation,
+  PlatformEvent,
+  IdempotencyKey,
+  Member,
+  Operation,
+  Project,
+  ProjectResource,
+  ProjectRestriction,
+  Region,
+  RegistryCredential,
+  Role,
+  User,
+  Workspace,
+  BillableItem,
+  RegionPublicIpv4,
+  Vpc,
+  VpcAttachment,
+  VpcPeerRoute,
+  VpcSiteConnection,
+  VpcSubnet,
+  VpcVpnGateway,
+  VpcVpnUser,
+  Webhook,
+  WebhookDelivery,
+  Bucket,
+  StaticSite,
+  StaticSiteDeployment,
+  Stack,
+  StackDeployment,
+  StackItem,
+  CustomDomain,
+  PreviewConfig,
+  PreviewEnvironment,
   Addon,
-  AppDeployment, AppPort, AppSecretFile, AppTlsCertificate, AppVariable, ResourceEndpoint,
-  LocalApp, LocalAppBuild,
+  AppDeployment,
+  AppPort,
+  AppSecretFile,
+  AppTlsCertificate,
+  AppVariable,
+  ResourceEndpoint,
+  LocalApp,
+  LocalAppBuild,
 ];

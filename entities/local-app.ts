@@ -18,7 +18,11 @@ export class LocalApp {
   /** Set when the supervisor gave up on crashing replicas (cleared by a start, restart or rollout). */
   @Column('timestamptz', { nullable: true }) gave_up_at: Date | null;
   @Column('integer', { default: 1 }) replicas: number;
-  @Column('jsonb', { default: () => "'[]'" }) ports: Array<{ internalPort: number; protocol: string; externalPort: number | null }>;
+  @Column('jsonb', { default: () => "'[]'" }) ports: Array<{
+    internalPort: number;
+    protocol: string;
+    externalPort: number | null;
+  }>;
   @CreateDateColumn({ type: 'timestamptz' }) created_at: Date;
   @UpdateDateColumn({ type: 'timestamptz' }) updated_at: Date;
 }

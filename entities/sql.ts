@@ -30,7 +30,12 @@ export async function one<T = any>(db: Db, sql: string, params: unknown[] = []):
  * outside a transaction; `name` must be unique to `sql`. The rows are what `rows` would
  * give (the same pg type parsers).
  */
-export async function preparedRows<T = any>(ds: DataSource, name: string, sql: string, params: unknown[]): Promise<T[]> {
+export async function preparedRows<T = any>(
+  ds: DataSource,
+  name: string,
+  sql: string,
+  params: unknown[],
+): Promise<T[]> {
   const pool = (ds.driver as PostgresDriver).master as Pool;
   return (await pool.query<T & QueryResultRow>({ name, text: sql, values: params })).rows;
 }
@@ -40,9 +45,17 @@ export async function preparedRows<T = any>(ds: DataSource, name: string, sql: s
  * included) as the entity, without reading it back; undefined when `ignoreConflict` skipped it.
  * (`values` is cast: the builder's deep-partial type refuses JSON columns typed `unknown`.)
  */
-export async function insertReturning<E extends ObjectLiteral>(m: EntityManager, target: EntityTarget<E>, values: Partial<E>,
-  options: { ignoreConflict?: boolean } = {}): Promise<E | undefined> {
-  const insert = m.createQueryBuilder().insert().into(target).values(values as QueryDeepPartialEntity<E>);
+export async function insertReturning<E extends ObjectLiteral>(
+  m: EntityManager,
+  target: EntityTarget<E>,
+  values: Partial<E>,
+  options: { ignoreConflict?: boolean } = {},
+): Promise<E | undefined> {
+  const insert = m
+    .createQueryBuilder()
+    .insert()
+    .into(target)
+    .values(values as QueryDeepPartialEntity<E>);
   if (options.ignoreConflict) insert.orIgnore();
   const result = await insert.returning('*').updateEntity(false).execute();
   const row = (result.raw as E[])[0];
@@ -50,9 +63,20 @@ export async function insertReturning<E extends ObjectLiteral>(m: EntityManager,
 }
 
 /** UPDATE .. RETURNING * of one row by uuid through the query builder: the row as changed, as the entity. */
-export async function updateReturning<E extends ObjectLiteral>(m: EntityManager, target: EntityTarget<E>, uuid: string, changes: Partial<E>): Promise<E | undefined> {
-  const result = await m.createQueryBuilder().update(target).set(changes as QueryDeepPartialEntity<E>).where('uuid = :uuid', { uuid })
-    .returning('*').updateEntity(false).execute();
+export async function updateReturning<E extends ObjectLiteral>(
+  m: EntityManager,
+  target: EntityTarget<E>,
+  uuid: string,
+  changes: Partial<E>,
+): Promise<E | undefined> {
+  const result = await m
+    .createQueryBuilder()
+    .update(target)
+    .set(changes as QueryDeepPartialEntity<E>)
+    .where('uuid = :uuid', { uuid })
+    .returning('*')
+    .updateEntity(false)
+    .execute();
   const row = (result.raw as E[])[0];
   return row ? m.create(target, row as DeepPartial<E>) : undefined;
 }

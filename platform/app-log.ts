@@ -32,7 +32,10 @@ const CHUNK = 64 * 1024;
  * The last `tail` lines written at or after `since` (oldest first), read backwards from the
  * end of the file so a long log costs only what is returned. No file: no lines.
  */
-export async function readAppLog(file: string, options: { tail: number; since?: Date | null }): Promise<{ lines: AppLogLine[]; size: number }> {
+export async function readAppLog(
+  file: string,
+  options: { tail: number; since?: Date | null },
+): Promise<{ lines: AppLogLine[]; size: number }> {
   let handle;
   try {
     handle = await open(file, 'r');
@@ -61,7 +64,10 @@ export async function readAppLog(file: string, options: { tail: number; since?: 
       }
       rest = position === 0 ? Buffer.alloc(0) : data.subarray(0, cut + 1);
       data = data.subarray(cut + 1);
-      const texts = data.toString('utf8').split('\n').filter((l) => l.length > 0);
+      const texts = data
+        .toString('utf8')
+        .split('\n')
+        .filter((l) => l.length > 0);
       for (let i = texts.length - 1; i >= 0 && found.length < options.tail; i--) {
         const parsed = parseLogLine(texts[i]!);
         if (!parsed) continue;
@@ -83,7 +89,12 @@ export async function readAppLog(file: string, options: { tail: number; since?: 
  * (polling the file's size; a truncated or rotated file is read again from its start).
  * Returns the function that stops following.
  */
-export function followAppLog(file: string, offset: number, onLine: (line: AppLogLine) => void, intervalMs = 250): () => void {
+export function followAppLog(
+  file: string,
+  offset: number,
+  onLine: (line: AppLogLine) => void,
+  intervalMs = 250,
+): () => void {
   let position = offset;
   let partial = '';
   let stopped = false;
@@ -92,7 +103,10 @@ export function followAppLog(file: string, offset: number, onLine: (line: AppLog
     if (busy || stopped) return;
     busy = true;
     try {
-      const size = await stat(file).then((s) => s.size, () => 0);
+      const size = await stat(file).then(
+        (s) => s.size,
+        () => 0,
+      );
       if (size < position) {
         position = 0;
         partial = '';

@@ -82,7 +82,9 @@ export function parseRateLimit(value: string): RateLimit {
   const points = Number(m?.[1]);
   const durationSeconds = Number(m?.[2]) * DURATION_UNITS[m?.[3] ?? 's']!;
   if (!m || points < 1 || durationSeconds < 1) {
-    throw new Error(`BERTH_RATE_LIMIT must read <requests>/<window> such as 600/60s, 100/1m or 5000/1h, got "${value}"`);
+    throw new Error(
+      `BERTH_RATE_LIMIT must read <requests>/<window> such as 600/60s, 100/1m or 5000/1h, got "${value}"`,
+    );
   }
   return { points, durationSeconds };
 }
@@ -98,21 +100,28 @@ function int(value: string | undefined, fallback: number, name: string): number 
 }
 
 function list(value: string | undefined): string[] {
-  return (value ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  return (value ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
 }
 
 const CIDR4 = /^(\d{1,3}\.){3}\d{1,3}(\/\d{1,2})?$/;
 
 function cidrList(value: string, name: string): string[] {
   const items = list(value);
-  for (const item of items) if (!CIDR4.test(item)) throw new Error(`${name}: "${item}" is not an IPv4 range or address`);
+  for (const item of items)
+    if (!CIDR4.test(item)) throw new Error(`${name}: "${item}" is not an IPv4 range or address`);
   return items;
 }
 
 /** "local=192.0.2.0/28;eu=198.51.100.8/29,198.51.100.20" -> { local: [...], eu: [...] } */
 function pools(value: string, name: string): Record<string, string[]> {
   const out: Record<string, string[]> = {};
-  for (const entry of value.split(';').map((s) => s.trim()).filter(Boolean)) {
+  for (const entry of value
+    .split(';')
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     const i = entry.indexOf('=');
     if (i <= 0) throw new Error(`${name}: "${entry}" is not region=range[,range]`);
     out[entry.slice(0, i).trim()] = cidrList(entry.slice(i + 1), name);
@@ -190,7 +199,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     gitCaFile: env.BERTH_GIT_CA_FILE || undefined,
     simIngressPort: int(env.BERTH_SIM_INGRESS_PORT, 8081, 'BERTH_SIM_INGRESS_PORT'),
     ingressPort: int(env.BERTH_INGRESS_PORT, 8081, 'BERTH_INGRESS_PORT'),
-    publicUrl: publicOrigin(env.BERTH_PUBLIC_URL, env.BERTH_HOST || '127.0.0.1', int(env.PORT ?? env.BERTH_PORT, 8080, 'PORT')),
+    publicUrl: publicOrigin(
+      env.BERTH_PUBLIC_URL,
+      env.BERTH_HOST || '127.0.0.1',
+      int(env.PORT ?? env.BERTH_PORT, 8080, 'PORT'),
+    ),
     valkeyServer: env.BERTH_VALKEY_SERVER || undefined,
     mysqlServer: env.BERTH_MYSQL_SERVER || undefined,
     rateLimit: parseRateLimit(env.BERTH_RATE_LIMIT || '600/60s'),

@@ -31,12 +31,19 @@ export interface EmbeddedObjectStore extends ObjectStoreOptions {
  * a presigned URL has not expired, but it does not verify the SigV4 signature itself, does
  * not scope keys to buckets, and serves anonymous requests.
  */
-export async function startEmbeddedObjectStore(options: { directory: string; host?: string; port?: number; region?: string }): Promise<EmbeddedObjectStore> {
+export async function startEmbeddedObjectStore(options: {
+  directory: string;
+  host?: string;
+  port?: number;
+  region?: string;
+}): Promise<EmbeddedObjectStore> {
   const directory = path.resolve(options.directory);
   const objects = path.join(directory, 'objects');
   mkdirSync(objects, { recursive: true });
   const accountsFile = path.join(directory, 'accounts.json');
-  const keys: Record<string, string> = existsSync(accountsFile) ? JSON.parse(readFileSync(accountsFile, 'utf8')) as Record<string, string> : {};
+  const keys: Record<string, string> = existsSync(accountsFile)
+    ? (JSON.parse(readFileSync(accountsFile, 'utf8')) as Record<string, string>)
+    : {};
   const save = () => {
     writeFileSync(accountsFile, JSON.stringify(keys), { mode: 0o600 });
     chmodSync(accountsFile, 0o600);
@@ -51,7 +58,11 @@ export async function startEmbeddedObjectStore(options: { directory: string; hos
   save();
 
   const server = new S3rver({
-    address: options.host ?? '127.0.0.1', port: options.port ?? 0, directory: objects, silent: true, vhostBuckets: false,
+    address: options.host ?? '127.0.0.1',
+    port: options.port ?? 0,
+    directory: objects,
+    silent: true,
+    vhostBuckets: false,
   });
   const address = await server.run();
   const registry: KeyRegistry = {

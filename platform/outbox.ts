@@ -79,8 +79,18 @@ export class Outbox {
     await manager.query(
       `INSERT INTO operations (uuid, workflow_id, workflow_type, operation, workspace_uuid, resource_uuid, args, task_queue, signal, signal_args)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-      [row.uuid, row.workflow_id, row.workflow_type, row.operation, row.workspace_uuid, row.resource_uuid, JSON.stringify(row.args),
-        row.task_queue, row.signal, JSON.stringify(row.signal_args)],
+      [
+        row.uuid,
+        row.workflow_id,
+        row.workflow_type,
+        row.operation,
+        row.workspace_uuid,
+        row.resource_uuid,
+        JSON.stringify(row.args),
+        row.task_queue,
+        row.signal,
+        JSON.stringify(row.signal_args),
+      ],
     );
     return { uuid: row.uuid, workflowId: row.workflow_id, row };
   }
@@ -120,24 +130,42 @@ export class Outbox {
     const db = manager ?? this.ds;
     try {
       const options = {
-        ...operationStart({ operation: row.operation, workspaceUuid: row.workspace_uuid, resourceUuid: row.resource_uuid }),
+        ...operationStart({
+          operation: row.operation,
+          workspaceUuid: row.workspace_uuid,
+          resourceUuid: row.resource_uuid,
+        }),
         workflowId: row.workflow_id,
         taskQueue: row.task_queue,
         args: row.args,
       };
       if (row.signal) {
         await this.client.workflow.signalWithStart(row.workflow_type, {
-          ...options, signal: row.signal, signalArgs: row.signal_args, workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
+          ...options,
+          signal: row.signal,
+          signalArgs: row.signal_args,
+          workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
         });
       } else {
-        await this.client.workflow.start(row.workflow_type, { ...options, workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING });
+        await this.client.workflow.start(row.workflow_type, {
+          ...options,
+          workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
+        });
       }
-      await db.query(`UPDATE operations SET started_at = now(), start_attempts = start_attempts + 1, last_error = NULL WHERE uuid = $1`, [row.uuid]);
+      await db.query(
+        `UPDATE operations SET started_at = now(), start_attempts = start_attempts + 1, last_error = NULL WHERE uuid = $1`,
+        [row.uuid],
+      );
       return true;
     } catch (err) {
-      this.options.logger.warn({ err, operation: row.operation, workflowId: row.workflow_id }, 'workflow start failed; the reconciler will retry');
-      await db.query(`UPDATE operations SET start_attempts = start_attempts + 1, last_error = $2 WHERE uuid = $1`,
-        [row.uuid, String((err as Error).message ?? err).slice(0, 500)]);
+      this.options.logger.warn(
+        { err, operation: row.operation, workflowId: row.workflow_id },
+        'workflow start failed; the reconciler will retry',
+      );
+      await db.query(`UPDATE operations SET start_attempts = start_attempts + 1, last_error = $2 WHERE uuid = $1`, [
+        row.uuid,
+        String((err as Error).message ?? err).slice(0, 500),
+      ]);
       return false;
     }
   }

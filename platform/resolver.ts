@@ -6,7 +6,11 @@ export interface HostResolver {
 }
 
 export class ResolutionError extends Error {
-  constructor(readonly hostname: string, readonly code: string, message: string) {
+  constructor(
+    readonly hostname: string,
+    readonly code: string,
+    message: string,
+  ) {
     super(message);
     this.name = 'ResolutionError';
   }
@@ -40,9 +44,14 @@ export function createHostResolver(dnsServers: readonly string[], options: { tim
       const resolver = new Resolver({ timeout: timeoutMs, tries: 2 });
       resolver.setServers([...dnsServers]);
       const [v4, v6] = await Promise.allSettled([resolver.resolve4(hostname), resolver.resolve6(hostname)]);
-      const addresses = [...(v4.status === 'fulfilled' ? v4.value : []), ...(v6.status === 'fulfilled' ? v6.value : [])];
+      const addresses = [
+        ...(v4.status === 'fulfilled' ? v4.value : []),
+        ...(v6.status === 'fulfilled' ? v6.value : []),
+      ];
       if (addresses.length > 0) return [...new Set(addresses)];
-      const failures = [v4, v6].filter((r): r is PromiseRejectedResult => r.status === 'rejected').map((r) => (r.reason as NodeJS.ErrnoException).code ?? 'ERROR');
+      const failures = [v4, v6]
+        .filter((r): r is PromiseRejectedResult => r.status === 'rejected')
+        .map((r) => (r.reason as NodeJS.ErrnoException).code ?? 'ERROR');
       const code = failures.find((c) => !NO_ANSWER.has(c)) ?? failures[0] ?? 'ENODATA';
       throw new ResolutionError(hostname, code, `${hostname} does not resolve (${code})`);
     },

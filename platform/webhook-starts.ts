@@ -1,8 +1,16 @@
-import { WorkflowExecutionAlreadyStartedError, WorkflowIdConflictPolicy, WorkflowIdReusePolicy, type Client } from '@temporalio/client';
+import {
+  WorkflowExecutionAlreadyStartedError,
+  WorkflowIdConflictPolicy,
+  WorkflowIdReusePolicy,
+  type Client,
+} from '@temporalio/client';
 import type { OperationTarget } from '../domain/search-attributes';
 import { typedStart } from './workflow-starts';
 import {
-  WEBHOOK_DELIVERY_OPERATION, WEBHOOK_DELIVERY_WORKFLOW, WEBHOOK_REDELIVER_SIGNAL, type WebhookDeliveryArgs,
+  WEBHOOK_DELIVERY_OPERATION,
+  WEBHOOK_DELIVERY_WORKFLOW,
+  WEBHOOK_REDELIVER_SIGNAL,
+  type WebhookDeliveryArgs,
 } from '../domain/webhooks';
 import type { OperationRequest } from './outbox';
 
@@ -16,11 +24,17 @@ function target(workspaceUuid: string, args: WebhookDeliveryArgs): OperationTarg
  * run already going is used as is and a finished one is not started again, so a retried
  * fan-out delivers once; manual retries go through `redeliveryOperation`.
  */
-export async function startWebhookDelivery(client: Client, taskQueue: string, workspaceUuid: string, args: WebhookDeliveryArgs): Promise<void> {
+export async function startWebhookDelivery(
+  client: Client,
+  taskQueue: string,
+  workspaceUuid: string,
+  args: WebhookDeliveryArgs,
+): Promise<void> {
   try {
     const delivery = typedStart(WEBHOOK_DELIVERY_WORKFLOW, [args], target(workspaceUuid, args));
     await client.workflow.start(delivery.workflowType, {
-      ...delivery.options, taskQueue,
+      ...delivery.options,
+      taskQueue,
       workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
       workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
     });
@@ -37,6 +51,14 @@ export async function startWebhookDelivery(client: Client, taskQueue: string, wo
  * if it had finished its last one), so it is never duplicated; a finished one is started
  * again as a new run.
  */
-export function redeliveryOperation(workspaceUuid: string, args: WebhookDeliveryArgs): OperationRequest<typeof WEBHOOK_DELIVERY_WORKFLOW> {
-  return { ...target(workspaceUuid, args), workflow: WEBHOOK_DELIVERY_WORKFLOW, args: [args], signal: { name: WEBHOOK_REDELIVER_SIGNAL } };
+export function redeliveryOperation(
+  workspaceUuid: string,
+  args: WebhookDeliveryArgs,
+): OperationRequest<typeof WEBHOOK_DELIVERY_WORKFLOW> {
+  return {
+    ...target(workspaceUuid, args),
+    workflow: WEBHOOK_DELIVERY_WORKFLOW,
+    args: [args],
+    signal: { name: WEBHOOK_REDELIVER_SIGNAL },
+  };
 }

@@ -46,7 +46,8 @@ export async function startWorker(options: StartWorkerOptions): Promise<WorkerHa
     if (stopped) return;
     try {
       const started = await options.outbox.reconcile(options.reconcileIntervalMs);
-      if (started > 0) options.logger.warn({ started }, 'reconciler started workflows left behind by an interrupted request');
+      if (started > 0)
+        options.logger.warn({ started }, 'reconciler started workflows left behind by an interrupted request');
     } catch (err) {
       options.logger.error({ err }, 'outbox reconcile failed');
     }

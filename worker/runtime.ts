@@ -34,8 +34,14 @@ export function loadSecretBox(config: Config, logger: Logger): SecretBox {
 /** The object store of BERTH_S3_ENDPOINT, if configured. */
 export function objectStoreFromConfig(config: Config): ObjectStoreOptions | undefined {
   if (!config.s3Endpoint) return undefined;
-  if (!config.s3AccessKey || !config.s3SecretKey) throw new Error('BERTH_S3_ENDPOINT needs BERTH_S3_ACCESS_KEY and BERTH_S3_SECRET_KEY');
-  return { endpoint: config.s3Endpoint, region: config.s3Region, accessKeyId: config.s3AccessKey, secretAccessKey: config.s3SecretKey };
+  if (!config.s3AccessKey || !config.s3SecretKey)
+    throw new Error('BERTH_S3_ENDPOINT needs BERTH_S3_ACCESS_KEY and BERTH_S3_SECRET_KEY');
+  return {
+    endpoint: config.s3Endpoint,
+    region: config.s3Region,
+    accessKeyId: config.s3AccessKey,
+    secretAccessKey: config.s3SecretKey,
+  };
 }
 
 export interface Runtime {
@@ -58,7 +64,11 @@ export interface Runtime {
 }
 
 /** Builds every long-lived dependency from configuration and resolved addresses. */
-export async function openRuntime(config: Config, logger: Logger, addresses: { databaseUrl: string; temporalAddress: string; objectStore?: ObjectStoreOptions }): Promise<Runtime> {
+export async function openRuntime(
+  config: Config,
+  logger: Logger,
+  addresses: { databaseUrl: string; temporalAddress: string; objectStore?: ObjectStoreOptions },
+): Promise<Runtime> {
   const dataSource = createDataSource({ url: addresses.databaseUrl });
   await dataSource.initialize();
   const secretBox = loadSecretBox(config, logger);
@@ -68,15 +78,22 @@ export async function openRuntime(config: Config, logger: Logger, addresses: { d
   // its LISTEN connection opens on the first API request, so a worker process has none
   const tokenCache = new TokenCache<TokenRow>(addresses.databaseUrl, logger);
   const objectStore = addresses.objectStore ?? objectStoreFromConfig(config);
-  const simulated = () => createSimulatedProvider({ dataSource, faultRate: config.providerFaultRate, latencyMs: config.providerLatencyMs, objectStore });
+  const simulated = () =>
+    createSimulatedProvider({
+      dataSource,
+      faultRate: config.providerFaultRate,
+      latencyMs: config.providerLatencyMs,
+      objectStore,
+    });
   // The API reaches the object store directly (bucket objects, download links); it starts no data plane.
   const storage = createObjectStoreStorage({ db: dataSource, store: objectStore });
   let native: NativeConnection | undefined;
   let provider: Promise<Provider> | undefined;
   const startProvider = (): Promise<Provider> => {
-    provider ??= config.provider === 'local'
-      ? startLocalProvider({ config, dataSource, secretBox, temporal, logger, objectStore })
-      : Promise.resolve(simulated());
+    provider ??=
+      config.provider === 'local'
+        ? startLocalProvider({ config, dataSource, secretBox, temporal, logger, objectStore })
+        : Promise.resolve(simulated());
     return provider;
   };
   return {
@@ -90,11 +107,22 @@ export async function openRuntime(config: Config, logger: Logger, addresses: { d
       return { dataSource, logger, config, secretBox, provider: await startProvider(), temporal };
     },
     apiDeps: {
-      dataSource, temporal, outbox, secretBox, logger, config, storage, tokenCache,
+      dataSource,
+      temporal,
+      outbox,
+      secretBox,
+      logger,
+      config,
+      storage,
+      tokenCache,
       // the API reads build and app logs and serves git repositories where the local driver keeps them
-      localLayout: config.provider === 'local' ? localLayoutFor(config, { uidSwitch: process.getuid?.() === 0 }) : undefined,
+      localLayout:
+        config.provider === 'local' ? localLayoutFor(config, { uidSwitch: process.getuid?.() === 0 }) : undefined,
       // which engines the data plane can run: an add-on it cannot run is refused at create (422)
-      data: config.provider === 'local' ? { supports: localEngineSupport({ valkey: config.valkeyServer, mysql: config.mysqlServer }) } : undefined,
+      data:
+        config.provider === 'local'
+          ? { supports: localEngineSupport({ valkey: config.valkeyServer, mysql: config.mysqlServer }) }
+          : undefined,
     },
     async nativeConnection() {
       native ??= await NativeConnection.connect({ address: addresses.temporalAddress });

@@ -8,9 +8,19 @@ import type { ActivityOptions, RetryPolicy } from '@temporalio/workflow';
 /** Retried with backoff until it succeeds (a database write, or a driver call that must land). */
 const UNTIL_DONE: RetryPolicy = { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' };
 /** Retried with backoff a bounded number of times: a driver that keeps refusing fails the resource. */
-const BOUNDED: RetryPolicy = { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 6 };
+const BOUNDED: RetryPolicy = {
+  initialInterval: '1 second',
+  backoffCoefficient: 2,
+  maximumInterval: '30 seconds',
+  maximumAttempts: 6,
+};
 /** A long step (a build, a publish, a deploy) tried a few times. */
-const FEW_TRIES: RetryPolicy = { initialInterval: '2 seconds', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 3 };
+const FEW_TRIES: RetryPolicy = {
+  initialInterval: '2 seconds',
+  backoffCoefficient: 2,
+  maximumInterval: '1 minute',
+  maximumAttempts: 3,
+};
 
 /** Database-only steps: a minute each, retried until they succeed. */
 export const quickDb: ActivityOptions = { startToCloseTimeout: '1 minute', retry: UNTIL_DONE };
@@ -36,7 +46,10 @@ export const sweep: ActivityOptions = { startToCloseTimeout: '2 minutes', retry:
 /** A cron job's run: once, up to thirty minutes (a failed run is not repeated). */
 export const singleRun: ActivityOptions = { startToCloseTimeout: '30 minutes', retry: { maximumAttempts: 1 } };
 /** Reading a stack's source: tried twice. */
-export const sourceRead: ActivityOptions = { startToCloseTimeout: '3 minutes', retry: { initialInterval: '1 second', maximumAttempts: 2 } };
+export const sourceRead: ActivityOptions = {
+  startToCloseTimeout: '3 minutes',
+  retry: { initialInterval: '1 second', maximumAttempts: 2 },
+};
 /** A stack deployment's steps: five minutes each, five tries. */
 export const stackStep: ActivityOptions = {
   startToCloseTimeout: '5 minutes',

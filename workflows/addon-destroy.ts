@@ -24,7 +24,8 @@ export async function addonDestroy(input: AddonDestroyInput): Promise<void> {
   await destroyAddonData(input);
   if (input.mode === 'reset') {
     state = 'creating';
-    for (let delay = 1; !(await refreshAddonStatus(input.addonUuid)).ready; delay = Math.min(delay * 2, 30)) await sleep(`${delay} seconds`);
+    for (let delay = 1; !(await refreshAddonStatus(input.addonUuid)).ready; delay = Math.min(delay * 2, 30))
+      await sleep(`${delay} seconds`);
   }
   state = input.mode === 'reset' ? 'reset' : 'deleted';
 }

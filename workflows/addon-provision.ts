@@ -4,7 +4,8 @@ import { stateQuery } from './common';
 import { quickDb } from './activity-options';
 import type { AddonState } from '../domain/addon-states';
 
-const { transition, provisionAddonCluster, refreshAddonStatus, ensureAddonSubPaths, syncAddonSettings } = proxyActivities<Activities>(quickDb);
+const { transition, provisionAddonCluster, refreshAddonStatus, ensureAddonSubPaths, syncAddonSettings } =
+  proxyActivities<Activities>(quickDb);
 
 export interface AddonProvisionInput {
   addonUuid: string;
@@ -27,7 +28,9 @@ export async function addonProvision(input: AddonProvisionInput): Promise<string
   await transition({ table: 'addons', uuid: input.addonUuid, from: ['processing'], to: 'creating' });
   state = 'creating';
   if (input.storage) await ensureAddonSubPaths(input.addonUuid);
-  while (!(await syncAddonSettings(input.addonUuid))) { /* the setting changed while applying: apply again */ }
+  while (!(await syncAddonSettings(input.addonUuid))) {
+    /* the setting changed while applying: apply again */
+  }
   // The live status comes last: once it shows, sub paths, backups and public access are in place.
   let delay = 1;
   for (;;) {

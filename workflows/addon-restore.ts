@@ -5,7 +5,8 @@ import type { RestoreChoice } from '../domain/data';
 import { stateQuery } from './common';
 import { patientDriverCall } from './activity-options';
 
-const { transition, createRestoreTarget, restoreAddonCluster, refreshAddonStatus, syncAddonSettings } = proxyActivities<Activities>(patientDriverCall);
+const { transition, createRestoreTarget, restoreAddonCluster, refreshAddonStatus, syncAddonSettings } =
+  proxyActivities<Activities>(patientDriverCall);
 
 export interface AddonRestoreInput {
   addonUuid: string;
@@ -37,15 +38,21 @@ export async function addonRestore(input: AddonRestoreInput): Promise<AddonResto
     state = 'creating_cluster';
     await createRestoreTarget(input.addonUuid, targetUuid);
   } else {
-    await transition({ table: 'addons', uuid: input.addonUuid, from: ['healthy', 'running', ...UNHEALTHY_STATES], to: 'restoring' });
+    await transition({
+      table: 'addons',
+      uuid: input.addonUuid,
+      from: ['healthy', 'running', ...UNHEALTHY_STATES],
+      to: 'restoring',
+    });
   }
   state = 'restoring';
   const restored = await restoreAddonCluster({ addonUuid: input.addonUuid, targetUuid, from: input.from });
   state = 'starting_database';
-  if (!input.toNewCluster) await transition({ table: 'addons', uuid: input.addonUuid, from: ['restoring'], to: 'creating' });
-  for (let delay = 1; !(await refreshAddonStatus(targetUuid)).ready; delay = Math.min(delay * 2, 30)) await sleep(`${delay} seconds`);
+  if (!input.toNewCluster)
+    await transition({ table: 'addons', uuid: input.addonUuid, from: ['restoring'], to: 'creating' });
+  for (let delay = 1; !(await refreshAddonStatus(targetUuid)).ready; delay = Math.min(delay * 2, 30))
+    await sleep(`${delay} seconds`);
   if (input.toNewCluster) await syncAddonSettings(targetUuid);
   state = 'restored';
   return { restored, targetUuid };
 }
-

@@ -54,7 +54,18 @@ async function compensate(targetUuid: string, compensations: Compensation[]): Pr
 }
 
 /** Where appClone is, as its `state` query answers. */
-export type AppCloneState = 'provisioning' | 'cloning-image' | 'cloning-volume' | 'copying-settings' | 'cloning-addons' | 'cloning-cronjobs' | 'starting' | 'compensating' | 'failed' | 'awaiting-live' | 'cloned';
+export type AppCloneState =
+  | 'provisioning'
+  | 'cloning-image'
+  | 'cloning-volume'
+  | 'copying-settings'
+  | 'cloning-addons'
+  | 'cloning-cronjobs'
+  | 'starting'
+  | 'compensating'
+  | 'failed'
+  | 'awaiting-live'
+  | 'cloned';
 
 /**
  * Clones an app as a saga (`app-clone/<target>`): the target app reads `cloning` while
@@ -88,7 +99,12 @@ export async function appClone(input: AppCloneInput): Promise<{ outcome: 'cloned
         state = 'cloning-addons';
         const copy = uuid4();
         compensations.unshift({ name: 'drop cloned add-on', run: () => acts.dropClonedAddon(copy) });
-        await acts.cloneAddon({ sourceUuid: addon.uuid, targetAppUuid: targetUuid, targetUuid: copy, withData: addon.clone_data });
+        await acts.cloneAddon({
+          sourceUuid: addon.uuid,
+          targetAppUuid: targetUuid,
+          targetUuid: copy,
+          withData: addon.clone_data,
+        });
         await awaitAddonReady(copy);
       }
       for (const cronjob of input.cronjobs) {
@@ -106,7 +122,15 @@ export async function appClone(input: AppCloneInput): Promise<{ outcome: 'cloned
     if (!moved.moved) throw new Error(`the clone left the cloning state (${moved.state ?? 'gone'})`);
   } catch (err) {
     state = 'compensating';
-    await compensate(targetUuid, [...compensations, { name: 'discard clone', run: async () => { await acts.discardClone(targetUuid); } }]);
+    await compensate(targetUuid, [
+      ...compensations,
+      {
+        name: 'discard clone',
+        run: async () => {
+          await acts.discardClone(targetUuid);
+        },
+      },
+    ]);
     state = 'failed';
     return { outcome: 'failed', reason: failureMessage(err) };
   }

@@ -25,7 +25,11 @@ export async function appSendCommand(input: AppSendCommandInput): Promise<void> 
     state = 'delivered';
   } catch (err) {
     // The app's workflow has ended (the app is being deleted): nothing is left to change.
-    log.warn('app workflow not running; command dropped', { appUuid: input.appUuid, action: input.command.action, error: String(err) });
+    log.warn('app workflow not running; command dropped', {
+      appUuid: input.appUuid,
+      action: input.command.action,
+      error: String(err),
+    });
     state = 'dropped';
   }
 }

@@ -1,4 +1,11 @@
-import { condition, defineSignal, getExternalWorkflowHandle, isCancellation, patched, setHandler } from '@temporalio/workflow';
+import {
+  condition,
+  defineSignal,
+  getExternalWorkflowHandle,
+  isCancellation,
+  patched,
+  setHandler,
+} from '@temporalio/workflow';
 import { appWorkflowId, type AppState } from '../domain/apps';
 import { stateQuery } from './common';
 import { acts, awaitLive, POLL_INTERVAL, refreshSignal } from './app-steps';
@@ -19,7 +26,8 @@ export interface AppDeployInput {
 export const cancelDeploymentSignal = defineSignal('cancelDeployment');
 
 /** Where appDeploy is, as its `state` query answers (it ends on the outcome). */
-export type AppDeployState = 'beginning' | 'resolving' | 'building' | 'rolling-out' | 'finishing' | 'completed' | 'failed' | 'cancelled';
+export type AppDeployState =
+  'beginning' | 'resolving' | 'building' | 'rolling-out' | 'finishing' | 'completed' | 'failed' | 'cancelled';
 
 /**
  * One deployment (`app-deploy/<app>/<deployment>`): pending -> running -> completed |
@@ -36,7 +44,9 @@ export async function appDeploy(input: AppDeployInput): Promise<string> {
   let state: AppDeployState = 'beginning';
   let cancel = false;
   setHandler(stateQuery, () => state);
-  setHandler(cancelDeploymentSignal, () => { cancel = true; });
+  setHandler(cancelDeploymentSignal, () => {
+    cancel = true;
+  });
 
   const quiet = input.previewEnvironmentId !== undefined;
   const emitDeployEvent: typeof emit = (...args) => (quiet ? Promise.resolve('') : emit(...args));
@@ -57,7 +67,8 @@ export async function appDeploy(input: AppDeployInput): Promise<string> {
   try {
     state = 'resolving';
     const source = await acts.resolveDeploymentSource(id);
-    if (source.ok) commit = { commit_sha: source.commitSha, commit_message: source.commitMessage, branch: source.branch };
+    if (source.ok)
+      commit = { commit_sha: source.commitSha, commit_message: source.commitMessage, branch: source.branch };
     await emitDeployEvent(workspaceUuid, 'deploy_started', appUuid, { deployment_id: id, ...commit });
     started = true;
     if (!source.ok) {
@@ -117,7 +128,10 @@ export async function appDeploy(input: AppDeployInput): Promise<string> {
   await acts.moveApp(appUuid, ['deploying'], finalAppState);
   if (!started) await emitDeployEvent(workspaceUuid, 'deploy_started', appUuid, { deployment_id: id, ...commit });
   await emitDeployEvent(workspaceUuid, 'deploy_ended', appUuid, {
-    deployment_id: id, state: outcome, ...commit, message: outcome === 'completed' ? null : message,
+    deployment_id: id,
+    state: outcome,
+    ...commit,
+    message: outcome === 'completed' ? null : message,
   });
   try {
     await getExternalWorkflowHandle(appWorkflowId(appUuid)).signal(refreshSignal);

@@ -40,4 +40,3 @@ export async function emitAppEvent(appUuid: string, type: EventType, data: Recor
   if (!info) return;
   await emit(info.workspaceUuid, type, appUuid, { ...data, resource_name: info.resourceName, labels: info.labels });
 }
-

@@ -1,9 +1,36 @@
-import { condition, continueAsNew, isCancellation, ParentClosePolicy, patched, setHandler, startChild, workflowInfo } from '@temporalio/workflow';
-import { deploysBranchHeadAtCreation, FREE_PLAN_IDLE_MS, HEALTH_EVENT_STATE, isFreePlan, type AppState, type HealthEvent, type LiveStatus } from '../domain/apps';
+import {
+  condition,
+  continueAsNew,
+  isCancellation,
+  ParentClosePolicy,
+  patched,
+  setHandler,
+  startChild,
+  workflowInfo,
+} from '@temporalio/workflow';
+import {
+  deploysBranchHeadAtCreation,
+  FREE_PLAN_IDLE_MS,
+  HEALTH_EVENT_STATE,
+  isFreePlan,
+  type AppState,
+  type HealthEvent,
+  type LiveStatus,
+} from '../domain/apps';
 import { operationStart } from '../domain/search-attributes';
 import { appDeploy } from './app-deploy';
 import { stateQuery } from './common';
-import { acts, awaitLive, commandSignal, emitAppEvent, healthSignal, liveStatusSignal, refreshSignal, trafficSignal, type AppCommand } from './app-steps';
+import {
+  acts,
+  awaitLive,
+  commandSignal,
+  emitAppEvent,
+  healthSignal,
+  liveStatusSignal,
+  refreshSignal,
+  trafficSignal,
+  type AppCommand,
+} from './app-steps';
 
 export interface AppLifecycleInput {
   appUuid: string;
@@ -32,11 +59,21 @@ export async function appLifecycle(input: AppLifecycleInput): Promise<void> {
   let live: LiveStatus | null = null;
   let refresh = false;
   setHandler(stateQuery, () => `${phase}:${local}`);
-  setHandler(commandSignal, (c) => { commands.push(c); });
-  setHandler(trafficSignal, () => { traffic = true; });
-  setHandler(healthSignal, (h) => { health.push(h); });
-  setHandler(liveStatusSignal, ({ status }) => { live = status; });
-  setHandler(refreshSignal, () => { refresh = true; });
+  setHandler(commandSignal, (c) => {
+    commands.push(c);
+  });
+  setHandler(trafficSignal, () => {
+    traffic = true;
+  });
+  setHandler(healthSignal, (h) => {
+    health.push(h);
+  });
+  setHandler(liveStatusSignal, ({ status }) => {
+    live = status;
+  });
+  setHandler(refreshSignal, () => {
+    refresh = true;
+  });
 
   const move = async (from: AppState[], to: AppState) => {
     const r = await acts.moveApp(appUuid, from, to);
@@ -64,11 +101,20 @@ export async function appLifecycle(input: AppLifecycleInput): Promise<void> {
       }
       phase = 'supervising';
       // A public_git / github app deploys its branch head at once (a git_push app: its first push).
-      if (info.deploymentMethod && deploysBranchHeadAtCreation(info.deploymentMethod) && patched('initial-deployment')) {
+      if (
+        info.deploymentMethod &&
+        deploysBranchHeadAtCreation(info.deploymentMethod) &&
+        patched('initial-deployment')
+      ) {
         const deploymentUuid = await acts.createInitialDeployment(appUuid);
         if (deploymentUuid) {
           await startChild(appDeploy, {
-            ...operationStart({ operation: 'app-deploy', workspaceUuid: info.workspaceUuid, resourceUuid: appUuid, subId: deploymentUuid }),
+            ...operationStart({
+              operation: 'app-deploy',
+              workspaceUuid: info.workspaceUuid,
+              resourceUuid: appUuid,
+              subId: deploymentUuid,
+            }),
             args: [{ deploymentUuid }],
             parentClosePolicy: ParentClosePolicy.ABANDON,
           });
@@ -86,7 +132,8 @@ export async function appLifecycle(input: AppLifecycleInput): Promise<void> {
         }
       } catch (err) {
         if (isCancellation(err)) throw err;
-        if (await move([from, 'started'], 'failed')) await emitAppEvent(appUuid, 'app_state_changed', { state: 'failed' });
+        if (await move([from, 'started'], 'failed'))
+          await emitAppEvent(appUuid, 'app_state_changed', { state: 'failed' });
       }
     };
 
@@ -99,10 +146,12 @@ export async function appLifecycle(input: AppLifecycleInput): Promise<void> {
         case 'schedule_stop':
           try {
             await acts.stopApp(appUuid);
-            if (await move(['stop_scheduled'], 'stopped')) await emitAppEvent(appUuid, 'app_state_changed', { state: 'stopped' });
+            if (await move(['stop_scheduled'], 'stopped'))
+              await emitAppEvent(appUuid, 'app_state_changed', { state: 'stopped' });
           } catch (err) {
             if (isCancellation(err)) throw err;
-            if (await move(['stop_scheduled'], 'failed')) await emitAppEvent(appUuid, 'app_state_changed', { state: 'failed' });
+            if (await move(['stop_scheduled'], 'failed'))
+              await emitAppEvent(appUuid, 'app_state_changed', { state: 'failed' });
           }
           return;
         case 'restart':
@@ -115,7 +164,8 @@ export async function appLifecycle(input: AppLifecycleInput): Promise<void> {
             }
           } catch (err) {
             if (isCancellation(err)) throw err;
-            if (await move(['restart_scheduled', 'started'], 'failed')) await emitAppEvent(appUuid, 'app_state_changed', { state: 'failed' });
+            if (await move(['restart_scheduled', 'started'], 'failed'))
+              await emitAppEvent(appUuid, 'app_state_changed', { state: 'failed' });
           }
           return;
         case 'sync_ports':
@@ -145,7 +195,9 @@ export async function appLifecycle(input: AppLifecycleInput): Promise<void> {
       const pending = () => commands.length > 0 || traffic || health.length > 0 || live !== null || refresh;
       // condition() without a timeout resolves to nothing: only the idle timer can time out.
       // the idle time comes from the activity (operator setting); histories from before it carry none
-      const woke = idleTimer ? await condition(pending, info.idleMs ?? FREE_PLAN_IDLE_MS) : (await condition(pending), true);
+      const woke = idleTimer
+        ? await condition(pending, info.idleMs ?? FREE_PLAN_IDLE_MS)
+        : (await condition(pending), true);
       if (!woke) {
         // the idle time (30 minutes by default) without traffic: sleeping, scaled to zero, no event (contract: moves table).
         if (await move(['running'], 'sleeping')) {

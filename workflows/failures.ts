@@ -7,6 +7,7 @@ import { ApplicationFailure } from '@temporalio/workflow';
  */
 export function failureMessage(err: unknown): string {
   let cause: unknown = err;
-  while (cause instanceof Error && !(cause instanceof ApplicationFailure) && cause.cause instanceof Error) cause = cause.cause;
+  while (cause instanceof Error && !(cause instanceof ApplicationFailure) && cause.cause instanceof Error)
+    cause = cause.cause;
   return cause instanceof Error ? cause.message : String(err);
 }

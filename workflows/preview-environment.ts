@@ -1,5 +1,12 @@
 import {
-  condition, continueAsNew, defineSignal, executeChild, patched, proxyActivities, setHandler, uuid4,
+  condition,
+  continueAsNew,
+  defineSignal,
+  executeChild,
+  patched,
+  proxyActivities,
+  setHandler,
+  uuid4,
   workflowInfo,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
@@ -12,7 +19,13 @@ import { previewBuild, quickDb } from './activity-options';
 import { failureMessage } from './failures';
 
 const {
-  readPreviewIntent, recordPreviewDeployed, recordPreviewFailed, expirePreview, destroyPreviewApp, queuePreviewDeployment, recordPreviewDeployment,
+  readPreviewIntent,
+  recordPreviewDeployed,
+  recordPreviewFailed,
+  expirePreview,
+  destroyPreviewApp,
+  queuePreviewDeployment,
+  recordPreviewDeployment,
 } = proxyActivities<Activities>(quickDb);
 
 /** Creating the workload and deploying: a few tries, then the environment is `failed`. */
@@ -54,7 +67,9 @@ export async function previewEnvironment(input: PreviewEnvironmentInput): Promis
   let handled = input.handledGeneration ?? 0;
   let provisioned = input.provisioned ?? false;
   setHandler(stateQuery, () => state);
-  setHandler(wakeSignal, () => { woken = true; });
+  setHandler(wakeSignal, () => {
+    woken = true;
+  });
 
   for (;;) {
     woken = false;
@@ -69,7 +84,11 @@ export async function previewEnvironment(input: PreviewEnvironmentInput): Promis
       await destroyPreviewApp(id);
       // A pull request reopened meanwhile wrote a new environment under the same key.
       if (await readPreviewIntent(input.parentAppUuid, input.key)) {
-        await continueAsNew<typeof previewEnvironment>({ workspaceUuid: input.workspaceUuid, parentAppUuid: input.parentAppUuid, key: input.key });
+        await continueAsNew<typeof previewEnvironment>({
+          workspaceUuid: input.workspaceUuid,
+          parentAppUuid: input.parentAppUuid,
+          key: input.key,
+        });
       }
       state = 'gone';
       return 'gone';
@@ -91,12 +110,28 @@ export async function previewEnvironment(input: PreviewEnvironmentInput): Promis
           const deploymentUuid = uuid4();
           await queuePreviewDeployment({ environmentId: id, deploymentUuid, commitSha: intent.headSha });
           await executeChild(appDeploy, {
-            ...operationStart({ operation: 'app-deploy', workspaceUuid: input.workspaceUuid, resourceUuid: intent.appUuid, subId: deploymentUuid }),
+            ...operationStart({
+              operation: 'app-deploy',
+              workspaceUuid: input.workspaceUuid,
+              resourceUuid: intent.appUuid,
+              subId: deploymentUuid,
+            }),
             args: [{ deploymentUuid, previewEnvironmentId: id }],
           });
-          const done = await recordPreviewDeployment({ environmentId: id, generation: intent.generation, commitSha: intent.headSha, deploymentUuid });
-          await emit(input.workspaceUuid, 'deploy_ended', intent.appUuid,
-            done.ok ? { ...eventData, status: 'succeeded' } : { ...eventData, ...failedDeployData(done.error ?? 'the deployment failed') });
+          const done = await recordPreviewDeployment({
+            environmentId: id,
+            generation: intent.generation,
+            commitSha: intent.headSha,
+            deploymentUuid,
+          });
+          await emit(
+            input.workspaceUuid,
+            'deploy_ended',
+            intent.appUuid,
+            done.ok
+              ? { ...eventData, status: 'succeeded' }
+              : { ...eventData, ...failedDeployData(done.error ?? 'the deployment failed') },
+          );
           continue;
         }
         await deployPreviewCommit({ environmentId: id, commitSha: intent.headSha });

@@ -20,8 +20,12 @@ export async function quotaAlert(input: QuotaAlertInput): Promise<number> {
   setHandler(stateQuery, () => `sent ${sent} of ${input.crossings.length}`);
   for (const c of input.crossings) {
     await emit(input.workspaceUuid, 'quota_alert', null, {
-      resource_id: input.resourceUuid, resource_name: input.resourceName, dimension: c.dimension,
-      threshold_percent: c.threshold_percent, allocated: c.allocated, total: c.total,
+      resource_id: input.resourceUuid,
+      resource_name: input.resourceName,
+      dimension: c.dimension,
+      threshold_percent: c.threshold_percent,
+      allocated: c.allocated,
+      total: c.total,
     });
     sent += 1;
   }

@@ -22,7 +22,12 @@ export async function siteConnectionCreate(input: SiteConnectionCreateInput): Pr
     state = 'failed';
     return state;
   }
-  await dbActivities.transition({ table: 'vpc_site_connections', uuid: input.connectionUuid, from: ['pending'], to: 'active' });
+  await dbActivities.transition({
+    table: 'vpc_site_connections',
+    uuid: input.connectionUuid,
+    from: ['pending'],
+    to: 'active',
+  });
   state = 'active';
   return state;
 }

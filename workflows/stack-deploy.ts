@@ -13,7 +13,8 @@ export interface StackDeployInput {
 }
 
 /** Where stackDeploy is, as its `state` query answers. */
-export type StackDeployState = 'validating' | 'failed' | 'publishing' | 'building' | 'deploying' | 'running' | 'degraded';
+export type StackDeployState =
+  'validating' | 'failed' | 'publishing' | 'building' | 'deploying' | 'running' | 'degraded';
 
 /**
  * A stack deployment: validating (clone, analyze, required variables) -> publishing
@@ -26,7 +27,12 @@ export async function stackDeploy(input: StackDeployInput): Promise<string> {
   let state: StackDeployState = 'validating';
   setHandler(stateQuery, () => state);
 
-  await acts.setStackDeploymentPhase(d, ['pending'], 'validating', 'cloning the repository and reading the compose file');
+  await acts.setStackDeploymentPhase(
+    d,
+    ['pending'],
+    'validating',
+    'cloning the repository and reading the compose file',
+  );
   const validation = await acts.validateStackDeployment(d);
   if (!validation.ok) {
     await acts.finishStackDeployment(d, 'failed', 'validation failed');
@@ -39,7 +45,12 @@ export async function stackDeploy(input: StackDeployInput): Promise<string> {
   const items = await acts.publishStackServices(d);
 
   state = 'building';
-  await acts.setStackDeploymentPhase(d, ['publishing'], 'building', `building ${items.filter((i) => i.build).length} image(s)`);
+  await acts.setStackDeploymentPhase(
+    d,
+    ['publishing'],
+    'building',
+    `building ${items.filter((i) => i.build).length} image(s)`,
+  );
   const images = new Map<string, string>();
   const failed = new Set<string>();
   for (const item of items) {
@@ -56,7 +67,12 @@ export async function stackDeploy(input: StackDeployInput): Promise<string> {
   }
 
   state = 'deploying';
-  await acts.setStackDeploymentPhase(d, ['building'], 'deploying', `deploying ${items.length - failed.size} service(s)`);
+  await acts.setStackDeploymentPhase(
+    d,
+    ['building'],
+    'deploying',
+    `deploying ${items.length - failed.size} service(s)`,
+  );
   for (const item of items) {
     if (failed.has(item.uuid)) continue;
     try {
@@ -68,8 +84,11 @@ export async function stackDeploy(input: StackDeployInput): Promise<string> {
   }
 
   const anyRunning = failed.size < items.length;
-  await acts.finishStackDeployment(d, anyRunning ? 'completed' : 'failed',
-    failed.size === 0 ? 'all services running' : `${failed.size} of ${items.length} service(s) failed`);
+  await acts.finishStackDeployment(
+    d,
+    anyRunning ? 'completed' : 'failed',
+    failed.size === 0 ? 'all services running' : `${failed.size} of ${items.length} service(s) failed`,
+  );
   state = anyRunning ? (failed.size === 0 ? 'running' : 'degraded') : 'failed';
   return state;
 }

@@ -6,5 +6,7 @@ import { deploySite, type SiteDeployInput, type SiteDeployState } from './static
 export async function staticSiteDeploy(input: SiteDeployInput): Promise<SiteDeployState> {
   let state: SiteDeployState = 'queued';
   setHandler(stateQuery, () => state);
-  return deploySite(input, (s) => { state = s; });
+  return deploySite(input, (s) => {
+    state = s;
+  });
 }

@@ -24,7 +24,12 @@ export async function staticSiteProvision(input: SiteProvisionInput): Promise<st
   await acts.transition({ table: 'static_sites', uuid: input.siteUuid, from: ['pending'], to: 'assigned' });
   state = 'assigned';
   if (input.deploymentUuid) {
-    return deploySite({ workspaceUuid: input.workspaceUuid, siteUuid: input.siteUuid, deploymentUuid: input.deploymentUuid }, (s) => { state = s; });
+    return deploySite(
+      { workspaceUuid: input.workspaceUuid, siteUuid: input.siteUuid, deploymentUuid: input.deploymentUuid },
+      (s) => {
+        state = s;
+      },
+    );
   }
   return state;
 }

@@ -19,22 +19,37 @@ export interface SiteDeployInput {
  * deploy_ended (data.app_id = the site's uuid; data.message = why it failed, else null).
  */
 /** Where a site's deployment is, as the deploying workflow's `state` query answers. */
-export type SiteDeployState = 'queued' | 'skipped' | Extract<SiteState, 'pending' | 'assigned' | 'deploying' | 'running' | 'failed'>;
+export type SiteDeployState =
+  'queued' | 'skipped' | Extract<SiteState, 'pending' | 'assigned' | 'deploying' | 'running' | 'failed'>;
 
-export async function deploySite(input: SiteDeployInput, setState: (s: SiteDeployState) => void): Promise<SiteDeployState> {
+export async function deploySite(
+  input: SiteDeployInput,
+  setState: (s: SiteDeployState) => void,
+): Promise<SiteDeployState> {
   if (!(await acts.startSiteDeployment(input.siteUuid, input.deploymentUuid))) return 'skipped';
   setState('deploying');
-  await emit(input.workspaceUuid, 'deploy_started', input.siteUuid, { deployment_id: input.deploymentUuid, commit_sha: null });
+  await emit(input.workspaceUuid, 'deploy_started', input.siteUuid, {
+    deployment_id: input.deploymentUuid,
+    commit_sha: null,
+  });
   try {
     const result = await publish.publishSiteContent(input.siteUuid, input.deploymentUuid);
     await acts.finishSiteDeployment(input.siteUuid, input.deploymentUuid, 'completed', null);
-    await emit(input.workspaceUuid, 'deploy_ended', input.siteUuid, { deployment_id: input.deploymentUuid, commit_sha: result.commitSha, message: null });
+    await emit(input.workspaceUuid, 'deploy_ended', input.siteUuid, {
+      deployment_id: input.deploymentUuid,
+      commit_sha: result.commitSha,
+      message: null,
+    });
     setState('running');
     return 'running';
   } catch (err) {
     const message = failureMessage(err);
     await acts.finishSiteDeployment(input.siteUuid, input.deploymentUuid, 'failed', message);
-    await emit(input.workspaceUuid, 'deploy_ended', input.siteUuid, { deployment_id: input.deploymentUuid, commit_sha: null, message });
+    await emit(input.workspaceUuid, 'deploy_ended', input.siteUuid, {
+      deployment_id: input.deploymentUuid,
+      commit_sha: null,
+      message,
+    });
     setState('failed');
     return 'failed';
   }

@@ -29,7 +29,12 @@ export async function vpcAttach(input: VpcAttachInput): Promise<string> {
     state = 'failed';
     return state;
   }
-  await dbActivities.transition({ table: 'vpc_attachments', uuid: input.attachmentUuid, from: ['attaching'], to: 'attached' });
+  await dbActivities.transition({
+    table: 'vpc_attachments',
+    uuid: input.attachmentUuid,
+    from: ['attaching'],
+    to: 'attached',
+  });
   state = 'attached';
   return state;
 }

@@ -7,4 +7,3 @@ export const driverActivities = proxyActivities<Activities>(driverCall);
 
 /** Database-only activities: retried until they succeed. */
 export const dbActivities = proxyActivities<Activities>(quickDb);
-

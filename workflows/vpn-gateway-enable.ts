@@ -21,7 +21,12 @@ export async function vpnGatewayEnable(input: VpnGatewayEnableInput): Promise<st
     state = 'failed';
     return state;
   }
-  await dbActivities.transition({ table: 'vpc_vpn_gateways', uuid: input.gatewayUuid, from: ['pending'], to: 'active' });
+  await dbActivities.transition({
+    table: 'vpc_vpn_gateways',
+    uuid: input.gatewayUuid,
+    from: ['pending'],
+    to: 'active',
+  });
   state = 'active';
   return state;
 }

@@ -13,7 +13,8 @@ export interface VpnUserCreateInput {
 export const vaultEmptied = defineSignal(VAULT_EMPTIED_SIGNAL);
 
 /** Where vpnUserCreate is, as its `state` query answers. */
-export type VpnUserCreateState = 'activating' | 'failed' | 'vault-open' | 'config-read' | 'vault-expired' | 'key-destroyed';
+export type VpnUserCreateState =
+  'activating' | 'failed' | 'vault-open' | 'config-read' | 'vault-expired' | 'key-destroyed';
 
 /**
  * Activates a WireGuard device (adds it as a peer of the VPC's gateway), then keeps the
@@ -24,7 +25,9 @@ export async function vpnUserCreate(input: VpnUserCreateInput): Promise<string> 
   let state: VpnUserCreateState = 'activating';
   let emptied = false;
   setHandler(stateQuery, () => state);
-  setHandler(vaultEmptied, () => { emptied = true; });
+  setHandler(vaultEmptied, () => {
+    emptied = true;
+  });
   try {
     await driverActivities.addVpnPeer(input.userUuid);
   } catch (err) {

@@ -1,7 +1,12 @@
 import { condition, defineSignal, proxyActivities, setHandler } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import type { DeliveryAttemptResult } from '../activities/webhooks';
-import { WEBHOOK_MAX_ATTEMPTS, WEBHOOK_REDELIVER_SIGNAL, webhookRetryDelayMs, type WebhookDeliveryArgs } from '../domain/webhooks';
+import {
+  WEBHOOK_MAX_ATTEMPTS,
+  WEBHOOK_REDELIVER_SIGNAL,
+  webhookRetryDelayMs,
+  type WebhookDeliveryArgs,
+} from '../domain/webhooks';
 import { stateQuery } from './common';
 import { quickDb } from './activity-options';
 
@@ -10,7 +15,6 @@ export const redeliverSignal = defineSignal(WEBHOOK_REDELIVER_SIGNAL);
 
 // One attempt: DNS (a few seconds) plus the 10 s HTTP deadline plus bookkeeping, within a minute.
 const { attemptWebhookDelivery, notifyWebhookDisabled } = proxyActivities<Activities>(quickDb);
-
 
 /** Where a delivery is, as its `state` query answers: attempting, waiting between attempts, then the last outcome. */
 export type WebhookDeliveryState =
@@ -43,7 +47,12 @@ export async function webhookDelivery(input: WebhookDeliveryArgs): Promise<strin
     for (let attempt = 1; attempt <= maxAttempts; attempt++) {
       state = `attempt ${attempt} of ${maxAttempts}`;
       result = await attemptWebhookDelivery({
-        webhookUuid: input.webhookUuid, eventId: input.eventId, attempt, final: attempt === maxAttempts, cycle, ping: input.ping ?? false,
+        webhookUuid: input.webhookUuid,
+        eventId: input.eventId,
+        attempt,
+        final: attempt === maxAttempts,
+        cycle,
+        ping: input.ping ?? false,
       });
       if (result.outcome !== 'retry') break;
       const delay = webhookRetryDelayMs(attempt + 1, Math.random());

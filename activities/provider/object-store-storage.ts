@@ -1,6 +1,14 @@
 import {
-  CopyObjectCommand, CreateBucketCommand, DeleteBucketCommand, DeleteObjectCommand, GetObjectCommand, HeadObjectCommand,
-  ListObjectsV2Command, PutObjectCommand, S3Client, S3ServiceException,
+  CopyObjectCommand,
+  CreateBucketCommand,
+  DeleteBucketCommand,
+  DeleteObjectCommand,
+  GetObjectCommand,
+  HeadObjectCommand,
+  ListObjectsV2Command,
+  PutObjectCommand,
+  S3Client,
+  S3ServiceException,
 } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { ApplicationFailure } from '@temporalio/common';
@@ -30,16 +38,17 @@ export function createObjectStoreStorage(options: {
   const core = { db, maybeFail: options.beforeOperation ?? (async () => {}) };
   const client = store
     ? new S3Client({
-      endpoint: store.endpoint,
-      region: store.region,
-      forcePathStyle: true,
-      credentials: { accessKeyId: store.accessKeyId, secretAccessKey: store.secretAccessKey },
-      requestChecksumCalculation: 'WHEN_REQUIRED',
-      responseChecksumValidation: 'WHEN_REQUIRED',
-    })
+        endpoint: store.endpoint,
+        region: store.region,
+        forcePathStyle: true,
+        credentials: { accessKeyId: store.accessKeyId, secretAccessKey: store.secretAccessKey },
+        requestChecksumCalculation: 'WHEN_REQUIRED',
+        responseChecksumValidation: 'WHEN_REQUIRED',
+      })
     : null;
   const s3 = (): S3Client => {
-    if (!client) throw ApplicationFailure.nonRetryable('no object store is configured (BERTH_S3_ENDPOINT)', 'NoObjectStore');
+    if (!client)
+      throw ApplicationFailure.nonRetryable('no object store is configured (BERTH_S3_ENDPOINT)', 'NoObjectStore');
     return client;
   };
 
@@ -47,9 +56,16 @@ export function createObjectStoreStorage(options: {
     const out: StoredObject[] = [];
     let token: string | undefined;
     do {
-      const page = await s3().send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ContinuationToken: token, MaxKeys: 1000 }));
+      const page = await s3().send(
+        new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ContinuationToken: token, MaxKeys: 1000 }),
+      );
       for (const o of page.Contents ?? []) {
-        out.push({ key: o.Key!, size: Number(o.Size ?? 0), last_modified: (o.LastModified ?? new Date(0)).toISOString(), etag: o.ETag ?? null });
+        out.push({
+          key: o.Key!,
+          size: Number(o.Size ?? 0),
+          last_modified: (o.LastModified ?? new Date(0)).toISOString(),
+          etag: o.ETag ?? null,
+        });
         if (out.length >= limit) return out;
       }
       token = page.IsTruncated ? page.NextContinuationToken : undefined;
@@ -60,7 +76,12 @@ export function createObjectStoreStorage(options: {
   async function head(bucket: string, key: string): Promise<StoredObject | null> {
     try {
       const h = await s3().send(new HeadObjectCommand({ Bucket: bucket, Key: key }));
-      return { key, size: Number(h.ContentLength ?? 0), last_modified: (h.LastModified ?? new Date(0)).toISOString(), etag: h.ETag ?? null };
+      return {
+        key,
+        size: Number(h.ContentLength ?? 0),
+        last_modified: (h.LastModified ?? new Date(0)).toISOString(),
+        etag: h.ETag ?? null,
+      };
     } catch (err) {
       if (notFound(err)) return null;
       throw err;
@@ -74,7 +95,8 @@ export function createObjectStoreStorage(options: {
       try {
         await s3().send(new CreateBucketCommand({ Bucket: name }));
       } catch (err) {
-        if (err instanceof S3ServiceException && ['BucketAlreadyOwnedByYou', 'BucketAlreadyExists'].includes(err.name)) return;
+        if (err instanceof S3ServiceException && ['BucketAlreadyOwnedByYou', 'BucketAlreadyExists'].includes(err.name))
+          return;
         throw err;
       }
     },
@@ -90,7 +112,10 @@ export function createObjectStoreStorage(options: {
     async grantKey(bucket, accessKey, secretKey) {
       await core.maybeFail('storage.grant_key');
       await store?.keys?.register(accessKey, secretKey);
-      await core.db.query(`INSERT INTO sim_storage_keys (access_key, bucket_name) VALUES ($1, $2) ON CONFLICT (access_key) DO NOTHING`, [accessKey, bucket]);
+      await core.db.query(
+        `INSERT INTO sim_storage_keys (access_key, bucket_name) VALUES ($1, $2) ON CONFLICT (access_key) DO NOTHING`,
+        [accessKey, bucket],
+      );
     },
     async revokeKey(_bucket, accessKey) {
       await core.maybeFail('storage.revoke_key');
@@ -104,7 +129,15 @@ export function createObjectStoreStorage(options: {
     listObjects: (bucket, options = {}) => list(bucket, options.prefix, options.limit),
     headObject: head,
     async putObject(bucket, key, body, contentType) {
-      await s3().send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: body, ContentType: contentType, ContentLength: body.length }));
+      await s3().send(
+        new PutObjectCommand({
+          Bucket: bucket,
+          Key: key,
+          Body: body,
+          ContentType: contentType,
+          ContentLength: body.length,
+        }),
+      );
       return (await head(bucket, key))!;
     },
     async renameObject(bucket, from, to) {
@@ -122,9 +155,18 @@ export function createObjectStoreStorage(options: {
       await core.maybeFail('storage.publish_files');
       const wanted = new Set(files.map((f) => `${prefix}${f.path}`));
       for (const f of files) {
-        await s3().send(new PutObjectCommand({ Bucket: bucket, Key: `${prefix}${f.path}`, Body: f.body, ContentType: f.contentType, ContentLength: f.body.length }));
+        await s3().send(
+          new PutObjectCommand({
+            Bucket: bucket,
+            Key: `${prefix}${f.path}`,
+            Body: f.body,
+            ContentType: f.contentType,
+            ContentLength: f.body.length,
+          }),
+        );
       }
-      for (const o of await list(bucket, prefix)) if (!wanted.has(o.key)) await s3().send(new DeleteObjectCommand({ Bucket: bucket, Key: o.key }));
+      for (const o of await list(bucket, prefix))
+        if (!wanted.has(o.key)) await s3().send(new DeleteObjectCommand({ Bucket: bucket, Key: o.key }));
       return files.length;
     },
     async routeSite(host, bucket, prefix) {
@@ -132,7 +174,8 @@ export function createObjectStoreStorage(options: {
       await core.db.query(
         `INSERT INTO sim_storage_routes (host, bucket_name, prefix, active) VALUES ($1, $2, $3, true)
          ON CONFLICT (host) DO UPDATE SET bucket_name = EXCLUDED.bucket_name, prefix = EXCLUDED.prefix, active = true, updated_at = now()`,
-        [host, bucket, prefix]);
+        [host, bucket, prefix],
+      );
     },
     async unrouteSite(host) {
       await core.maybeFail('storage.unroute_site');
@@ -140,14 +183,20 @@ export function createObjectStoreStorage(options: {
     },
     // the ingress's reads: no simulated faults (they are not activities)
     async siteRoute(host) {
-      const [row] = await core.db.query(`SELECT bucket_name, prefix FROM sim_storage_routes WHERE host = $1 AND active`, [host]);
+      const [row] = await core.db.query(
+        `SELECT bucket_name, prefix FROM sim_storage_routes WHERE host = $1 AND active`,
+        [host],
+      );
       return row ? { bucket: row.bucket_name as string, prefix: row.prefix as string } : null;
     },
     async readObject(bucket, key) {
       try {
         const o = await s3().send(new GetObjectCommand({ Bucket: bucket, Key: key }));
         return {
-          body: o.Body as Readable, size: Number(o.ContentLength ?? 0), contentType: o.ContentType ?? null, etag: o.ETag ?? null,
+          body: o.Body as Readable,
+          size: Number(o.ContentLength ?? 0),
+          contentType: o.ContentType ?? null,
+          etag: o.ETag ?? null,
           lastModified: o.LastModified ?? null,
         };
       } catch (err) {

@@ -15,11 +15,19 @@ import { snapshotOf, type Tx } from './audited-write';
 
 export type CreateAddonInput = AddonCreateBody & { appUuid: string };
 
-const slug = (s: string) => s.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 30) || 'db';
+const slug = (s: string) =>
+  s
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, 30) || 'db';
 
 /** The plan type of the compute resource (free, standard, ...): backups are refused on the free plan (BKP-03). */
 async function planTypeOf(tx: Tx, resourceUuid: string): Promise<string> {
-  const resource = await tx.m.findOne(ComputeResource, { where: { uuid: resourceUuid }, select: { uuid: true, plan: true } });
+  const resource = await tx.m.findOne(ComputeResource, {
+    where: { uuid: resourceUuid },
+    select: { uuid: true, plan: true },
+  });
   return resource?.plan.plan_type ?? 'standard';
 }
 
@@ -28,16 +36,24 @@ async function planTypeOf(tx: Tx, resourceUuid: string): Promise<string> {
  * per-type rules (BKP-03, ADD-09/10) and what the data-plane driver can run; credentials are
  * generated and sealed at once (never logged); its provisioning workflow is enqueued.
  */
-export async function insertDataService(tx: Tx, caller: Caller, input: {
-  kind: 'addon' | 'service'; appUuid: string | null; projectId: string | null; resourceUuid: string; body: AddonCreateBody;
-}): Promise<Addon> {
+export async function insertDataService(
+  tx: Tx,
+  caller: Caller,
+  input: {
+    kind: 'addon' | 'service';
+    appUuid: string | null;
+    projectId: string | null;
+    resourceUuid: string;
+    body: AddonCreateBody;
+  },
+): Promise<Addon> {
   const b = input.body;
   checkSettings(b.type, await planTypeOf(tx, input.resourceUuid), b);
   checkSubPath(b.type, b.sub_path, b.access_mode);
   const unsupported = tx.deps.data?.supports(b.type as DataType) ?? null;
   if (unsupported) throw unprocessable(unsupported, [{ path: 'body.type', message: unsupported }]);
   const uuid = randomUUID();
-  const name = `${slug(b.name ?? (input.kind === 'service' ? b.label ?? b.type : b.type))}-${randomBytes(4).toString('hex')}`;
+  const name = `${slug(b.name ?? (input.kind === 'service' ? (b.label ?? b.type) : b.type))}-${randomBytes(4).toString('hex')}`;
   const isDb = b.type !== 'storage';
   const settings: Record<string, unknown> = { s3_enabled: b.s3_enabled ?? false };
   if (b.type === 'storage') {
@@ -45,10 +61,20 @@ export async function insertDataService(tx: Tx, caller: Caller, input: {
     if (b.sub_path !== undefined) settings.sub_path = b.sub_path;
   }
   const values: Partial<Addon> = {
-    uuid, workspace_uuid: caller.workspaceUuid, kind: input.kind, app_uuid: input.appUuid, project_id: input.projectId,
-    resource_uuid: input.resourceUuid, type: b.type, name, label: b.label ?? name, state: 'pending',
-    quota: { cpu_size: 0.5, ram_size: 512 * 2 ** 20, disk_size: 10 * 2 ** 30, ...b.quota }, settings,
-    public_access: b.public_access ?? false, backup_enabled: b.backup_enabled ?? false,
+    uuid,
+    workspace_uuid: caller.workspaceUuid,
+    kind: input.kind,
+    app_uuid: input.appUuid,
+    project_id: input.projectId,
+    resource_uuid: input.resourceUuid,
+    type: b.type,
+    name,
+    label: b.label ?? name,
+    state: 'pending',
+    quota: { cpu_size: 0.5, ram_size: 512 * 2 ** 20, disk_size: 10 * 2 ** 30, ...b.quota },
+    settings,
+    public_access: b.public_access ?? false,
+    backup_enabled: b.backup_enabled ?? false,
     database_name: b.type === 'postgres' || b.type === 'mysql' ? name.replace(/-/g, '_') : null,
     username: b.type === 'valkey' ? 'default' : isDb ? name.replace(/-/g, '_') : null,
     // The password is generated here, sealed at once and never logged.
@@ -60,8 +86,11 @@ export async function insertDataService(tx: Tx, caller: Caller, input: {
   // the app's environment gains the add-on's connection variables (`var`) at its next deployment
   if (input.appUuid) await markNeedsRedeploy(tx.m, { kind: 'app', uuid: input.appUuid });
   await tx.enqueue({
-    operation: input.kind === 'service' ? 'service-provision' : 'addon-provision', workflow: 'addonProvision',
-    workspaceUuid: caller.workspaceUuid, resourceUuid: uuid, args: [{ addonUuid: uuid, storage: b.type === 'storage' }],
+    operation: input.kind === 'service' ? 'service-provision' : 'addon-provision',
+    workflow: 'addonProvision',
+    workspaceUuid: caller.workspaceUuid,
+    resourceUuid: uuid,
+    args: [{ addonUuid: uuid, storage: b.type === 'storage' }],
   });
   return addon;
 }
@@ -70,9 +99,16 @@ export async function insertDataService(tx: Tx, caller: Caller, input: {
 export async function createAddon(tx: Tx, caller: Caller, input: CreateAddonInput): Promise<Addon> {
   const { appUuid, ...body } = input;
   const app = await tx.m.findOne(App, {
-    where: { uuid: appUuid, workspace_uuid: caller.workspaceUuid }, select: { uuid: true, project_id: true, resource_uuid: true },
+    where: { uuid: appUuid, workspace_uuid: caller.workspaceUuid },
+    select: { uuid: true, project_id: true, resource_uuid: true },
   });
   if (!app) throw notFound('app');
   await assertProjectVisible(ruleScope(tx, caller), app.project_id, 'app');
-  return insertDataService(tx, caller, { kind: 'addon', appUuid: app.uuid, projectId: app.project_id, resourceUuid: app.resource_uuid, body });
+  return insertDataService(tx, caller, {
+    kind: 'addon',
+    appUuid: app.uuid,
+    projectId: app.project_id,
+    resourceUuid: app.resource_uuid,
+    body,
+  });
 }

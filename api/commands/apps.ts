@@ -25,7 +25,9 @@ export function ruleScope(tx: Tx, caller: Caller): RuleScope {
 
 /** The whole app row, locked for the change: in the caller's workspace and in a project open to the caller, else 404. */
 export async function appForChange(tx: Tx, scope: RuleScope, uuid: string): Promise<App> {
-  const app = await tx.m.createQueryBuilder(App, 'a').setLock('pessimistic_write')
+  const app = await tx.m
+    .createQueryBuilder(App, 'a')
+    .setLock('pessimistic_write')
     .where('a.uuid = :uuid AND a.workspace_uuid = :workspace', { uuid, workspace: scope.caller.workspaceUuid })
     .getOne();
   if (!app) throw notFound('app');
@@ -33,7 +35,8 @@ export async function appForChange(tx: Tx, scope: RuleScope, uuid: string): Prom
   return app;
 }
 
-type NewApp = Partial<App> & Pick<App, 'uuid' | 'workspace_uuid' | 'resource_uuid' | 'service_name' | 'label' | 'state'>;
+type NewApp = Partial<App> &
+  Pick<App, 'uuid' | 'workspace_uuid' | 'resource_uuid' | 'service_name' | 'label' | 'state'>;
 
 /**
  * Inserts an app under a fresh suffixed name (APP-01; the unique index decides, a clash
@@ -52,27 +55,57 @@ export async function insertAppRow(m: EntityManager, values: NewApp): Promise<Ap
 /** POST /apps: an app in state pending on a resource with room for its quota (CLN-04 placement), its lifecycle workflow enqueued. */
 export async function createApp(tx: Tx, caller: Caller, b: CreateAppInput): Promise<App> {
   if (b.basic_auth_enabled && (!b.basic_auth_username || !b.basic_auth_password)) {
-    throw unprocessable('basic_auth_enabled needs basic_auth_username and basic_auth_password', [{ path: 'body.basic_auth_password', message: 'required when basic_auth_enabled' }]);
+    throw unprocessable('basic_auth_enabled needs basic_auth_username and basic_auth_password', [
+      { path: 'body.basic_auth_password', message: 'required when basic_auth_enabled' },
+    ]);
   }
   const scope = ruleScope(tx, caller);
   const method = b.deployment_method ?? 'git_push';
   await checkPlacement(scope, tx.m, { resourceId: b.resource_id, projectId: b.project_id });
-  const join = await resolveVpcJoin(tx.m, { workspaceUuid: caller.workspaceUuid, resourceUuid: b.resource_id, vpcUuid: b.vpc_uuid, subnetUuid: b.vpc_subnet_uuid });
+  const join = await resolveVpcJoin(tx.m, {
+    workspaceUuid: caller.workspaceUuid,
+    resourceUuid: b.resource_id,
+    vpcUuid: b.vpc_uuid,
+    subnetUuid: b.vpc_subnet_uuid,
+  });
   const deployment = await checkDeployment(scope, tx.m, method, b.deployment_config);
-  const quota = { ...DEFAULT_QUOTA, ...Object.fromEntries(Object.entries(b.quota ?? {}).filter(([, v]) => v !== undefined)) };
+  const quota = {
+    ...DEFAULT_QUOTA,
+    ...Object.fromEntries(Object.entries(b.quota ?? {}).filter(([, v]) => v !== undefined)),
+  };
   const app = await insertAppRow(tx.m, {
-    uuid: randomUUID(), workspace_uuid: caller.workspaceUuid, project_id: b.project_id ?? null, resource_uuid: b.resource_id,
-    service_name: b.name, label: b.label ?? b.name, state: 'pending', deployment_method: method, deployment_config: deployment.config,
-    builder: b.builder ?? 'auto', manage_dns_records: b.manage_dns_records ?? true, maintenance: b.maintenance ?? false,
-    private_access: b.private_access ?? false, allow_connections: b.allow_connections ?? true, basic_auth_enabled: b.basic_auth_enabled ?? false,
+    uuid: randomUUID(),
+    workspace_uuid: caller.workspaceUuid,
+    project_id: b.project_id ?? null,
+    resource_uuid: b.resource_id,
+    service_name: b.name,
+    label: b.label ?? b.name,
+    state: 'pending',
+    deployment_method: method,
+    deployment_config: deployment.config,
+    builder: b.builder ?? 'auto',
+    manage_dns_records: b.manage_dns_records ?? true,
+    maintenance: b.maintenance ?? false,
+    private_access: b.private_access ?? false,
+    allow_connections: b.allow_connections ?? true,
+    basic_auth_enabled: b.basic_auth_enabled ?? false,
     basic_auth_username: b.basic_auth_username ?? null,
     basic_auth_password_sealed: b.basic_auth_password ? tx.deps.secretBox.seal(b.basic_auth_password) : null,
-    quota, internal_port: b.internal_port ?? 8080, parent_app_uuid: deployment.parentAppUuid, created_by_member_uuid: caller.memberUuid,
+    quota,
+    internal_port: b.internal_port ?? 8080,
+    parent_app_uuid: deployment.parentAppUuid,
+    created_by_member_uuid: caller.memberUuid,
   });
   await reserveCapacity(scope, tx.m, app.uuid, app.resource_uuid, app.quota);
   if (join) await recordVpcJoin(tx.m, join, app);
   await tx.audit({ action: 'app.create', resourceUuid: app.uuid, after: snapshotOf(app) });
-  await tx.enqueue({ operation: APP_OPERATION, workflow: 'appLifecycle', workspaceUuid: caller.workspaceUuid, resourceUuid: app.uuid, args: [{ appUuid: app.uuid }] });
+  await tx.enqueue({
+    operation: APP_OPERATION,
+    workflow: 'appLifecycle',
+    workspaceUuid: caller.workspaceUuid,
+    resourceUuid: app.uuid,
+    args: [{ appUuid: app.uuid }],
+  });
   return app;
 }
 
@@ -80,22 +113,57 @@ export async function createApp(tx: Tx, caller: Caller, b: CreateAppInput): Prom
 const NOT_CLONABLE = ['pending', 'assigned', 'cloning', 'deleting'];
 
 /** CLN-02: the add-ons and cron jobs named must be the source app's (a cron job is no add-on here, nor the reverse). */
-async function checkClonedParts(m: EntityManager, sourceUuid: string, addons: ReadonlyArray<{ uuid: string }>, cronjobs: readonly string[]): Promise<void> {
+async function checkClonedParts(
+  m: EntityManager,
+  sourceUuid: string,
+  addons: ReadonlyArray<{ uuid: string }>,
+  cronjobs: readonly string[],
+): Promise<void> {
   const named = [...addons.map((x) => x.uuid), ...cronjobs];
-  const owned = named.length === 0 ? [] : await m.createQueryBuilder(Addon, 'a').select(['a.uuid', 'a.type'])
-    .where(`a.app_uuid = :app AND a.kind = 'addon' AND a.state <> 'deleting' AND a.uuid IN (:...named)`, { app: sourceUuid, named })
-    .getMany();
+  const owned =
+    named.length === 0
+      ? []
+      : await m
+          .createQueryBuilder(Addon, 'a')
+          .select(['a.uuid', 'a.type'])
+          .where(`a.app_uuid = :app AND a.kind = 'addon' AND a.state <> 'deleting' AND a.uuid IN (:...named)`, {
+            app: sourceUuid,
+            named,
+          })
+          .getMany();
   const isAddon = new Set(owned.filter((r) => r.type !== 'cronjob').map((r) => r.uuid));
   const isCronjob = new Set(owned.filter((r) => r.type === 'cronjob').map((r) => r.uuid));
   const errors = [
-    ...addons.flatMap((x, i) => (isAddon.has(x.uuid) ? [] : [{ path: `body.addons[${i}].uuid`, uuid: x.uuid,
-      message: isCronjob.has(x.uuid) ? `${x.uuid} is a cron job: list it in cronjobs` : `${x.uuid} is not an add-on of this app` }])),
-    ...cronjobs.flatMap((c, i) => (isCronjob.has(c) ? [] : [{ path: `body.cronjobs[${i}]`, uuid: c,
-      message: isAddon.has(c) ? `${c} is an add-on: list it in addons` : `${c} is not a cron job of this app` }])),
+    ...addons.flatMap((x, i) =>
+      isAddon.has(x.uuid)
+        ? []
+        : [
+            {
+              path: `body.addons[${i}].uuid`,
+              uuid: x.uuid,
+              message: isCronjob.has(x.uuid)
+                ? `${x.uuid} is a cron job: list it in cronjobs`
+                : `${x.uuid} is not an add-on of this app`,
+            },
+          ],
+    ),
+    ...cronjobs.flatMap((c, i) =>
+      isCronjob.has(c)
+        ? []
+        : [
+            {
+              path: `body.cronjobs[${i}]`,
+              uuid: c,
+              message: isAddon.has(c) ? `${c} is an add-on: list it in addons` : `${c} is not a cron job of this app`,
+            },
+          ],
+    ),
   ];
   if (errors.length > 0) {
-    throw unprocessable(`not add-ons or cron jobs of this app as listed: ${errors.map((x) => x.uuid).join(', ')}`,
-      errors.map(({ path, message }) => ({ path, message })));
+    throw unprocessable(
+      `not add-ons or cron jobs of this app as listed: ${errors.map((x) => x.uuid).join(', ')}`,
+      errors.map(({ path, message }) => ({ path, message })),
+    );
   }
 }
 
@@ -116,27 +184,53 @@ export async function cloneApp(tx: Tx, caller: Caller, input: CloneAppInput): Pr
   await checkPlacement(scope, tx.m, { resourceId: resourceUuid, projectId });
   const parentImage = input.use_parent_image;
   const app = await insertAppRow(tx.m, {
-    uuid: randomUUID(), workspace_uuid: caller.workspaceUuid, project_id: projectId, resource_uuid: resourceUuid,
-    service_name: input.name ?? source.service_name, label: input.label ?? `${source.label} (copy)`, state: 'cloning',
+    uuid: randomUUID(),
+    workspace_uuid: caller.workspaceUuid,
+    project_id: projectId,
+    resource_uuid: resourceUuid,
+    service_name: input.name ?? source.service_name,
+    label: input.label ?? `${source.label} (copy)`,
+    state: 'cloning',
     deployment_method: parentImage ? 'parent_image' : source.deployment_method,
     deployment_config: parentImage ? { parent_app_id: source.uuid } : source.deployment_config,
-    builder: source.builder, manage_dns_records: source.manage_dns_records, maintenance: false, internal_port: source.internal_port,
-    quota: source.quota, parent_app_uuid: parentImage ? source.uuid : null, parent_image_auto_sync: parentImage ? input.parent_image_auto_sync : false,
+    builder: source.builder,
+    manage_dns_records: source.manage_dns_records,
+    maintenance: false,
+    internal_port: source.internal_port,
+    quota: source.quota,
+    parent_app_uuid: parentImage ? source.uuid : null,
+    parent_image_auto_sync: parentImage ? input.parent_image_auto_sync : false,
     created_by_member_uuid: caller.memberUuid,
   });
   await reserveCapacity(scope, tx.m, app.uuid, resourceUuid, source.quota);
   // the new app is the resource; the entry names its source
-  await tx.audit({ action: 'app.clone', resourceUuid: app.uuid, after: { ...snapshotOf(app), cloned_from: source.uuid } });
+  await tx.audit({
+    action: 'app.clone',
+    resourceUuid: app.uuid,
+    after: { ...snapshotOf(app), cloned_from: source.uuid },
+  });
   await tx.enqueue({
-    operation: 'app-clone', workflow: 'appClone', workspaceUuid: caller.workspaceUuid, resourceUuid: app.uuid,
-    args: [{
-      workspaceUuid: caller.workspaceUuid, sourceUuid: source.uuid, targetUuid: app.uuid, useParentImage: parentImage,
-      flags: {
-        clone_variables: input.clone_variables, clone_secret_files: input.clone_secret_files, clone_scaling_settings: input.clone_scaling_settings,
-        clone_health_checks: input.clone_health_checks, clone_security: input.clone_security,
+    operation: 'app-clone',
+    workflow: 'appClone',
+    workspaceUuid: caller.workspaceUuid,
+    resourceUuid: app.uuid,
+    args: [
+      {
+        workspaceUuid: caller.workspaceUuid,
+        sourceUuid: source.uuid,
+        targetUuid: app.uuid,
+        useParentImage: parentImage,
+        flags: {
+          clone_variables: input.clone_variables,
+          clone_secret_files: input.clone_secret_files,
+          clone_scaling_settings: input.clone_scaling_settings,
+          clone_health_checks: input.clone_health_checks,
+          clone_security: input.clone_security,
+        },
+        addons: addons.map((x) => ({ uuid: x.uuid, clone_data: x.clone_data })),
+        cronjobs,
       },
-      addons: addons.map((x) => ({ uuid: x.uuid, clone_data: x.clone_data })), cronjobs,
-    }],
+    ],
   });
   return app;
 }

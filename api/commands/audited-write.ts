@@ -19,7 +19,10 @@ export interface Origin {
 }
 
 /** The origin of a change a caller asked for: the member, or the workspace token by its uuid (never the token). */
-export function callerOrigin(caller: Caller, request: { requestId?: string | null; clientIp?: string | null; userAgent?: string | null } = {}): Origin {
+export function callerOrigin(
+  caller: Caller,
+  request: { requestId?: string | null; clientIp?: string | null; userAgent?: string | null } = {},
+): Origin {
   return {
     workspaceUuid: caller.workspaceUuid,
     actorType: caller.memberUuid ? 'member' : 'workspace_token',
@@ -34,7 +37,9 @@ export function callerOrigin(caller: Caller, request: { requestId?: string | nul
 /** The origin of a route's request: its caller, request id, client IP and user agent. */
 export function requestOrigin(ctx: Pick<AnyRouteContext, 'caller' | 'requestId' | 'koa'>): Origin {
   return callerOrigin(ctx.caller, {
-    requestId: ctx.requestId, clientIp: ctx.koa.ip || null, userAgent: (ctx.koa.get('user-agent') || '').slice(0, 500) || null,
+    requestId: ctx.requestId,
+    clientIp: ctx.koa.ip || null,
+    userAgent: (ctx.koa.get('user-agent') || '').slice(0, 500) || null,
   });
 }
 
@@ -70,8 +75,12 @@ export async function writeAuditEntry(db: Db, origin: Origin, record: AuditRecor
   if (record.skipWhenUnchanged && Object.keys(diff).length === 0) return;
   const resourceType = record.resourceType ?? record.action.split('.')[0]!;
   await insertAuditEvent(db, {
-    ...origin, action: record.action, resourceType, resourceUuid: record.resourceUuid,
-    appUuid: record.appUuid ?? owningApp(record, resourceType), diff,
+    ...origin,
+    action: record.action,
+    resourceType,
+    resourceUuid: record.resourceUuid,
+    appUuid: record.appUuid ?? owningApp(record, resourceType),
+    diff,
   });
 }
 
@@ -79,7 +88,6 @@ export async function writeAuditEntry(db: Db, origin: Origin, record: AuditRecor
 export function snapshotOf(row: object | null | undefined): Record<string, unknown> | null {
   return row ? (JSON.parse(JSON.stringify(row)) as Record<string, unknown>) : null;
 }
-
 
 /** What a command is given: the transaction, the deps, and the steps of an audited write. */
 export interface Tx {
@@ -103,17 +111,27 @@ export interface AfterCommit {
 }
 
 /** A Tx over a transaction the caller holds (tests call commands inside a transaction of their own this way). */
-export function openTx(m: EntityManager, deps: ApiDeps, origin: Origin, later: AfterCommit = { starts: [], steps: [] }): Tx {
+export function openTx(
+  m: EntityManager,
+  deps: ApiDeps,
+  origin: Origin,
+  later: AfterCommit = { starts: [], steps: [] },
+): Tx {
   return {
-    m, deps,
+    m,
+    deps,
     audit: (record) => writeAuditEntry(m, origin, record),
     async enqueue(req) {
       const op = await deps.outbox.enqueue(m, req);
       later.starts.push(op);
       return op;
     },
-    dispatchAfter: (op) => { later.starts.push(op); },
-    afterCommit: (step) => { later.steps.push(step); },
+    dispatchAfter: (op) => {
+      later.starts.push(op);
+    },
+    afterCommit: (step) => {
+      later.steps.push(step);
+    },
   };
 }
 

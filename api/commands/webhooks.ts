@@ -40,35 +40,56 @@ export async function checkUrl(config: ApiDeps['config'], url: string): Promise<
 function checkEvents(events: readonly string[] | undefined): string[] | undefined {
   if (events === undefined) return undefined;
   if (events.includes('ping')) {
-    throw unprocessable('ping is a test event and cannot be subscribed to', [{ path: 'body.events', message: 'ping is not subscribable' }]);
+    throw unprocessable('ping is a test event and cannot be subscribed to', [
+      { path: 'body.events', message: 'ping is not subscribable' },
+    ]);
   }
   return [...new Set(events)];
 }
 
 /** app_uuids must be apps of the caller's workspace. */
-async function checkApps(tx: Tx, caller: Caller, appUuids: readonly string[] | undefined): Promise<string[] | undefined> {
+async function checkApps(
+  tx: Tx,
+  caller: Caller,
+  appUuids: readonly string[] | undefined,
+): Promise<string[] | undefined> {
   if (appUuids === undefined) return undefined;
   const ids = [...new Set(appUuids.map((a) => a.toLowerCase()))];
   if (ids.length === 0) return ids;
-  const found = await tx.m.createQueryBuilder(App, 'a').select('a.uuid')
-    .where('a.workspace_uuid = :workspace AND a.uuid IN (:...ids)', { workspace: caller.workspaceUuid, ids }).getMany();
+  const found = await tx.m
+    .createQueryBuilder(App, 'a')
+    .select('a.uuid')
+    .where('a.workspace_uuid = :workspace AND a.uuid IN (:...ids)', { workspace: caller.workspaceUuid, ids })
+    .getMany();
   const missing = ids.filter((id) => !found.some((f) => f.uuid === id));
   if (missing.length > 0) {
-    throw unprocessable(`app_uuids must be apps of this workspace: ${missing.join(', ')}`,
-      missing.map((id) => ({ path: 'body.app_uuids', message: `${id} is not an app of this workspace` })));
+    throw unprocessable(
+      `app_uuids must be apps of this workspace: ${missing.join(', ')}`,
+      missing.map((id) => ({ path: 'body.app_uuids', message: `${id} is not an app of this workspace` })),
+    );
   }
   return ids;
 }
 
 /** POST /webhooks: the webhook and its signing secret, returned this once (the row keeps it sealed). */
-export async function createWebhook(tx: Tx, caller: Caller, b: CreateWebhookInput): Promise<{ webhook: Webhook; secret: string }> {
+export async function createWebhook(
+  tx: Tx,
+  caller: Caller,
+  b: CreateWebhookInput,
+): Promise<{ webhook: Webhook; secret: string }> {
   const events = checkEvents(b.events) ?? [];
   await checkUrl(tx.deps.config, b.url);
   const secret = generateWebhookSecret();
   const values: Partial<Webhook> = {
-    uuid: randomUUID(), workspace_uuid: caller.workspaceUuid, url: b.url, description: b.description ?? '', events,
-    app_uuids: (await checkApps(tx, caller, b.app_uuids)) ?? [], include_review_apps: b.include_review_apps ?? false,
-    enabled: b.enabled ?? true, secret_sealed: tx.deps.secretBox.seal(secret),
+    uuid: randomUUID(),
+    workspace_uuid: caller.workspaceUuid,
+    url: b.url,
+    description: b.description ?? '',
+    events,
+    app_uuids: (await checkApps(tx, caller, b.app_uuids)) ?? [],
+    include_review_apps: b.include_review_apps ?? false,
+    enabled: b.enabled ?? true,
+    secret_sealed: tx.deps.secretBox.seal(secret),
   };
   const webhook = (await insertReturning(tx.m, Webhook, values))!;
   await tx.audit({ action: 'webhook.create', resourceUuid: webhook.uuid, before: null, after: snapshotOf(webhook) });
@@ -83,19 +104,31 @@ export async function createWebhook(tx: Tx, caller: Caller, b: CreateWebhookInpu
 export async function updateWebhook(tx: Tx, caller: Caller, input: UpdateWebhookInput): Promise<Webhook> {
   const events = checkEvents(input.events);
   if (input.url !== undefined) await checkUrl(tx.deps.config, input.url);
-  const current = await tx.m.findOne(Webhook, { where: { uuid: input.uuid, workspace_uuid: caller.workspaceUuid }, lock: { mode: 'pessimistic_write' } });
+  const current = await tx.m.findOne(Webhook, {
+    where: { uuid: input.uuid, workspace_uuid: caller.workspaceUuid },
+    lock: { mode: 'pessimistic_write' },
+  });
   if (!current) throw notFound('webhook');
   const apps = await checkApps(tx, caller, input.app_uuids);
   const enabled = input.enabled ?? current.enabled;
   const changes: Partial<Webhook> = {
-    url: input.url ?? current.url, description: input.description ?? current.description, events: events ?? current.events,
-    app_uuids: apps ?? current.app_uuids, include_review_apps: input.include_review_apps ?? current.include_review_apps, enabled,
+    url: input.url ?? current.url,
+    description: input.description ?? current.description,
+    events: events ?? current.events,
+    app_uuids: apps ?? current.app_uuids,
+    include_review_apps: input.include_review_apps ?? current.include_review_apps,
+    enabled,
     // the row is locked: what was read is what is changed
     consecutive_failures: enabled && !current.enabled ? 0 : current.consecutive_failures,
     disabled_at: enabled ? null : current.enabled ? new Date() : current.disabled_at,
     disable_notice_pending: enabled ? false : current.disable_notice_pending,
   };
   const updated = (await updateReturning(tx.m, Webhook, current.uuid, changes))!;
-  await tx.audit({ action: 'webhook.update', resourceUuid: current.uuid, before: snapshotOf(current), after: snapshotOf(updated) });
+  await tx.audit({
+    action: 'webhook.update',
+    resourceUuid: current.uuid,
+    before: snapshotOf(current),
+    after: snapshotOf(updated),
+  });
   return updated;
 }

@@ -9,15 +9,18 @@ export function accessLog(logger: Logger): Koa.Middleware {
       await next();
     } finally {
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
-      logger.info({
-        requestId: ctx.state.requestId,
-        method: ctx.method,
-        path: ctx.path,
-        status: ctx.status,
-        ms: Math.round(ms * 10) / 10,
-        workspace: ctx.state.caller?.workspaceUuid,
-        token: ctx.state.caller?.tokenUuid,
-      }, 'request');
+      logger.info(
+        {
+          requestId: ctx.state.requestId,
+          method: ctx.method,
+          path: ctx.path,
+          status: ctx.status,
+          ms: Math.round(ms * 10) / 10,
+          workspace: ctx.state.caller?.workspaceUuid,
+          token: ctx.state.caller?.tokenUuid,
+        },
+        'request',
+      );
     }
   };
 }

@@ -50,7 +50,12 @@ export function authenticate(ds: DataSource, cache?: TokenCache<TokenRow>): Koa.
  * token, a membership or a role changes: api/middleware/token-cache.ts); every check below
  * runs on it all the same.
  */
-export async function callerOfToken(ds: DataSource, token: string, selected: string | null, cache?: TokenCache<TokenRow>): Promise<Caller> {
+export async function callerOfToken(
+  ds: DataSource,
+  token: string,
+  selected: string | null,
+  cache?: TokenCache<TokenRow>,
+): Promise<Caller> {
   if (selected !== null && !isUuid(selected)) throw badRequest(`${WORKSPACE_HEADER} must be a workspace UUID`);
   const hash = hashToken(token);
   const key = `${hash} ${selected ?? ''}`;
@@ -78,7 +83,7 @@ export async function callerOfToken(ds: DataSource, token: string, selected: str
       permissions: new Set((row.token_permissions ?? []).filter(isPermission)),
     };
   } else {
-    if (!row.member_uuid) throw forbidden('the token\'s user is not a member of this workspace');
+    if (!row.member_uuid) throw forbidden("the token's user is not a member of this workspace");
     const builtinRole = row.builtin ? (row.role_name as BuiltinRole) : null;
     caller = {
       workspaceUuid,
@@ -103,7 +108,9 @@ export async function callerOfToken(ds: DataSource, token: string, selected: str
 
 /** The token by its hash, with its user's membership in the selected workspace (null: the token's own) and that role. */
 async function lookupToken(ds: DataSource, hash: string, selected: string | null): Promise<TokenRow | undefined> {
-  const rows = await preparedRows<TokenRow>(ds, 'berth_token_lookup',
+  const rows = await preparedRows<TokenRow>(
+    ds,
+    'berth_token_lookup',
     `SELECT t.uuid AS token_uuid, t.workspace_uuid AS token_workspace, t.member_uuid AS token_member,
             t.permissions AS token_permissions, t.expires_at, t.revoked_at, t.last_used_at,
             m.uuid AS member_uuid, m.user_uuid, r.name AS role_name, r.builtin, r.permissions AS role_permissions

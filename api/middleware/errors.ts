@@ -18,7 +18,8 @@ export function validationProblem(err: ValidationError, where: string): Problem 
 function databaseProblem(err: QueryFailedError): Problem | null {
   const code = (err.driverError as { code?: string } | undefined)?.code;
   const constraint = (err.driverError as { constraint?: string } | undefined)?.constraint;
-  if (code === '23505') return new Problem(409, `conflicts with an existing resource${constraint ? ` (${constraint})` : ''}`);
+  if (code === '23505')
+    return new Problem(409, `conflicts with an existing resource${constraint ? ` (${constraint})` : ''}`);
   if (code === '23P01') return new Problem(422, `overlaps an existing resource${constraint ? ` (${constraint})` : ''}`);
   if (code === '23503') return new Problem(422, 'refers to a resource that does not exist or is still in use');
   if (code === '22P02' || code === '22003' || code === '22007') return badRequest('a parameter has an invalid format');
@@ -30,14 +31,19 @@ export const DATABASE_RETRY_AFTER_S = 5;
 const CONNECTION_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH']);
 /** SQLSTATE classes 08 (connection exception) and 57P (operator intervention: shutdown, starting up), 53300 too many connections. */
 const UNAVAILABLE_SQLSTATE = /^(08...|57P0[1-3]|53300)$/;
-const CONNECTION_MESSAGES = /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|terminating connection)/;
+const CONNECTION_MESSAGES =
+  /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|terminating connection)/;
 
 /**
  * PostgreSQL unreachable (down, restarting, the pool cannot connect in time, a connection
  * cut mid-query): a transient condition, answered 503 with Retry-After rather than 500.
  */
 export function isDatabaseUnavailable(err: unknown): boolean {
-  const e = (err instanceof QueryFailedError ? err.driverError : err) as { code?: unknown; message?: unknown; cause?: unknown } | null;
+  const e = (err instanceof QueryFailedError ? err.driverError : err) as {
+    code?: unknown;
+    message?: unknown;
+    cause?: unknown;
+  } | null;
   if (!e || typeof e !== 'object') return false;
   if (typeof e.code === 'string' && (CONNECTION_ERRNOS.has(e.code) || UNAVAILABLE_SQLSTATE.test(e.code))) return true;
   if (typeof e.message === 'string' && CONNECTION_MESSAGES.test(e.message)) return true;
@@ -46,14 +52,16 @@ export function isDatabaseUnavailable(err: unknown): boolean {
 
 function toProblem(err: unknown): Problem | null {
   if (err instanceof Problem) return err;
-  if (isDatabaseUnavailable(err)) return unavailable('the database is unreachable for a moment; retry after the given delay', DATABASE_RETRY_AFTER_S);
+  if (isDatabaseUnavailable(err))
+    return unavailable('the database is unreachable for a moment; retry after the given delay', DATABASE_RETRY_AFTER_S);
   if (err instanceof ValidationError) return validationProblem(err, 'body');
   if (err instanceof QueryFailedError) return databaseProblem(err);
   const e = err as { status?: number; expose?: boolean; message?: string; type?: string };
   if (typeof e.status === 'number' && e.status >= 400 && e.status < 500) {
     if (e.status === 413) return new Problem(413, 'request body is larger than the 1 MB limit');
     if (e.status === 415) return new Problem(415, 'request bodies must be JSON (Content-Type: application/json)');
-    if (e.type === 'entity.parse.failed' || /JSON|json/.test(e.message ?? '')) return badRequest('request body is not valid JSON');
+    if (e.type === 'entity.parse.failed' || /JSON|json/.test(e.message ?? ''))
+      return badRequest('request body is not valid JSON');
     return new Problem(e.status, e.expose && e.message ? e.message : 'invalid request');
   }
   return null;
@@ -70,7 +78,10 @@ export function problemErrors(logger: Logger): Koa.Middleware {
     } catch (err) {
       let problem = toProblem(err);
       if (problem?.status === 503 && isDatabaseUnavailable(err)) {
-        logger.warn({ requestId: ctx.state.requestId, method: ctx.method, path: ctx.path, code: (err as { code?: string }).code }, 'database unreachable');
+        logger.warn(
+          { requestId: ctx.state.requestId, method: ctx.method, path: ctx.path, code: (err as { code?: string }).code },
+          'database unreachable',
+        );
       }
       if (!problem) {
         logger.error({ err, requestId: ctx.state.requestId, method: ctx.method, path: ctx.path }, 'unhandled error');

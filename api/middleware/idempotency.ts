@@ -25,7 +25,9 @@ export function idempotency(ds: DataSource, secretBox: SecretBox): Koa.Middlewar
     if (!KEY.test(key)) throw new Problem(400, 'Idempotency-Key must be 1-255 characters of [A-Za-z0-9._:-]');
     const workspace = ctx.state.caller!.workspaceUuid;
     const requestHash = createHash('sha256')
-      .update(`${ctx.method} ${ctx.path}\n${ctx.querystring}\n${JSON.stringify((ctx.request as unknown as { body?: unknown }).body ?? null)}`)
+      .update(
+        `${ctx.method} ${ctx.path}\n${ctx.querystring}\n${JSON.stringify((ctx.request as unknown as { body?: unknown }).body ?? null)}`,
+      )
       .digest('hex');
     // Claim the key first (status 0 = in progress), so concurrent requests with one key run
     // the handler once: the others wait for the first answer and replay it.
@@ -47,10 +49,14 @@ export function idempotency(ds: DataSource, secretBox: SecretBox): Koa.Middlewar
       ctx.status = stored.status;
       for (const [k, v] of Object.entries(stored.headers as Record<string, string>)) ctx.set(k, v);
       ctx.set('Idempotent-Replayed', 'true');
-      ctx.body = stored.headers['cache-control'] === 'no-store' ? JSON.parse(secretBox.open(stored.body as string)) : stored.body;
+      ctx.body =
+        stored.headers['cache-control'] === 'no-store'
+          ? JSON.parse(secretBox.open(stored.body as string))
+          : stored.body;
       return;
     }
-    const release = () => ds.query(`DELETE FROM idempotency_keys WHERE workspace_uuid = $1 AND key = $2 AND status = 0`, [workspace, key]);
+    const release = () =>
+      ds.query(`DELETE FROM idempotency_keys WHERE workspace_uuid = $1 AND key = $2 AND status = 0`, [workspace, key]);
     try {
       await next();
     } catch (err) {
@@ -69,9 +75,17 @@ export function idempotency(ds: DataSource, secretBox: SecretBox): Koa.Middlewar
     if (ctx.response.is('problem+json')) headers['content-type'] = 'application/problem+json';
     await ds.query(
       `UPDATE idempotency_keys SET status = $3, body = $4, headers = $5 WHERE workspace_uuid = $1 AND key = $2`,
-      [workspace, key, ctx.status,
-        JSON.stringify(headers['cache-control'] === 'no-store' ? secretBox.seal(JSON.stringify(ctx.body ?? null)) : ctx.body ?? null),
-        JSON.stringify(headers)],
+      [
+        workspace,
+        key,
+        ctx.status,
+        JSON.stringify(
+          headers['cache-control'] === 'no-store'
+            ? secretBox.seal(JSON.stringify(ctx.body ?? null))
+            : (ctx.body ?? null),
+        ),
+        JSON.stringify(headers),
+      ],
     );
   };
 }
@@ -80,14 +94,22 @@ export function idempotency(ds: DataSource, secretBox: SecretBox): Koa.Middlewar
  * The answer stored under a key another request holds: waits while that request is still
  * in progress (status 0), up to WAIT_MS, then answers 409 (retry later).
  */
-async function storedAnswer(ds: DataSource, workspace: string, key: string): Promise<{ request_hash: string; status: number; body: unknown; headers: Record<string, string> }> {
+async function storedAnswer(
+  ds: DataSource,
+  workspace: string,
+  key: string,
+): Promise<{ request_hash: string; status: number; body: unknown; headers: Record<string, string> }> {
   const deadline = Date.now() + WAIT_MS;
   for (;;) {
     const [stored] = await ds.query(
-      `SELECT request_hash, status, body, headers FROM idempotency_keys WHERE workspace_uuid = $1 AND key = $2`, [workspace, key]);
+      `SELECT request_hash, status, body, headers FROM idempotency_keys WHERE workspace_uuid = $1 AND key = $2`,
+      [workspace, key],
+    );
     if (stored && stored.status !== 0) return stored;
     if (!stored || Date.now() > deadline) {
-      throw new Problem(409, 'a request with this Idempotency-Key is still in progress; retry it later', { headers: { 'Retry-After': '1' } });
+      throw new Problem(409, 'a request with this Idempotency-Key is still in progress; retry it later', {
+        headers: { 'Retry-After': '1' },
+      });
     }
     await new Promise((resolve) => setTimeout(resolve, 50));
   }

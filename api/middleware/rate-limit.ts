@@ -47,9 +47,13 @@ async function count(limiter: RequestLimiter, key: string, ctx: Koa.Context): Pr
   ctx.set('RateLimit-Remaining', String(res.remainingPoints));
   ctx.set('RateLimit-Reset', reset);
   if (res.consumedPoints > limiter.points) {
-    throw new Problem(429, `rate limit of ${limiter.points} requests per ${limiter.duration} s reached; retry in ${reset} s`, {
-      headers: { 'Retry-After': reset },
-    });
+    throw new Problem(
+      429,
+      `rate limit of ${limiter.points} requests per ${limiter.duration} s reached; retry in ${reset} s`,
+      {
+        headers: { 'Retry-After': reset },
+      },
+    );
   }
 }
 

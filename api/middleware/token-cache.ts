@@ -28,7 +28,10 @@ export class TokenCache<Row> {
   /** Bumped by every invalidation: a lookup that saw another generation does not fill the cache. */
   private generation = 0;
 
-  constructor(private readonly databaseUrl: string, private readonly logger?: Logger) {}
+  constructor(
+    private readonly databaseUrl: string,
+    private readonly logger?: Logger,
+  ) {}
 
   /** A fresh entry, or undefined (also while not listening). */
   get(key: string): Row | undefined {
@@ -79,8 +82,13 @@ export class TokenCache<Row> {
       this.client = null;
       this.stopListening();
       if (this.closed) return;
-      this.logger?.warn({ err }, 'token cache: LISTEN connection lost; looking tokens up on every request until it is back');
-      this.retry = setTimeout(() => { this.retry = null; }, RECONNECT_MS);
+      this.logger?.warn(
+        { err },
+        'token cache: LISTEN connection lost; looking tokens up on every request until it is back',
+      );
+      this.retry = setTimeout(() => {
+        this.retry = null;
+      }, RECONNECT_MS);
       this.retry.unref();
       void client.end().catch(() => {});
     };
@@ -88,18 +96,25 @@ export class TokenCache<Row> {
     client.on('end', () => lost());
     client.on('notification', () => this.invalidate());
     this.client = client;
-    client.connect()
+    client
+      .connect()
       .then(() => client.query(`LISTEN ${AUTH_CHANNEL}`))
-      .then(() => {
-        this.starting = false;
-        if (this.client !== client) return;
-        if (this.closed) { void client.end().catch(() => {}); return; }
-        this.invalidate();
-        this.listening = true;
-      }, (err: Error) => {
-        this.starting = false;
-        lost(err);
-      });
+      .then(
+        () => {
+          this.starting = false;
+          if (this.client !== client) return;
+          if (this.closed) {
+            void client.end().catch(() => {});
+            return;
+          }
+          this.invalidate();
+          this.listening = true;
+        },
+        (err: Error) => {
+          this.starting = false;
+          lost(err);
+        },
+      );
   }
 
   private stopListening(): void {

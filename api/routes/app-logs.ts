@@ -5,11 +5,25 @@ import { route } from '../route';
 import { obj, str, timestamp } from '../schemas/common';
 import { findApp } from './app-support';
 
-export const appLogLineSchema = obj({ timestamp: timestamp().required(), source: str().required(), message: str().defined() });
+export const appLogLineSchema = obj({
+  timestamp: timestamp().required(),
+  source: str().required(),
+  message: str().defined(),
+});
 
 const logQuery = obj({
-  tail: yup.number().integer('${path} must be an integer').min(1).max(10_000).typeError('${path} must be an integer').default(100),
-  since: timestamp().test('iso', '${path} must be an ISO 8601 date-time', (v) => v === undefined || !Number.isNaN(Date.parse(v))),
+  tail: yup
+    .number()
+    .integer('${path} must be an integer')
+    .min(1)
+    .max(10_000)
+    .typeError('${path} must be an integer')
+    .default(100),
+  since: timestamp().test(
+    'iso',
+    '${path} must be an ISO 8601 date-time',
+    (v) => v === undefined || !Number.isNaN(Date.parse(v)),
+  ),
 });
 type LogQuery = yup.InferType<typeof logQuery>;
 
@@ -19,9 +33,14 @@ const sse = (line: AppLogLine) => `data: ${JSON.stringify(line)}\n\n`;
 
 export const appLogRoutes = [
   route<{ uuid: string }, LogQuery>({
-    method: 'get', path: '/apps/{uuid}/logs', operation: 'apps.logs', tag: 'apps', query: logQuery,
-    summary: 'The app\'s runtime log: its replicas\' output and the platform\'s lines about them (source `berth`), oldest first. '
-      + 'With `Accept: text/event-stream` the selected lines are sent as events, then each new line until the client goes.',
+    method: 'get',
+    path: '/apps/{uuid}/logs',
+    operation: 'apps.logs',
+    tag: 'apps',
+    query: logQuery,
+    summary:
+      "The app's runtime log: its replicas' output and the platform's lines about them (source `berth`), oldest first. " +
+      'With `Accept: text/event-stream` the selected lines are sent as events, then each new line until the client goes.',
     response: yup.array(appLogLineSchema),
     async handler(ctx) {
       const app = await findApp(ctx, ctx.params.uuid);
@@ -34,7 +53,11 @@ export const appLogRoutes = [
       const koa = ctx.koa;
       const stream = new PassThrough();
       koa.req.socket.setTimeout(0);
-      koa.set({ 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
+      koa.set({
+        'content-type': 'text/event-stream; charset=utf-8',
+        'cache-control': 'no-cache',
+        'x-accel-buffering': 'no',
+      });
       koa.body = stream;
       stream.write(': berth app log\n\n');
       for (const line of lines) stream.write(sse(line));

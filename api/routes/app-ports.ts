@@ -31,8 +31,15 @@ export const portSchema = obj({
   updated_at: timestamp().required(),
 });
 
-const portBody = obj({ port: int().min(1).max(65535).required(), protocol: oneOf(['tcp', 'udp'] as const), public: bool() });
-const portParams = yup.object({ uuid: uuid().required(), port_id: yup.number().integer().min(1).max(2147483647).required() });
+const portBody = obj({
+  port: int().min(1).max(65535).required(),
+  protocol: oneOf(['tcp', 'udp'] as const),
+  public: bool(),
+});
+const portParams = yup.object({
+  uuid: uuid().required(),
+  port_id: yup.number().integer().min(1).max(2147483647).required(),
+});
 
 interface PortRow {
   id: number;
@@ -59,12 +66,20 @@ const PORT_SELECT = `SELECT p.id, p.internal_port, p.protocol, p.public, p.exter
 function portView(p: PortRow) {
   const pub = p.public && p.external_port !== null;
   return {
-    id: p.id, port: p.internal_port, protocol: p.protocol, public: p.public, external_port: pub ? p.external_port : null,
+    id: p.id,
+    port: p.internal_port,
+    protocol: p.protocol,
+    public: p.public,
+    external_port: pub ? p.external_port : null,
     public_endpoint: pub && p.hostname ? `${p.hostname}:${p.external_port}` : null,
-    endpoint_id: pub ? p.endpoint_id : null, endpoint_hostname: pub ? p.hostname : null,
-    endpoint_ipv4_primary: pub ? p.ipv4_primary : null, endpoint_ipv4_secondary: pub ? p.ipv4_secondary : null,
-    endpoint_ipv6_primary: pub ? p.ipv6_primary : null, endpoint_ipv6_secondary: pub ? p.ipv6_secondary : null,
-    created_at: isoRequired(p.created_at), updated_at: isoRequired(p.updated_at),
+    endpoint_id: pub ? p.endpoint_id : null,
+    endpoint_hostname: pub ? p.hostname : null,
+    endpoint_ipv4_primary: pub ? p.ipv4_primary : null,
+    endpoint_ipv4_secondary: pub ? p.ipv4_secondary : null,
+    endpoint_ipv6_primary: pub ? p.ipv6_primary : null,
+    endpoint_ipv6_secondary: pub ? p.ipv6_secondary : null,
+    created_at: isoRequired(p.created_at),
+    updated_at: isoRequired(p.updated_at),
   };
 }
 
@@ -87,7 +102,9 @@ async function ensureEndpoint(m: Pick<EntityManager, 'query'>, resourceUuid: str
        FROM (SELECT nextval(pg_get_serial_sequence('resource_endpoints', 'seq')) AS n) s,
             compute_resources c JOIN regions g ON g.id = c.region_id
       WHERE c.uuid = $1
-     ON CONFLICT (resource_uuid) DO NOTHING`, [resourceUuid, randomUUID()]);
+     ON CONFLICT (resource_uuid) DO NOTHING`,
+    [resourceUuid, randomUUID()],
+  );
 }
 
 /**
@@ -95,19 +112,29 @@ async function ensureEndpoint(m: Pick<EntityManager, 'query'>, resourceUuid: str
  * a random place in the pool, never the port's internal number. The unique index on
  * (resource, external port) decides races; a clash retries from another place.
  */
-async function allocateExternalPort(m: Pick<EntityManager, 'query'>, portId: number, resourceUuid: string, internalPort: number): Promise<void> {
+async function allocateExternalPort(
+  m: Pick<EntityManager, 'query'>,
+  portId: number,
+  resourceUuid: string,
+  internalPort: number,
+): Promise<void> {
   const size = EXTERNAL_PORT_POOL.high - EXTERNAL_PORT_POOL.low + 1;
   for (let attempt = 0; attempt < 20; attempt++) {
     const start = EXTERNAL_PORT_POOL.low + randomInt(0, size);
-    const candidate = await one<{ p: number }>(m,
+    const candidate = await one<{ p: number }>(
+      m,
       `SELECT p FROM generate_series($1::int, $2::int) p
         WHERE p <> $3 AND NOT EXISTS (SELECT 1 FROM app_ports WHERE resource_uuid = $4 AND external_port = p)
         ORDER BY (p - $5 + $6) % $6 LIMIT 1`,
-      [EXTERNAL_PORT_POOL.low, EXTERNAL_PORT_POOL.high, internalPort, resourceUuid, start, size]);
+      [EXTERNAL_PORT_POOL.low, EXTERNAL_PORT_POOL.high, internalPort, resourceUuid, start, size],
+    );
     if (!candidate) throw unprocessable('no external port is left in the pool of this compute resource');
     await m.query(`SAVEPOINT external_port`);
     try {
-      await m.query(`UPDATE app_ports SET public = true, external_port = $2, updated_at = now() WHERE id = $1`, [portId, candidate.p]);
+      await m.query(`UPDATE app_ports SET public = true, external_port = $2, updated_at = now() WHERE id = $1`, [
+        portId,
+        candidate.p,
+      ]);
       await m.query(`RELEASE SAVEPOINT external_port`);
       return;
     } catch (err) {
@@ -122,8 +149,16 @@ async function allocateExternalPort(m: Pick<EntityManager, 'query'>, portId: num
  * A port for an audit diff, under `port` (ports have numeric ids, so their entries name the
  * app as the resource and the port here); null once it is gone.
  */
-async function portRecord(m: Pick<EntityManager, 'query'>, appUuid: string, id: number): Promise<Record<string, unknown> | null> {
-  const p = await one(m, `SELECT id, internal_port, protocol, public, external_port FROM app_ports WHERE app_uuid = $1 AND id = $2`, [appUuid, id]);
+async function portRecord(
+  m: Pick<EntityManager, 'query'>,
+  appUuid: string,
+  id: number,
+): Promise<Record<string, unknown> | null> {
+  const p = await one(
+    m,
+    `SELECT id, internal_port, protocol, public, external_port FROM app_ports WHERE app_uuid = $1 AND id = $2`,
+    [appUuid, id],
+  );
   return p ? { port: p } : null;
 }
 
@@ -134,84 +169,144 @@ async function syncPorts(ctx: Ctx, tx: Tx, appUuid: string): Promise<void> {
 
 export const appPortRoutes = [
   route<{ uuid: string }>({
-    method: 'get', path: '/apps/{uuid}/ports', operation: 'apps.read', tag: TAG,
-    summary: 'List an app\'s ports', response: yup.array(portSchema),
+    method: 'get',
+    path: '/apps/{uuid}/ports',
+    operation: 'apps.read',
+    tag: TAG,
+    summary: "List an app's ports",
+    response: yup.array(portSchema),
     async handler(ctx) {
       const app = await findApp(ctx, ctx.params.uuid);
-      return (await rows<PortRow>(ctx.deps.dataSource, `${PORT_SELECT} WHERE p.app_uuid = $1 ORDER BY p.id`, [app.uuid])).map(portView);
+      return (
+        await rows<PortRow>(ctx.deps.dataSource, `${PORT_SELECT} WHERE p.app_uuid = $1 ORDER BY p.id`, [app.uuid])
+      ).map(portView);
     },
   }),
   route<{ uuid: string }, {}, yup.InferType<typeof portBody>>({
-    method: 'post', path: '/apps/{uuid}/ports', operation: 'apps.ports', tag: TAG, status: 201, audit: 'port.create',
+    method: 'post',
+    path: '/apps/{uuid}/ports',
+    operation: 'apps.ports',
+    tag: TAG,
+    status: 201,
+    audit: 'port.create',
     summary: 'Add a port; with public: true it gets an external port from the pool and the endpoint fields',
-    body: portBody, response: portSchema,
-    handler: (ctx) => write(ctx, async (tx) => {
-      const m = tx.m;
-      const app = await findApp(ctx, ctx.params.uuid, m);
-      assertChangeable(app);
-      const protocol = ctx.body.protocol ?? 'tcp';
-      const created = await one<{ id: number }>(m,
-        `INSERT INTO app_ports (app_uuid, resource_uuid, internal_port, protocol) VALUES ($1, $2, $3, $4)
-         ON CONFLICT (app_uuid, internal_port, protocol) DO NOTHING RETURNING id`, [app.uuid, app.resource_uuid, ctx.body.port, protocol]);
-      if (!created) throw conflict(`the app already has ${protocol} port ${ctx.body.port}`);
-      if (ctx.body.public) {
-        await ensureEndpoint(m, app.resource_uuid);
-        await allocateExternalPort(m, created.id, app.resource_uuid, ctx.body.port);
-      }
-      await recordAudit(m, ctx, { resourceType: 'app', resourceUuid: app.uuid, after: await portRecord(m, app.uuid, created.id) });
-      await syncPorts(ctx, tx, app.uuid);
-      return loadPort(m, app.uuid, created.id);
-    }),
+    body: portBody,
+    response: portSchema,
+    handler: (ctx) =>
+      write(ctx, async (tx) => {
+        const m = tx.m;
+        const app = await findApp(ctx, ctx.params.uuid, m);
+        assertChangeable(app);
+        const protocol = ctx.body.protocol ?? 'tcp';
+        const created = await one<{ id: number }>(
+          m,
+          `INSERT INTO app_ports (app_uuid, resource_uuid, internal_port, protocol) VALUES ($1, $2, $3, $4)
+         ON CONFLICT (app_uuid, internal_port, protocol) DO NOTHING RETURNING id`,
+          [app.uuid, app.resource_uuid, ctx.body.port, protocol],
+        );
+        if (!created) throw conflict(`the app already has ${protocol} port ${ctx.body.port}`);
+        if (ctx.body.public) {
+          await ensureEndpoint(m, app.resource_uuid);
+          await allocateExternalPort(m, created.id, app.resource_uuid, ctx.body.port);
+        }
+        await recordAudit(m, ctx, {
+          resourceType: 'app',
+          resourceUuid: app.uuid,
+          after: await portRecord(m, app.uuid, created.id),
+        });
+        await syncPorts(ctx, tx, app.uuid);
+        return loadPort(m, app.uuid, created.id);
+      }),
   }),
   route<{ uuid: string; port_id: number }>({
-    method: 'delete', path: '/apps/{uuid}/ports/{port_id}', operation: 'apps.ports', tag: TAG, status: 204, params: portParams, audit: 'port.delete',
+    method: 'delete',
+    path: '/apps/{uuid}/ports/{port_id}',
+    operation: 'apps.ports',
+    tag: TAG,
+    status: 204,
+    params: portParams,
+    audit: 'port.delete',
     summary: 'Remove a port (its external port returns to the pool)',
-    handler: (ctx) => write(ctx, async (tx) => {
-      const m = tx.m;
-      const app = await findApp(ctx, ctx.params.uuid, m);
-      assertChangeable(app);
-      const deleted = await rows(m, `DELETE FROM app_ports WHERE app_uuid = $1 AND id = $2 RETURNING id, internal_port, protocol, public, external_port`,
-        [app.uuid, ctx.params.port_id]);
-      if (deleted.length === 0) throw notFound('port');
-      await recordAudit(m, ctx, { resourceType: 'app', resourceUuid: app.uuid, before: { port: deleted[0] } });
-      await syncPorts(ctx, tx, app.uuid);
-      return undefined;
-    }),
+    handler: (ctx) =>
+      write(ctx, async (tx) => {
+        const m = tx.m;
+        const app = await findApp(ctx, ctx.params.uuid, m);
+        assertChangeable(app);
+        const deleted = await rows(
+          m,
+          `DELETE FROM app_ports WHERE app_uuid = $1 AND id = $2 RETURNING id, internal_port, protocol, public, external_port`,
+          [app.uuid, ctx.params.port_id],
+        );
+        if (deleted.length === 0) throw notFound('port');
+        await recordAudit(m, ctx, { resourceType: 'app', resourceUuid: app.uuid, before: { port: deleted[0] } });
+        await syncPorts(ctx, tx, app.uuid);
+        return undefined;
+      }),
   }),
   route<{ uuid: string; port_id: number }>({
-    method: 'patch', path: '/apps/{uuid}/ports/{port_id}/expose_publicly', operation: 'apps.ports', tag: TAG, params: portParams, audit: 'port.expose',
-    summary: 'Make a port public: it gets an external port from the pool and the endpoint fields', response: portSchema,
-    handler: (ctx) => write(ctx, async (tx) => {
-      const m = tx.m;
-      const app = await findApp(ctx, ctx.params.uuid, m);
-      assertChangeable(app);
-      const port = await one<{ id: number; internal_port: number; public: boolean }>(m,
-        `SELECT id, internal_port, public FROM app_ports WHERE app_uuid = $1 AND id = $2 FOR UPDATE`, [app.uuid, ctx.params.port_id]);
-      if (!port) throw notFound('port');
-      const before = await portRecord(m, app.uuid, port.id);
-      if (!port.public) {
-        await ensureEndpoint(m, app.resource_uuid);
-        await allocateExternalPort(m, port.id, app.resource_uuid, port.internal_port);
-      }
-      await recordAudit(m, ctx, { resourceType: 'app', resourceUuid: app.uuid, before, after: await portRecord(m, app.uuid, port.id) });
-      if (!port.public) await syncPorts(ctx, tx, app.uuid);
-      return loadPort(m, app.uuid, port.id);
-    }),
+    method: 'patch',
+    path: '/apps/{uuid}/ports/{port_id}/expose_publicly',
+    operation: 'apps.ports',
+    tag: TAG,
+    params: portParams,
+    audit: 'port.expose',
+    summary: 'Make a port public: it gets an external port from the pool and the endpoint fields',
+    response: portSchema,
+    handler: (ctx) =>
+      write(ctx, async (tx) => {
+        const m = tx.m;
+        const app = await findApp(ctx, ctx.params.uuid, m);
+        assertChangeable(app);
+        const port = await one<{ id: number; internal_port: number; public: boolean }>(
+          m,
+          `SELECT id, internal_port, public FROM app_ports WHERE app_uuid = $1 AND id = $2 FOR UPDATE`,
+          [app.uuid, ctx.params.port_id],
+        );
+        if (!port) throw notFound('port');
+        const before = await portRecord(m, app.uuid, port.id);
+        if (!port.public) {
+          await ensureEndpoint(m, app.resource_uuid);
+          await allocateExternalPort(m, port.id, app.resource_uuid, port.internal_port);
+        }
+        await recordAudit(m, ctx, {
+          resourceType: 'app',
+          resourceUuid: app.uuid,
+          before,
+          after: await portRecord(m, app.uuid, port.id),
+        });
+        if (!port.public) await syncPorts(ctx, tx, app.uuid);
+        return loadPort(m, app.uuid, port.id);
+      }),
   }),
   route<{ uuid: string; port_id: number }>({
-    method: 'patch', path: '/apps/{uuid}/ports/{port_id}/make_private', operation: 'apps.ports', tag: TAG, params: portParams, audit: 'port.make_private',
-    summary: 'Make a port private: its external port returns to the pool', response: portSchema,
-    handler: (ctx) => write(ctx, async (tx) => {
-      const m = tx.m;
-      const app = await findApp(ctx, ctx.params.uuid, m);
-      assertChangeable(app);
-      const before = await portRecord(m, app.uuid, ctx.params.port_id);
-      const changed = await rows(m, `UPDATE app_ports SET public = false, external_port = NULL, updated_at = now() WHERE app_uuid = $1 AND id = $2 AND public RETURNING id`,
-        [app.uuid, ctx.params.port_id]);
-      const view = await loadPort(m, app.uuid, ctx.params.port_id);
-      await recordAudit(m, ctx, { resourceType: 'app', resourceUuid: app.uuid, before, after: await portRecord(m, app.uuid, ctx.params.port_id) });
-      if (changed.length > 0) await syncPorts(ctx, tx, app.uuid);
-      return view;
-    }),
+    method: 'patch',
+    path: '/apps/{uuid}/ports/{port_id}/make_private',
+    operation: 'apps.ports',
+    tag: TAG,
+    params: portParams,
+    audit: 'port.make_private',
+    summary: 'Make a port private: its external port returns to the pool',
+    response: portSchema,
+    handler: (ctx) =>
+      write(ctx, async (tx) => {
+        const m = tx.m;
+        const app = await findApp(ctx, ctx.params.uuid, m);
+        assertChangeable(app);
+        const before = await portRecord(m, app.uuid, ctx.params.port_id);
+        const changed = await rows(
+          m,
+          `UPDATE app_ports SET public = false, external_port = NULL, updated_at = now() WHERE app_uuid = $1 AND id = $2 AND public RETURNING id`,
+          [app.uuid, ctx.params.port_id],
+        );
+        const view = await loadPort(m, app.uuid, ctx.params.port_id);
+        await recordAudit(m, ctx, {
+          resourceType: 'app',
+          resourceUuid: app.uuid,
+          before,
+          after: await portRecord(m, app.uuid, ctx.params.port_id),
+        });
+        if (changed.length > 0) await syncPorts(ctx, tx, app.uuid);
+        return view;
+      }),
   }),
 ];

@@ -46,12 +46,19 @@ export interface FoundApp {
  * The app of an `/apps/{uuid}/...` route, for every area: it exists in the caller's workspace
  * and its project is open to the caller; otherwise 404 (a restriction hides, never forbids).
  */
-export async function findApp(ctx: Ctx, appUuid: string, db: Pick<EntityManager, 'query'> = ctx.deps.dataSource.manager, lock = false): Promise<FoundApp> {
-  const app = await one<FoundApp>(db,
+export async function findApp(
+  ctx: Ctx,
+  appUuid: string,
+  db: Pick<EntityManager, 'query'> = ctx.deps.dataSource.manager,
+  lock = false,
+): Promise<FoundApp> {
+  const app = await one<FoundApp>(
+    db,
     `SELECT uuid, workspace_uuid, project_id, resource_uuid, state, name, service_name, label, internal_port, deployment_method,
             deployment_config, quota, basic_auth_enabled, basic_auth_password_sealed IS NOT NULL AS has_basic_auth_credentials, parent_app_uuid, preview_parent_uuid
        FROM apps WHERE uuid = $1 AND workspace_uuid = $2${lock ? ' FOR UPDATE' : ''}`,
-    [appUuid, ctx.caller.workspaceUuid]);
+    [appUuid, ctx.caller.workspaceUuid],
+  );
   if (!app) throw notFound('app');
   await assertProjectVisible(ctx, app.project_id, 'app');
   return app;
@@ -63,25 +70,47 @@ export function assertChangeable(app: FoundApp): void {
   if (app.state === 'cloning') throw conflict('the app is being cloned; wait until it leaves the cloning state');
 }
 
-export async function appResponse(ctx: Ctx, appUuid: string, db: Pick<EntityManager, 'query'> = ctx.deps.dataSource.manager): Promise<AppView> {
+export async function appResponse(
+  ctx: Ctx,
+  appUuid: string,
+  db: Pick<EntityManager, 'query'> = ctx.deps.dataSource.manager,
+): Promise<AppView> {
   const view = await loadApp(db, ctx.caller.workspaceUuid, appUuid, ctx.deps.config.publicUrl);
   if (!view) throw notFound('app');
   return (await withAddons(db, ctx.deps.secretBox, [view]))[0]!;
 }
 
 /** Holds the quota on the resource (locked while summed, so two creations cannot both take the last capacity); crossing 80% or 100% alerts. */
-export async function reserveCapacity(ctx: RuleScope, m: Pick<EntityManager, 'query'>, appUuid: string, resourceUuid: string, quota: AppQuota): Promise<void> {
+export async function reserveCapacity(
+  ctx: RuleScope,
+  m: Pick<EntityManager, 'query'>,
+  appUuid: string,
+  resourceUuid: string,
+  quota: AppQuota,
+): Promise<void> {
   const short = await withQuotaAlerts(ctx, m, resourceUuid, () => holdAppCapacity(m, appUuid, resourceUuid, quota));
   if (short.length > 0) {
-    throw unprocessable(`not enough ${short.join(', ')} left on the compute resource for this quota`,
-      short.map((s) => ({ path: `body.quota.${s}_size`, message: 'exceeds the available capacity of the compute resource' })));
+    throw unprocessable(
+      `not enough ${short.join(', ')} left on the compute resource for this quota`,
+      short.map((s) => ({
+        path: `body.quota.${s}_size`,
+        message: 'exceeds the available capacity of the compute resource',
+      })),
+    );
   }
 }
 
 /** The repository of a public_git or github app (domain/git-urls.ts); for github, `owner/repo` names a GitHub repository. */
 function checkRepository(ctx: RuleScope, method: string, repository: string): string {
-  const r = normalizeRepositoryUrl(repository, ctx.deps.config.gitAllowFileUrls, method === 'github' ? { ownerRepoHost: 'github.com' } : {});
-  if ('problem' in r) throw unprocessable(`deployment_config.repository ${r.problem}`, [{ path: 'body.deployment_config.repository', message: r.problem }]);
+  const r = normalizeRepositoryUrl(
+    repository,
+    ctx.deps.config.gitAllowFileUrls,
+    method === 'github' ? { ownerRepoHost: 'github.com' } : {},
+  );
+  if ('problem' in r)
+    throw unprocessable(`deployment_config.repository ${r.problem}`, [
+      { path: 'body.deployment_config.repository', message: r.problem },
+    ]);
   return r.url;
 }
 
@@ -90,8 +119,12 @@ function checkRepository(ctx: RuleScope, method: string, repository: string): st
  * container_registry app needs deployment_config.credential_id naming a registry
  * credential of the workspace; a parent_image app a parent app of the workspace.
  */
-export async function checkDeployment(ctx: RuleScope, m: Pick<EntityManager, 'query'>, method: string, config: Record<string, unknown> | undefined):
-  Promise<{ config: Record<string, unknown>; parentAppUuid: string | null }> {
+export async function checkDeployment(
+  ctx: RuleScope,
+  m: Pick<EntityManager, 'query'>,
+  method: string,
+  config: Record<string, unknown> | undefined,
+): Promise<{ config: Record<string, unknown>; parentAppUuid: string | null }> {
   let valid: Record<string, unknown>;
   try {
     valid = await DEPLOYMENT_CONFIG[method]!.validate(config ?? {}, { abortEarly: false });
@@ -104,21 +137,36 @@ export async function checkDeployment(ctx: RuleScope, m: Pick<EntityManager, 'qu
   let parentAppUuid: string | null = null;
   if (method === 'container_registry') {
     if (!out.credential_id) {
-      throw unprocessable('a container_registry app needs deployment_config.credential_id', [{ path: 'body.deployment_config.credential_id', message: 'required for container_registry' }]);
+      throw unprocessable('a container_registry app needs deployment_config.credential_id', [
+        { path: 'body.deployment_config.credential_id', message: 'required for container_registry' },
+      ]);
     }
-    const credential = await one(m, `SELECT 1 FROM container_registry_credentials WHERE uuid = $1 AND workspace_uuid = $2`, [out.credential_id, ctx.caller.workspaceUuid]);
+    const credential = await one(
+      m,
+      `SELECT 1 FROM container_registry_credentials WHERE uuid = $1 AND workspace_uuid = $2`,
+      [out.credential_id, ctx.caller.workspaceUuid],
+    );
     if (!credential) {
-      throw unprocessable('deployment_config.credential_id is not a container registry credential of this workspace',
-        [{ path: 'body.deployment_config.credential_id', message: 'no such credential in this workspace' }]);
+      throw unprocessable('deployment_config.credential_id is not a container registry credential of this workspace', [
+        { path: 'body.deployment_config.credential_id', message: 'no such credential in this workspace' },
+      ]);
     }
   }
   if (method === 'parent_image') {
     if (!out.parent_app_id) {
-      throw unprocessable('a parent_image app needs deployment_config.parent_app_id', [{ path: 'body.deployment_config.parent_app_id', message: 'required for parent_image' }]);
+      throw unprocessable('a parent_image app needs deployment_config.parent_app_id', [
+        { path: 'body.deployment_config.parent_app_id', message: 'required for parent_image' },
+      ]);
     }
-    const parent = await one<{ project_id: string | null }>(m, `SELECT project_id FROM apps WHERE uuid = $1 AND workspace_uuid = $2`, [out.parent_app_id, ctx.caller.workspaceUuid]);
+    const parent = await one<{ project_id: string | null }>(
+      m,
+      `SELECT project_id FROM apps WHERE uuid = $1 AND workspace_uuid = $2`,
+      [out.parent_app_id, ctx.caller.workspaceUuid],
+    );
     if (!parent || (parent.project_id && (await hiddenProjects(ctx)).has(parent.project_id))) {
-      throw unprocessable('deployment_config.parent_app_id is not an app of this workspace', [{ path: 'body.deployment_config.parent_app_id', message: 'no such app' }]);
+      throw unprocessable('deployment_config.parent_app_id is not an app of this workspace', [
+        { path: 'body.deployment_config.parent_app_id', message: 'no such app' },
+      ]);
     }
     parentAppUuid = out.parent_app_id as string;
   }

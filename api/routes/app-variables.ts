@@ -3,7 +3,9 @@ import { assertChangeable, findApp } from './app-support';
 
 /** An app's variables and secret files (apps:operate or apps:manage). */
 export const appVariableRoutes = variableRoutes({
-  kind: 'app', base: '/apps/{uuid}', operation: 'apps.variables',
+  kind: 'app',
+  base: '/apps/{uuid}',
+  operation: 'apps.variables',
   find: (ctx) => findApp(ctx, ctx.params.uuid),
   async lockForChange(ctx, m) {
     const app = await findApp(ctx, ctx.params.uuid, m, true);

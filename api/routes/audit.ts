@@ -13,21 +13,38 @@ const auditQuery = obj({
   resource_uuid: uuid(),
   actor: uuid(),
   action: str().max(200),
-  since: timestamp().test('iso', '${path} must be an ISO 8601 date-time', (v) => v === undefined || !Number.isNaN(Date.parse(v))),
-  until: timestamp().test('iso', '${path} must be an ISO 8601 date-time', (v) => v === undefined || !Number.isNaN(Date.parse(v))),
+  since: timestamp().test(
+    'iso',
+    '${path} must be an ISO 8601 date-time',
+    (v) => v === undefined || !Number.isNaN(Date.parse(v)),
+  ),
+  until: timestamp().test(
+    'iso',
+    '${path} must be an ISO 8601 date-time',
+    (v) => v === undefined || !Number.isNaN(Date.parse(v)),
+  ),
 });
 
 type AuditQuery = yup.InferType<typeof auditQuery> & Page;
 
 export const auditRoutes = [
   route<{}, AuditQuery, unknown>({
-    method: 'get', path: '/audit_events', operation: 'audit.read', tag: 'audit', paginated: true, query: auditQuery,
-    summary: 'The workspace\'s audit log, newest first (owner and admins): every accepted change with its actor, diff and origin',
+    method: 'get',
+    path: '/audit_events',
+    operation: 'audit.read',
+    tag: 'audit',
+    paginated: true,
+    query: auditQuery,
+    summary:
+      "The workspace's audit log, newest first (owner and admins): every accepted change with its actor, diff and origin",
     response: yup.array(auditEventSchema),
     async handler(ctx) {
       const q = ctx.query;
-      if (q.since && q.until && Date.parse(q.since) > Date.parse(q.until)) throw badRequest('since must not be after until');
-      const qb = ctx.deps.dataSource.manager.createQueryBuilder(AuditEvent, 'e').where('e.workspace_uuid = :workspace', { workspace: ctx.caller.workspaceUuid });
+      if (q.since && q.until && Date.parse(q.since) > Date.parse(q.until))
+        throw badRequest('since must not be after until');
+      const qb = ctx.deps.dataSource.manager
+        .createQueryBuilder(AuditEvent, 'e')
+        .where('e.workspace_uuid = :workspace', { workspace: ctx.caller.workspaceUuid });
       if (q.resource_uuid) qb.andWhere('e.resource_uuid = :resource', { resource: q.resource_uuid });
       if (q.actor) qb.andWhere('e.actor_uuid = :actor', { actor: q.actor });
       if (q.action) qb.andWhere('e.action = :action', { action: q.action });
@@ -38,12 +55,20 @@ export const auditRoutes = [
     },
   }),
   route<{ uuid: string }, Page, unknown>({
-    method: 'get', path: '/apps/{uuid}/activity', operation: 'apps.activity', tag: 'apps', paginated: true,
-    summary: 'An app\'s activity: changes from the audit log to the app and to what it owns (deployments, add-ons, cron jobs, domains, certificates, variables, previews) and its platform events (deployments, state changes, health), newest first',
+    method: 'get',
+    path: '/apps/{uuid}/activity',
+    operation: 'apps.activity',
+    tag: 'apps',
+    paginated: true,
+    summary:
+      "An app's activity: changes from the audit log to the app and to what it owns (deployments, add-ons, cron jobs, domains, certificates, variables, previews) and its platform events (deployments, state changes, health), newest first",
     response: activityListSchema,
     async handler(ctx) {
-      const app = await one<{ uuid: string; project_id: string | null }>(ctx.deps.dataSource,
-        `SELECT uuid, project_id FROM apps WHERE uuid = $1 AND workspace_uuid = $2`, [ctx.params.uuid, ctx.caller.workspaceUuid]);
+      const app = await one<{ uuid: string; project_id: string | null }>(
+        ctx.deps.dataSource,
+        `SELECT uuid, project_id FROM apps WHERE uuid = $1 AND workspace_uuid = $2`,
+        [ctx.params.uuid, ctx.caller.workspaceUuid],
+      );
       if (!app) throw notFound('app');
       await assertProjectVisible(ctx, app.project_id, 'app');
       // Raw: the feed is a UNION of two tables (changes and events), which the query builder cannot say.
@@ -55,8 +80,11 @@ export const auditRoutes = [
           FROM events WHERE workspace_uuid = $1 AND app_uuid = $2`;
       const params = [ctx.caller.workspaceUuid, app.uuid];
       const total = await one<{ n: number }>(ctx.deps.dataSource, `SELECT count(*)::int AS n FROM (${feed}) f`, params);
-      const list = await rows(ctx.deps.dataSource, `${feed} ORDER BY created_at DESC, uuid DESC LIMIT $3 OFFSET $4`,
-        [...params, ctx.query.per_page, offsetOf(ctx.query)]);
+      const list = await rows(ctx.deps.dataSource, `${feed} ORDER BY created_at DESC, uuid DESC LIMIT $3 OFFSET $4`, [
+        ...params,
+        ctx.query.per_page,
+        offsetOf(ctx.query),
+      ]);
       setPageHeaders(ctx.koa, ctx.query, total!.n);
       return list.map((r) => ({
         kind: r.kind as 'change' | 'event',

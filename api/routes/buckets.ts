@@ -2,7 +2,17 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import type { EntityManager } from 'typeorm';
 import * as yup from 'yup';
 import type { StorageDriver } from '../../platform/drivers/storage';
-import { bucketName, defaultAcl, defaultPolicy, GIB, objectKeyProblem, policyProblem, quotaBytes, VISIBILITIES, type Visibility } from '../../domain/buckets';
+import {
+  bucketName,
+  defaultAcl,
+  defaultPolicy,
+  GIB,
+  objectKeyProblem,
+  policyProblem,
+  quotaBytes,
+  VISIBILITIES,
+  type Visibility,
+} from '../../domain/buckets';
 import { one } from '../../entities/sql';
 import { assertProjectVisible, visibleProjectsClause } from '../access';
 import { recordAudit, snapshot } from '../audit';
@@ -13,7 +23,15 @@ import { conflict, notFound, Problem, unavailable, unprocessable } from '../prob
 import { withQuotaAlerts } from '../quota-alerts';
 import { route, type AnyRouteContext } from '../route';
 import { int, obj, oneOf, str, uuid } from '../schemas/common';
-import { BUCKET_SELECT, bucketListSchema, bucketSchema, bucketViews, downloadUrlSchema, objectSchema, type BucketRow } from '../views/buckets';
+import {
+  BUCKET_SELECT,
+  bucketListSchema,
+  bucketSchema,
+  bucketViews,
+  downloadUrlSchema,
+  objectSchema,
+  type BucketRow,
+} from '../views/buckets';
 
 const TAG = 'buckets';
 /** platform_id was deprecated in favour of resource_id (Versioning 2); RFC 9745 date. */
@@ -21,16 +39,22 @@ const PLATFORM_ID_DEPRECATED = '@1732579200';
 const MAX_OBJECT_BYTES = 700 * 1024;
 
 const diskSize = () => int().min(1, '${path} must be at least 1 (GiB)').max(100_000);
-const key = () => str().max(1024).test('object-key', function check(v) {
-  if (v === undefined) return true;
-  const problem = objectKeyProblem(v);
-  return problem ? this.createError({ message: `\${path} ${problem}` }) : true;
-});
-const policy = () => str().max(20_000).test('policy', function check(v) {
-  if (v === undefined) return true;
-  const problem = policyProblem(v);
-  return problem ? this.createError({ message: problem }) : true;
-});
+const key = () =>
+  str()
+    .max(1024)
+    .test('object-key', function check(v) {
+      if (v === undefined) return true;
+      const problem = objectKeyProblem(v);
+      return problem ? this.createError({ message: `\${path} ${problem}` }) : true;
+    });
+const policy = () =>
+  str()
+    .max(20_000)
+    .test('policy', function check(v) {
+      if (v === undefined) return true;
+      const problem = policyProblem(v);
+      return problem ? this.createError({ message: problem }) : true;
+    });
 
 const createBody = obj({
   label: str().trim().min(1).max(100).required(),
@@ -49,24 +73,42 @@ const updateBody = obj({
 });
 const uploadBody = obj({
   key: key().required(),
-  content_base64: str().max(Math.ceil(MAX_OBJECT_BYTES / 3) * 4).matches(/^[A-Za-z0-9+/]*={0,2}$/, '${path} must be base64').required(),
-  content_type: str().max(255).matches(/^[\w.+-]+\/[\w.+-]+(;.*)?$/, '${path} must be a media type'),
+  content_base64: str()
+    .max(Math.ceil(MAX_OBJECT_BYTES / 3) * 4)
+    .matches(/^[A-Za-z0-9+/]*={0,2}$/, '${path} must be base64')
+    .required(),
+  content_type: str()
+    .max(255)
+    .matches(/^[\w.+-]+\/[\w.+-]+(;.*)?$/, '${path} must be a media type'),
 });
 const renameBody = obj({ key: key().required(), new_key: key().required() });
 const downloadBody = obj({ key: key().required(), expires_in: int().min(1).max(604_800) });
-const objectsQuery = yup.object({ prefix: yup.string().max(1024), limit: yup.number().integer().min(1).max(1000).typeError('${path} must be an integer') });
+const objectsQuery = yup.object({
+  prefix: yup.string().max(1024),
+  limit: yup.number().integer().min(1).max(1000).typeError('${path} must be an integer'),
+});
 const deleteObjectQuery = yup.object({ key: yup.string().max(1024).required() });
 
 type Ctx = AnyRouteContext;
 
 function storageOf(ctx: Ctx): StorageDriver & { endpoint: string } {
   const storage = ctx.deps.storage;
-  if (!storage?.endpoint) throw new Problem(503, 'object storage is not configured on this installation (BERTH_S3_ENDPOINT)');
+  if (!storage?.endpoint)
+    throw new Problem(503, 'object storage is not configured on this installation (BERTH_S3_ENDPOINT)');
   return storage as StorageDriver & { endpoint: string };
 }
 
-async function findBucket(ctx: Ctx, uuid: string, db: EntityManager = ctx.deps.dataSource.manager, lock = false): Promise<BucketRow> {
-  const row = await one<BucketRow>(db, `${BUCKET_SELECT} WHERE b.uuid = $1 AND b.workspace_uuid = $2${lock ? ' FOR UPDATE OF b' : ''}`, [uuid, ctx.caller.workspaceUuid]);
+async function findBucket(
+  ctx: Ctx,
+  uuid: string,
+  db: EntityManager = ctx.deps.dataSource.manager,
+  lock = false,
+): Promise<BucketRow> {
+  const row = await one<BucketRow>(
+    db,
+    `${BUCKET_SELECT} WHERE b.uuid = $1 AND b.workspace_uuid = $2${lock ? ' FOR UPDATE OF b' : ''}`,
+    [uuid, ctx.caller.workspaceUuid],
+  );
   if (!row) throw notFound('bucket');
   await assertProjectVisible(ctx, row.project_id, 'bucket');
   return row;
@@ -84,10 +126,14 @@ async function view(ctx: Ctx, db: EntityManager, b: BucketRow, withSecret = fals
 async function checkCapacity(m: EntityManager, resourceUuid: string, ownerUuid: string, gib: number): Promise<void> {
   const [r] = await m.query(
     `SELECT c.total_disk_size - COALESCE((SELECT sum(disk_size) FROM resource_allocations WHERE resource_uuid = c.uuid AND owner_uuid <> $2), 0) AS free
-       FROM compute_resources c WHERE c.uuid = $1`, [resourceUuid, ownerUuid]);
+       FROM compute_resources c WHERE c.uuid = $1`,
+    [resourceUuid, ownerUuid],
+  );
   if (Number(r.free) < gib * GIB) {
-    throw unprocessable(`disk_size ${gib} GiB does not fit the compute resource (${Math.floor(Number(r.free) / GIB)} GiB free)`,
-      [{ path: 'body.disk_size', message: 'exceeds the free disk of the compute resource' }]);
+    throw unprocessable(
+      `disk_size ${gib} GiB does not fit the compute resource (${Math.floor(Number(r.free) / GIB)} GiB free)`,
+      [{ path: 'body.disk_size', message: 'exceeds the free disk of the compute resource' }],
+    );
   }
 }
 
@@ -102,36 +148,57 @@ async function storeCall<T>(fn: () => Promise<T>): Promise<T> {
 
 export const bucketRoutes = [
   route<{}, Page, unknown>({
-    method: 'get', path: '/buckets', operation: 'buckets.read', tag: TAG, paginated: true,
+    method: 'get',
+    path: '/buckets',
+    operation: 'buckets.read',
+    tag: TAG,
+    paginated: true,
     summary: 'List the buckets of the workspace, newest first, with statistics (secret keys only on show)',
     response: bucketListSchema,
     async handler(ctx) {
       const visible = await visibleProjectsClause(ctx, 'b.project_id', 2);
       const where = `b.workspace_uuid = $1 AND ${visible.sql}`;
       const list = await selectPage<BucketRow>(ctx, {
-        from: 'buckets b', select: BUCKET_SELECT, where, params: [ctx.caller.workspaceUuid, visible.param], order: 'b.created_at DESC, b.uuid DESC',
+        from: 'buckets b',
+        select: BUCKET_SELECT,
+        where,
+        params: [ctx.caller.workspaceUuid, visible.param],
+        order: 'b.created_at DESC, b.uuid DESC',
       });
       return bucketViews(ctx.deps.dataSource.manager, ctx.deps, ctx.caller.workspaceUuid, list);
     },
   }),
   route<{}, {}, yup.InferType<typeof createBody>>({
-    method: 'post', path: '/buckets', operation: 'buckets.create', tag: TAG, status: 201, audit: 'bucket.create',
+    method: 'post',
+    path: '/buckets',
+    operation: 'buckets.create',
+    tag: TAG,
+    status: 201,
+    audit: 'bucket.create',
     summary: 'Create a bucket; answers it in state pending with its access key pair (provisioned by a workflow)',
-    description: '`platform_id` is deprecated in favour of `resource_id`; a request using it is answered with a `Deprecation` header.',
-    body: createBody, response: bucketSchema,
+    description:
+      '`platform_id` is deprecated in favour of `resource_id`; a request using it is answered with a `Deprecation` header.',
+    body: createBody,
+    response: bucketSchema,
     async handler(ctx) {
       const b = ctx.body;
       if (b.resource_id && b.platform_id && b.resource_id !== b.platform_id) {
-        throw unprocessable('resource_id and platform_id name different compute resources; send resource_id only',
-          [{ path: 'body.platform_id', message: 'deprecated alias of resource_id, and differs from it' }]);
+        throw unprocessable('resource_id and platform_id name different compute resources; send resource_id only', [
+          { path: 'body.platform_id', message: 'deprecated alias of resource_id, and differs from it' },
+        ]);
       }
       const resourceId = b.resource_id ?? b.platform_id;
-      if (!resourceId) throw unprocessable('resource_id is required', [{ path: 'body.resource_id', message: 'required' }]);
+      if (!resourceId)
+        throw unprocessable('resource_id is required', [{ path: 'body.resource_id', message: 'required' }]);
       const storage = storageOf(ctx);
       const visibility: Visibility = b.visibility ?? 'private_access';
       const disk = b.disk_size ?? 1;
       const bucket = await write(ctx, async ({ m, enqueue }) => {
-        await checkPlacement(ctx, m, { resourceId, projectId: b.project_id, paths: { resource: b.resource_id ? 'body.resource_id' : 'body.platform_id' } });
+        await checkPlacement(ctx, m, {
+          resourceId,
+          projectId: b.project_id,
+          paths: { resource: b.resource_id ? 'body.resource_id' : 'body.platform_id' },
+        });
         await m.query(`SELECT 1 FROM compute_resources WHERE uuid = $1 FOR UPDATE`, [resourceId]);
         const uuid = randomUUID();
         await checkCapacity(m, resourceId, uuid, disk);
@@ -142,13 +209,34 @@ export const bucketRoutes = [
           `INSERT INTO buckets (uuid, workspace_uuid, project_id, resource_uuid, name, label, visibility, disk_size_gib, s3_endpoint,
                                 s3_access_key, s3_secret_sealed, policy, acl)
            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
-          [uuid, ctx.caller.workspaceUuid, b.project_id ?? null, resourceId, name, b.label, visibility, disk, storage.endpoint,
-            accessKey, ctx.deps.secretBox.seal(secret), defaultPolicy(visibility, name), defaultAcl(visibility, accessKey)]);
-        await withQuotaAlerts(ctx, m, resourceId, () => m.query(
-          `INSERT INTO resource_allocations (owner_uuid, owner_type, resource_uuid, disk_size) VALUES ($1, 'bucket', $2, $3)`, [uuid, resourceId, quotaBytes(disk)]));
+          [
+            uuid,
+            ctx.caller.workspaceUuid,
+            b.project_id ?? null,
+            resourceId,
+            name,
+            b.label,
+            visibility,
+            disk,
+            storage.endpoint,
+            accessKey,
+            ctx.deps.secretBox.seal(secret),
+            defaultPolicy(visibility, name),
+            defaultAcl(visibility, accessKey),
+          ],
+        );
+        await withQuotaAlerts(ctx, m, resourceId, () =>
+          m.query(
+            `INSERT INTO resource_allocations (owner_uuid, owner_type, resource_uuid, disk_size) VALUES ($1, 'bucket', $2, $3)`,
+            [uuid, resourceId, quotaBytes(disk)],
+          ),
+        );
         await recordAudit(m, ctx, { resourceUuid: uuid, before: null, after: await snapshot(m, 'buckets', uuid) });
         await enqueue({
-          operation: 'bucket-provision', workflow: 'bucketProvision', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: uuid,
+          operation: 'bucket-provision',
+          workflow: 'bucketProvision',
+          workspaceUuid: ctx.caller.workspaceUuid,
+          resourceUuid: uuid,
           args: [{ bucketUuid: uuid }],
         });
         return view(ctx, m, (await findBucket(ctx, uuid, m))!, true);
@@ -162,23 +250,33 @@ export const bucketRoutes = [
     },
   }),
   route<{ uuid: string }>({
-    method: 'get', path: '/buckets/{uuid}', operation: 'buckets.read', tag: TAG,
-    summary: 'Show a bucket with its connection details (endpoint, access key pair) and statistics from the object store',
+    method: 'get',
+    path: '/buckets/{uuid}',
+    operation: 'buckets.read',
+    tag: TAG,
+    summary:
+      'Show a bucket with its connection details (endpoint, access key pair) and statistics from the object store',
     response: bucketSchema,
     async handler(ctx) {
       return view(ctx, ctx.deps.dataSource.manager, await findBucket(ctx, ctx.params.uuid), true);
     },
   }),
   route<{ uuid: string }, {}, yup.InferType<typeof updateBody>>({
-    method: 'put', path: '/buckets/{uuid}', operation: 'buckets.update', tag: TAG, audit: 'bucket.update',
-    summary: 'Update a bucket\'s settings: label, visibility, disk allocation (GiB), project, policy',
-    body: updateBody, response: bucketSchema,
+    method: 'put',
+    path: '/buckets/{uuid}',
+    operation: 'buckets.update',
+    tag: TAG,
+    audit: 'bucket.update',
+    summary: "Update a bucket's settings: label, visibility, disk allocation (GiB), project, policy",
+    body: updateBody,
+    response: bucketSchema,
     async handler(ctx) {
       const b = ctx.body;
       return ctx.deps.dataSource.transaction(async (m) => {
         const current = await findBucket(ctx, ctx.params.uuid, m, true);
         const before = await snapshot(m, 'buckets', current.uuid);
-        if (b.project_id !== undefined) await checkPlacement(ctx, m, { resourceId: current.resource_uuid, projectId: b.project_id });
+        if (b.project_id !== undefined)
+          await checkPlacement(ctx, m, { resourceId: current.resource_uuid, projectId: b.project_id });
         const disk = b.disk_size ?? current.disk_size_gib;
         if (b.disk_size !== undefined && b.disk_size !== current.disk_size_gib) {
           await m.query(`SELECT 1 FROM compute_resources WHERE uuid = $1 FOR UPDATE`, [current.resource_uuid]);
@@ -186,27 +284,54 @@ export const bucketRoutes = [
           if (b.disk_size < current.disk_size_gib && current.state === 'active') {
             const { usageBytes } = await storeCall(() => storageOf(ctx).usage(current.name));
             if (usageBytes > quotaBytes(disk)) {
-              throw unprocessable(`the bucket holds ${usageBytes} bytes, more than ${disk} GiB`, [{ path: 'body.disk_size', message: 'smaller than the current usage' }]);
+              throw unprocessable(`the bucket holds ${usageBytes} bytes, more than ${disk} GiB`, [
+                { path: 'body.disk_size', message: 'smaller than the current usage' },
+              ]);
             }
           }
-          await withQuotaAlerts(ctx, m, current.resource_uuid,
-            () => m.query(`UPDATE resource_allocations SET disk_size = $2 WHERE owner_uuid = $1`, [current.uuid, quotaBytes(disk)]));
+          await withQuotaAlerts(ctx, m, current.resource_uuid, () =>
+            m.query(`UPDATE resource_allocations SET disk_size = $2 WHERE owner_uuid = $1`, [
+              current.uuid,
+              quotaBytes(disk),
+            ]),
+          );
         }
         const visibility = b.visibility ?? current.visibility;
         const visibilityChanged = visibility !== current.visibility;
-        const policyValue = b.policy ?? (visibilityChanged && current.policy === defaultPolicy(current.visibility, current.name)
-          ? defaultPolicy(visibility, current.name) : current.policy);
+        const policyValue =
+          b.policy ??
+          (visibilityChanged && current.policy === defaultPolicy(current.visibility, current.name)
+            ? defaultPolicy(visibility, current.name)
+            : current.policy);
         const acl = visibilityChanged ? defaultAcl(visibility, current.s3_access_key) : current.acl;
         await m.query(
           `UPDATE buckets SET label = $2, visibility = $3, disk_size_gib = $4, project_id = $5, policy = $6, acl = $7, updated_at = now() WHERE uuid = $1`,
-          [current.uuid, b.label ?? current.label, visibility, disk, b.project_id === undefined ? current.project_id : b.project_id, policyValue, acl]);
-        await recordAudit(m, ctx, { resourceUuid: current.uuid, before, after: await snapshot(m, 'buckets', current.uuid) });
+          [
+            current.uuid,
+            b.label ?? current.label,
+            visibility,
+            disk,
+            b.project_id === undefined ? current.project_id : b.project_id,
+            policyValue,
+            acl,
+          ],
+        );
+        await recordAudit(m, ctx, {
+          resourceUuid: current.uuid,
+          before,
+          after: await snapshot(m, 'buckets', current.uuid),
+        });
         return view(ctx, m, await findBucket(ctx, current.uuid, m), true);
       });
     },
   }),
   route<{ uuid: string }>({
-    method: 'delete', path: '/buckets/{uuid}', operation: 'buckets.delete', tag: TAG, status: 204, audit: 'bucket.delete',
+    method: 'delete',
+    path: '/buckets/{uuid}',
+    operation: 'buckets.delete',
+    tag: TAG,
+    status: 204,
+    audit: 'bucket.delete',
     summary: 'Delete a bucket: its access key is revoked and its objects removed (data does not come back)',
     async handler(ctx) {
       await write(ctx, async ({ m, enqueue }) => {
@@ -216,7 +341,10 @@ export const bucketRoutes = [
         await m.query(`DELETE FROM buckets WHERE uuid = $1`, [b.uuid]);
         await recordAudit(m, ctx, { resourceUuid: b.uuid, before, after: null });
         await enqueue({
-          operation: 'bucket-delete', workflow: 'storageCleanup', workspaceUuid: ctx.caller.workspaceUuid, resourceUuid: b.uuid,
+          operation: 'bucket-delete',
+          workflow: 'storageCleanup',
+          workspaceUuid: ctx.caller.workspaceUuid,
+          resourceUuid: b.uuid,
           args: [{ bucketName: b.name, accessKey: b.s3_access_key, siteHost: null }],
         });
       });
@@ -224,73 +352,122 @@ export const bucketRoutes = [
     },
   }),
   route<{ uuid: string }, { prefix?: string; limit?: number }, unknown>({
-    method: 'get', path: '/buckets/{uuid}/objects', operation: 'buckets.read', tag: TAG,
-    summary: 'List the objects of a bucket (query: prefix, limit up to 1000)', query: objectsQuery, response: yup.array(objectSchema),
+    method: 'get',
+    path: '/buckets/{uuid}/objects',
+    operation: 'buckets.read',
+    tag: TAG,
+    summary: 'List the objects of a bucket (query: prefix, limit up to 1000)',
+    query: objectsQuery,
+    response: yup.array(objectSchema),
     async handler(ctx) {
       const b = await findBucket(ctx, ctx.params.uuid);
       if (b.state !== 'active') return [];
-      return storeCall(() => storageOf(ctx).listObjects(b.name, { prefix: ctx.query.prefix, limit: ctx.query.limit ?? 1000 }));
+      return storeCall(() =>
+        storageOf(ctx).listObjects(b.name, { prefix: ctx.query.prefix, limit: ctx.query.limit ?? 1000 }),
+      );
     },
   }),
   route<{ uuid: string }, {}, yup.InferType<typeof uploadBody>>({
-    method: 'post', path: '/buckets/{uuid}/objects', operation: 'buckets.objects', tag: TAG, status: 201, audit: 'bucket.object_upload',
-    summary: 'Upload an object (content base64-encoded, up to 700 KiB; larger objects go straight to s3_endpoint with the bucket\'s keys)',
-    body: uploadBody, response: objectSchema,
+    method: 'post',
+    path: '/buckets/{uuid}/objects',
+    operation: 'buckets.objects',
+    tag: TAG,
+    status: 201,
+    audit: 'bucket.object_upload',
+    summary:
+      "Upload an object (content base64-encoded, up to 700 KiB; larger objects go straight to s3_endpoint with the bucket's keys)",
+    body: uploadBody,
+    response: objectSchema,
     async handler(ctx) {
       const b = await findBucket(ctx, ctx.params.uuid);
       assertActive(b);
       const body = Buffer.from(ctx.body.content_base64, 'base64');
-      if (body.length > MAX_OBJECT_BYTES) throw new Problem(413, 'objects uploaded through the API are limited to 700 KiB');
+      if (body.length > MAX_OBJECT_BYTES)
+        throw new Problem(413, 'objects uploaded through the API are limited to 700 KiB');
       const storage = storageOf(ctx);
       const existing = await storeCall(() => storage.headObject(b.name, ctx.body.key));
       const { usageBytes } = await storeCall(() => storage.usage(b.name));
       if (usageBytes - (existing?.size ?? 0) + body.length > quotaBytes(b.disk_size_gib)) {
-        throw unprocessable('the object does not fit the bucket\'s disk allocation; raise disk_size first', [{ path: 'body.content_base64', message: 'exceeds quota_bytes' }]);
+        throw unprocessable("the object does not fit the bucket's disk allocation; raise disk_size first", [
+          { path: 'body.content_base64', message: 'exceeds quota_bytes' },
+        ]);
       }
       const contentType = ctx.body.content_type ?? 'application/octet-stream';
       const stored = await storeCall(() => storage.putObject(b.name, ctx.body.key, body, contentType));
       // The object store is outside the transaction: the entry is written once the upload succeeded.
       await recordAudit(ctx.deps.dataSource.manager, ctx, {
-        resourceUuid: b.uuid, before: null, after: { key: ctx.body.key, size: body.length, content_type: contentType, replaced: existing !== null },
+        resourceUuid: b.uuid,
+        before: null,
+        after: { key: ctx.body.key, size: body.length, content_type: contentType, replaced: existing !== null },
       });
       return stored;
     },
   }),
   route<{ uuid: string }, {}, yup.InferType<typeof renameBody>>({
-    method: 'post', path: '/buckets/{uuid}/objects/rename', operation: 'buckets.objects', tag: TAG, audit: 'bucket.object_rename',
-    summary: 'Rename an object (409 when new_key is taken)', body: renameBody, response: objectSchema,
+    method: 'post',
+    path: '/buckets/{uuid}/objects/rename',
+    operation: 'buckets.objects',
+    tag: TAG,
+    audit: 'bucket.object_rename',
+    summary: 'Rename an object (409 when new_key is taken)',
+    body: renameBody,
+    response: objectSchema,
     async handler(ctx) {
       const b = await findBucket(ctx, ctx.params.uuid);
       assertActive(b);
       const storage = storageOf(ctx);
       if (!(await storeCall(() => storage.headObject(b.name, ctx.body.key)))) throw notFound('object');
-      if (ctx.body.new_key === ctx.body.key) throw unprocessable('new_key equals key', [{ path: 'body.new_key', message: 'same as key' }]);
-      if (await storeCall(() => storage.headObject(b.name, ctx.body.new_key))) throw conflict(`an object named "${ctx.body.new_key}" already exists`);
+      if (ctx.body.new_key === ctx.body.key)
+        throw unprocessable('new_key equals key', [{ path: 'body.new_key', message: 'same as key' }]);
+      if (await storeCall(() => storage.headObject(b.name, ctx.body.new_key)))
+        throw conflict(`an object named "${ctx.body.new_key}" already exists`);
       await storeCall(() => storage.renameObject(b.name, ctx.body.key, ctx.body.new_key));
-      await recordAudit(ctx.deps.dataSource.manager, ctx, { resourceUuid: b.uuid, before: { key: ctx.body.key }, after: { key: ctx.body.new_key } });
+      await recordAudit(ctx.deps.dataSource.manager, ctx, {
+        resourceUuid: b.uuid,
+        before: { key: ctx.body.key },
+        after: { key: ctx.body.new_key },
+      });
       return (await storeCall(() => storage.headObject(b.name, ctx.body.new_key)))!;
     },
   }),
   route<{ uuid: string }, { key: string }, unknown>({
-    method: 'delete', path: '/buckets/{uuid}/objects', operation: 'buckets.objects', tag: TAG, status: 204, audit: 'bucket.object_delete',
-    summary: 'Delete an object (query: key)', query: deleteObjectQuery,
+    method: 'delete',
+    path: '/buckets/{uuid}/objects',
+    operation: 'buckets.objects',
+    tag: TAG,
+    status: 204,
+    audit: 'bucket.object_delete',
+    summary: 'Delete an object (query: key)',
+    query: deleteObjectQuery,
     async handler(ctx) {
       const problem = objectKeyProblem(ctx.query.key);
-      if (problem) throw new Problem(400, `invalid query: query.key ${problem}`, { errors: [{ path: 'query.key', message: problem }] });
+      if (problem)
+        throw new Problem(400, `invalid query: query.key ${problem}`, {
+          errors: [{ path: 'query.key', message: problem }],
+        });
       const b = await findBucket(ctx, ctx.params.uuid);
       assertActive(b);
       const storage = storageOf(ctx);
       const existing = await storeCall(() => storage.headObject(b.name, ctx.query.key));
       if (!existing) throw notFound('object');
       await storeCall(() => storage.deleteObject(b.name, ctx.query.key));
-      await recordAudit(ctx.deps.dataSource.manager, ctx, { resourceUuid: b.uuid, before: { key: ctx.query.key, size: existing.size }, after: null });
+      await recordAudit(ctx.deps.dataSource.manager, ctx, {
+        resourceUuid: b.uuid,
+        before: { key: ctx.query.key, size: existing.size },
+        after: null,
+      });
       return undefined;
     },
   }),
   route<{ uuid: string }, {}, yup.InferType<typeof downloadBody>>({
-    method: 'post', path: '/buckets/{uuid}/objects/download_url', operation: 'buckets.download_url', tag: TAG, audit: false,
+    method: 'post',
+    path: '/buckets/{uuid}/objects/download_url',
+    operation: 'buckets.download_url',
+    tag: TAG,
+    audit: false,
     summary: 'A presigned download link for an object (expires_in seconds, default 3600, at most 7 days)',
-    body: downloadBody, response: downloadUrlSchema,
+    body: downloadBody,
+    response: downloadUrlSchema,
     async handler(ctx) {
       const b = await findBucket(ctx, ctx.params.uuid);
       assertActive(b);

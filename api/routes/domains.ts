@@ -28,7 +28,10 @@ function newToken(): string {
 }
 
 async function findDomain(app: AppScope, domainUuid: string, m: EntityManager, lock = false): Promise<CustomDomain> {
-  const row = await m.findOne(CustomDomain, { where: { uuid: domainUuid, app_uuid: app.uuid }, ...(lock ? { lock: { mode: 'pessimistic_write' as const } } : {}) });
+  const row = await m.findOne(CustomDomain, {
+    where: { uuid: domainUuid, app_uuid: app.uuid },
+    ...(lock ? { lock: { mode: 'pessimistic_write' as const } } : {}),
+  });
   if (!row) throw notFound('domain');
   return row;
 }
@@ -36,14 +39,21 @@ async function findDomain(app: AppScope, domainUuid: string, m: EntityManager, l
 /** Refuses malformed names and the platform's own domains (422), and names taken (409). */
 async function checkName(m: EntityManager, name: string, except?: string): Promise<void> {
   const problem = domainNameProblem(name);
-  if (problem) throw unprocessable(`"${name}" is not a valid domain name: ${problem}`, [{ path: 'body.domain.name', message: problem }]);
+  if (problem)
+    throw unprocessable(`"${name}" is not a valid domain name: ${problem}`, [
+      { path: 'body.domain.name', message: problem },
+    ]);
   const platform: Array<{ domain: string }> = await m.query(`SELECT domain FROM regions`);
   const under = platform.find((r) => isUnder(name, r.domain));
   if (under) {
-    throw unprocessable(`"${name}" is under the platform domain ${under.domain}; apps get those names automatically`,
-      [{ path: 'body.domain.name', message: 'platform domains are not custom domains' }]);
+    throw unprocessable(`"${name}" is under the platform domain ${under.domain}; apps get those names automatically`, [
+      { path: 'body.domain.name', message: 'platform domains are not custom domains' },
+    ]);
   }
-  const taken = await one(m, `SELECT 1 FROM domains WHERE name = $1 AND uuid IS DISTINCT FROM $2`, [name, except ?? null]);
+  const taken = await one(m, `SELECT 1 FROM domains WHERE name = $1 AND uuid IS DISTINCT FROM $2`, [
+    name,
+    except ?? null,
+  ]);
   if (taken) throw conflict(`the domain ${name} is already in use`);
 }
 
@@ -51,14 +61,25 @@ async function checkName(m: EntityManager, name: string, except?: string): Promi
  * What a new (or renamed) domain starts as. A www subdomain whose root is verified in the
  * same workspace needs no verification: it is verified at once, pointing at its own app.
  */
-async function initialState(ctx: Ctx, m: EntityManager, app: AppScope, name: string): Promise<{ status: string; token: string | null; target: string | null }> {
+async function initialState(
+  ctx: Ctx,
+  m: EntityManager,
+  app: AppScope,
+  name: string,
+): Promise<{ status: string; token: string | null; target: string | null }> {
   const root = wwwRoot(name);
   if (root) {
-    const verifiedRoot = await one(m,
-      `SELECT 1 FROM domains WHERE name = $1 AND workspace_uuid = $2 AND verification_status = 'verified'`, [root, ctx.caller.workspaceUuid]);
+    const verifiedRoot = await one(
+      m,
+      `SELECT 1 FROM domains WHERE name = $1 AND workspace_uuid = $2 AND verification_status = 'verified'`,
+      [root, ctx.caller.workspaceUuid],
+    );
     if (verifiedRoot) {
-      const region = await one<{ domain: string }>(m,
-        `SELECT r.domain FROM compute_resources c JOIN regions r ON r.id = c.region_id WHERE c.uuid = $1`, [app.resource_uuid]);
+      const region = await one<{ domain: string }>(
+        m,
+        `SELECT r.domain FROM compute_resources c JOIN regions r ON r.id = c.region_id WHERE c.uuid = $1`,
+        [app.resource_uuid],
+      );
       return { status: 'verified', token: null, target: dnsTargetOf(app.name, region!.domain) };
     }
   }
@@ -72,18 +93,36 @@ function uniqueViolation(err: unknown, name: string): never {
 
 export const domainRoutes = [
   route<{ uuid: string }, Page>({
-    method: 'get', path: '/apps/{uuid}/domains', operation: 'domains.read', tag: TAG, paginated: true,
-    summary: 'List the custom domains of an app, newest first', response: yup.array(domainSchema),
+    method: 'get',
+    path: '/apps/{uuid}/domains',
+    operation: 'domains.read',
+    tag: TAG,
+    paginated: true,
+    summary: 'List the custom domains of an app, newest first',
+    response: yup.array(domainSchema),
     async handler(ctx) {
       const app = await findApp(ctx, ctx.params.uuid);
-      const list = await pageOf(ctx, ctx.deps.dataSource.manager.createQueryBuilder(CustomDomain, 'd')
-        .where('d.app_uuid = :app', { app: app.uuid }).orderBy('d.created_at', 'DESC').addOrderBy('d.uuid', 'DESC'));
+      const list = await pageOf(
+        ctx,
+        ctx.deps.dataSource.manager
+          .createQueryBuilder(CustomDomain, 'd')
+          .where('d.app_uuid = :app', { app: app.uuid })
+          .orderBy('d.created_at', 'DESC')
+          .addOrderBy('d.uuid', 'DESC'),
+      );
       return list.map(domainView);
     },
   }),
   route<{ uuid: string }, {}, DomainBody>({
-    method: 'post', path: '/apps/{uuid}/domains', operation: 'apps.domains', tag: TAG, status: 201, body: domainBody, audit: 'domain.create',
-    summary: 'Add a custom domain (pending, with a verification_token to publish as TXT at _platformapp-verify.<domain>)',
+    method: 'post',
+    path: '/apps/{uuid}/domains',
+    operation: 'apps.domains',
+    tag: TAG,
+    status: 201,
+    body: domainBody,
+    audit: 'domain.create',
+    summary:
+      'Add a custom domain (pending, with a verification_token to publish as TXT at _platformapp-verify.<domain>)',
     response: domainSchema,
     async handler(ctx) {
       const name = ctx.body.domain.name.trim().toLowerCase();
@@ -92,10 +131,12 @@ export const domainRoutes = [
         await checkName(m, name);
         const start = await initialState(ctx, m, app, name);
         const uuid = randomUUID();
-        const row = await one<CustomDomain>(m,
+        const row = await one<CustomDomain>(
+          m,
           `INSERT INTO domains (uuid, workspace_uuid, app_uuid, name, verification_status, verification_token, dns_target)
            VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${columnsOf(CustomDomain)}`,
-          [uuid, ctx.caller.workspaceUuid, app.uuid, name, start.status, start.token, start.target]).catch((e) => uniqueViolation(e, name));
+          [uuid, ctx.caller.workspaceUuid, app.uuid, name, start.status, start.token, start.target],
+        ).catch((e) => uniqueViolation(e, name));
         await recordAudit(m, ctx, { resourceUuid: uuid, before: null, after: await snapshot(m, 'domains', uuid) });
         ctx.koa.set('Location', `/api/v1/apps/${app.uuid}/domains/${uuid}`);
         return domainView(row!);
@@ -103,15 +144,24 @@ export const domainRoutes = [
     },
   }),
   route<{ uuid: string; domain_uuid: string }>({
-    method: 'get', path: '/apps/{uuid}/domains/{domain_uuid}', operation: 'domains.read', tag: TAG,
-    summary: 'Show a custom domain (poll it while verification is in progress)', response: domainSchema,
+    method: 'get',
+    path: '/apps/{uuid}/domains/{domain_uuid}',
+    operation: 'domains.read',
+    tag: TAG,
+    summary: 'Show a custom domain (poll it while verification is in progress)',
+    response: domainSchema,
     async handler(ctx) {
       const app = await findApp(ctx, ctx.params.uuid);
       return domainView(await findDomain(app, ctx.params.domain_uuid, ctx.deps.dataSource.manager));
     },
   }),
   route<{ uuid: string; domain_uuid: string }, {}, DomainBody>({
-    method: 'put', path: '/apps/{uuid}/domains/{domain_uuid}', operation: 'apps.domains', tag: TAG, body: domainBody, audit: 'domain.update',
+    method: 'put',
+    path: '/apps/{uuid}/domains/{domain_uuid}',
+    operation: 'apps.domains',
+    tag: TAG,
+    body: domainBody,
+    audit: 'domain.update',
     summary: 'Rename a custom domain; a new name needs verifying again (409 while a check is in progress)',
     response: domainSchema,
     async handler(ctx) {
@@ -125,22 +175,35 @@ export const domainRoutes = [
           return domainView(domain);
         }
         if (domain.verification_status === 'in_progress') {
-          throw conflict('verification of this domain is in progress; wait for it to finish (or delete the domain) before renaming it');
+          throw conflict(
+            'verification of this domain is in progress; wait for it to finish (or delete the domain) before renaming it',
+          );
         }
         await checkName(m, name, domain.uuid);
         const start = await initialState(ctx, m, app, name);
-        const row = await one<CustomDomain>(m,
+        const row = await one<CustomDomain>(
+          m,
           `UPDATE domains SET name = $2, verification_status = $3, verification_token = $4, dns_target = $5,
                   check_attempts = 0, last_check_error = NULL, last_checked_at = NULL, updated_at = now()
             WHERE uuid = $1 RETURNING ${columnsOf(CustomDomain)}`,
-          [domain.uuid, name, start.status, start.token, start.target]).catch((e) => uniqueViolation(e, name));
-        await recordAudit(m, ctx, { resourceUuid: domain.uuid, before, after: await snapshot(m, 'domains', domain.uuid) });
+          [domain.uuid, name, start.status, start.token, start.target],
+        ).catch((e) => uniqueViolation(e, name));
+        await recordAudit(m, ctx, {
+          resourceUuid: domain.uuid,
+          before,
+          after: await snapshot(m, 'domains', domain.uuid),
+        });
         return domainView(row!);
       });
     },
   }),
   route<{ uuid: string; domain_uuid: string }>({
-    method: 'delete', path: '/apps/{uuid}/domains/{domain_uuid}', operation: 'apps.domains', tag: TAG, status: 204, audit: 'domain.delete',
+    method: 'delete',
+    path: '/apps/{uuid}/domains/{domain_uuid}',
+    operation: 'apps.domains',
+    tag: TAG,
+    status: 204,
+    audit: 'domain.delete',
     summary: 'Remove a custom domain (a verification in progress stops at its next check)',
     async handler(ctx) {
       return ctx.deps.dataSource.transaction(async (m) => {
@@ -154,9 +217,14 @@ export const domainRoutes = [
     },
   }),
   route<{ uuid: string; domain_uuid: string }>({
-    method: 'post', path: '/apps/{uuid}/domains/{domain_uuid}/verify', operation: 'apps.domains', tag: TAG, audit: 'domain.verify',
-    summary: 'Re-run DNS verification (no body): pending or failed moves to in_progress and is checked asynchronously; '
-      + 'a verified domain, or one that needs no verification, is returned unchanged and nothing is scheduled',
+    method: 'post',
+    path: '/apps/{uuid}/domains/{domain_uuid}/verify',
+    operation: 'apps.domains',
+    tag: TAG,
+    audit: 'domain.verify',
+    summary:
+      'Re-run DNS verification (no body): pending or failed moves to in_progress and is checked asynchronously; ' +
+      'a verified domain, or one that needs no verification, is returned unchanged and nothing is scheduled',
     response: domainSchema,
     async handler(ctx) {
       const { domain, operation } = await ctx.deps.dataSource.transaction(async (m) => {
@@ -169,14 +237,24 @@ export const domainRoutes = [
           await recordAudit(m, ctx, { resourceUuid: found.uuid, before, after: before });
           return { domain: found, operation: null };
         }
-        const updated = await one<CustomDomain>(m,
+        const updated = await one<CustomDomain>(
+          m,
           `UPDATE domains SET verification_status = 'in_progress', check_attempts = 0, last_check_error = NULL, updated_at = now()
-            WHERE uuid = $1 AND verification_status IN ('pending', 'failed') RETURNING ${columnsOf(CustomDomain)}`, [found.uuid]);
+            WHERE uuid = $1 AND verification_status IN ('pending', 'failed') RETURNING ${columnsOf(CustomDomain)}`,
+          [found.uuid],
+        );
         const op = await ctx.deps.outbox.enqueue(m, {
-          operation: 'domain-verify', workflow: 'domainVerify', workspaceUuid: ctx.caller.workspaceUuid,
-          resourceUuid: found.uuid, args: [{ domainUuid: found.uuid }],
+          operation: 'domain-verify',
+          workflow: 'domainVerify',
+          workspaceUuid: ctx.caller.workspaceUuid,
+          resourceUuid: found.uuid,
+          args: [{ domainUuid: found.uuid }],
         });
-        await recordAudit(m, ctx, { resourceUuid: found.uuid, before, after: await snapshot(m, 'domains', found.uuid) });
+        await recordAudit(m, ctx, {
+          resourceUuid: found.uuid,
+          before,
+          after: await snapshot(m, 'domains', found.uuid),
+        });
         return { domain: updated!, operation: op };
       });
       if (operation) await ctx.deps.outbox.dispatch(operation);

@@ -13,7 +13,13 @@ import { conflict, notFound, unprocessable } from '../problem';
 import { route } from '../route';
 import { arr, bool, int, obj, oneOf, str, uuid } from '../schemas/common';
 import {
-  defaultPreviewConfig, PREVIEW_CONFIG_COLUMNS, previewConfigSchema, previewConfigView, previewSchema, previewView, type PreviewConfigRow,
+  defaultPreviewConfig,
+  PREVIEW_CONFIG_COLUMNS,
+  previewConfigSchema,
+  previewConfigView,
+  previewSchema,
+  previewView,
+  type PreviewConfigRow,
 } from '../views/previews';
 
 const TAG = 'preview_environments';
@@ -22,7 +28,11 @@ const configBody = obj({
   enabled: bool(),
   triggers: obj({
     pull_requests: bool(),
-    branch_patterns: arr(str().required().test('pattern', '${path} is not a branch pattern', (v) => v === undefined || branchPatternProblem(v) === null)).max(20),
+    branch_patterns: arr(
+      str()
+        .required()
+        .test('pattern', '${path} is not a branch pattern', (v) => v === undefined || branchPatternProblem(v) === null),
+    ).max(20),
   }),
   resource_id: uuid().nullable(),
   project_id: uuid().nullable(),
@@ -46,8 +56,12 @@ function newSecret(): string {
 
 export const previewRoutes = [
   route<{ uuid: string }>({
-    method: 'get', path: '/apps/{uuid}/preview_environments/config', operation: 'previews.config', tag: TAG,
-    summary: 'Show the preview environment configuration of an app (defaults when never set); the webhook secret is never shown here',
+    method: 'get',
+    path: '/apps/{uuid}/preview_environments/config',
+    operation: 'previews.config',
+    tag: TAG,
+    summary:
+      'Show the preview environment configuration of an app (defaults when never set); the webhook secret is never shown here',
     response: previewConfigSchema,
     async handler(ctx) {
       const app = await findApp(ctx, ctx.params.uuid);
@@ -56,47 +70,79 @@ export const previewRoutes = [
     },
   }),
   route<{ uuid: string }, {}, ConfigBody>({
-    method: 'put', path: '/apps/{uuid}/preview_environments/config', operation: 'previews.config', tag: TAG, body: configBody,
+    method: 'put',
+    path: '/apps/{uuid}/preview_environments/config',
+    operation: 'previews.config',
+    tag: TAG,
+    body: configBody,
     audit: 'preview_settings.update',
-    summary: 'Update the preview environment configuration (fields sent change, others stay). The code-host webhook secret is '
-      + 'generated on the first update (or with rotate_webhook_secret) and shown in that response only. While enabled, a '
-      + 'resource assigned to projects other than the target project is refused with 422',
+    summary:
+      'Update the preview environment configuration (fields sent change, others stay). The code-host webhook secret is ' +
+      'generated on the first update (or with rotate_webhook_secret) and shown in that response only. While enabled, a ' +
+      'resource assigned to projects other than the target project is refused with 422',
     response: previewConfigSchema,
     async handler(ctx) {
       const b = ctx.body;
       return ctx.deps.dataSource.transaction(async (m) => {
         const app = await findApp(ctx, ctx.params.uuid, m, true);
-        if (app.preview_parent_uuid) throw unprocessable('a preview environment\'s app cannot have preview environments of its own');
+        if (app.preview_parent_uuid)
+          throw unprocessable("a preview environment's app cannot have preview environments of its own");
         // Raw: the audit entry records this select list (the workspace left out), before and after.
-        const stored = await one<PreviewConfigRow>(m, `SELECT ${PREVIEW_CONFIG_COLUMNS} FROM preview_configs WHERE app_uuid = $1 FOR UPDATE`, [app.uuid]);
+        const stored = await one<PreviewConfigRow>(
+          m,
+          `SELECT ${PREVIEW_CONFIG_COLUMNS} FROM preview_configs WHERE app_uuid = $1 FOR UPDATE`,
+          [app.uuid],
+        );
         const current = stored ?? defaultPreviewConfig(app.uuid);
         const next: PreviewConfigRow = {
           ...current,
           enabled: b.enabled ?? current.enabled,
           pull_requests: b.triggers?.pull_requests ?? current.pull_requests,
-          branch_patterns: b.triggers?.branch_patterns ? [...new Set(b.triggers.branch_patterns)] : current.branch_patterns,
+          branch_patterns: b.triggers?.branch_patterns
+            ? [...new Set(b.triggers.branch_patterns)]
+            : current.branch_patterns,
           resource_uuid: b.resource_id !== undefined ? b.resource_id : current.resource_uuid,
           project_uuid: b.project_id !== undefined ? b.project_id : current.project_uuid,
           use_parent_image: b.use_parent_image ?? current.use_parent_image,
           lifetime_hours: b.lifetime_hours !== undefined ? b.lifetime_hours : current.lifetime_hours,
         };
-        if (next.resource_uuid && next.resource_uuid !== current.resource_uuid) await checkResource(ctx, m, next.resource_uuid);
-        if (next.project_uuid && next.project_uuid !== current.project_uuid) await checkProject(ctx, m, next.project_uuid);
+        if (next.resource_uuid && next.resource_uuid !== current.resource_uuid)
+          await checkResource(ctx, m, next.resource_uuid);
+        if (next.project_uuid && next.project_uuid !== current.project_uuid)
+          await checkProject(ctx, m, next.project_uuid);
         if (next.enabled) {
           const target = effectiveTarget(app, next);
-          await checkAssignment(m, target.resourceUuid, target.projectUuid, next.resource_uuid ? 'body.resource_id' : 'body.enabled');
+          await checkAssignment(
+            m,
+            target.resourceUuid,
+            target.projectUuid,
+            next.resource_uuid ? 'body.resource_id' : 'body.enabled',
+          );
         }
-        const secret = current.webhook_secret_sealed === null || b.rotate_webhook_secret === true ? newSecret() : undefined;
+        const secret =
+          current.webhook_secret_sealed === null || b.rotate_webhook_secret === true ? newSecret() : undefined;
         const sealed = secret ? ctx.deps.secretBox.seal(secret) : current.webhook_secret_sealed;
-        const saved = await one<PreviewConfigRow>(m,
+        const saved = await one<PreviewConfigRow>(
+          m,
           `INSERT INTO preview_configs (app_uuid, workspace_uuid, enabled, pull_requests, branch_patterns, resource_uuid, project_uuid,
                                         use_parent_image, lifetime_hours, webhook_secret_sealed)
            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
            ON CONFLICT (app_uuid) DO UPDATE SET enabled = $3, pull_requests = $4, branch_patterns = $5, resource_uuid = $6,
              project_uuid = $7, use_parent_image = $8, lifetime_hours = $9, webhook_secret_sealed = $10, updated_at = now()
            RETURNING ${PREVIEW_CONFIG_COLUMNS}`,
-          [app.uuid, ctx.caller.workspaceUuid, next.enabled, next.pull_requests, next.branch_patterns, next.resource_uuid,
-            next.project_uuid, next.use_parent_image, next.lifetime_hours, sealed]);
+          [
+            app.uuid,
+            ctx.caller.workspaceUuid,
+            next.enabled,
+            next.pull_requests,
+            next.branch_patterns,
+            next.resource_uuid,
+            next.project_uuid,
+            next.use_parent_image,
+            next.lifetime_hours,
+            sealed,
+          ],
+        );
         // Resource: the app whose settings these are; a new or rotated webhook secret shows as a redacted change.
         await recordAudit(m, ctx, { resourceUuid: app.uuid, before: configRecord(stored), after: configRecord(saved) });
         return previewConfigView(saved!, ctx.koa.origin, secret);
@@ -104,43 +150,75 @@ export const previewRoutes = [
     },
   }),
   route<{ uuid: string }, Page & { status?: string }>({
-    method: 'get', path: '/apps/{uuid}/preview_environments', operation: 'previews.read', tag: TAG, paginated: true, query: listQuery,
-    summary: 'List the preview environments of an app, newest first; filter by status. They are created from pull requests and '
-      + 'branch pushes only (configure triggers with the config endpoint)',
+    method: 'get',
+    path: '/apps/{uuid}/preview_environments',
+    operation: 'previews.read',
+    tag: TAG,
+    paginated: true,
+    query: listQuery,
+    summary:
+      'List the preview environments of an app, newest first; filter by status. They are created from pull requests and ' +
+      'branch pushes only (configure triggers with the config endpoint)',
     response: yup.array(previewSchema),
     async handler(ctx) {
       const app = await findApp(ctx, ctx.params.uuid);
-      const qb = ctx.deps.dataSource.manager.createQueryBuilder(PreviewEnvironment, 'p').where('p.parent_app_uuid = :app', { app: app.uuid });
+      const qb = ctx.deps.dataSource.manager
+        .createQueryBuilder(PreviewEnvironment, 'p')
+        .where('p.parent_app_uuid = :app', { app: app.uuid });
       if (ctx.query.status) qb.andWhere('p.status = :status', { status: ctx.query.status });
       const list = await pageOf(ctx, qb.orderBy('p.created_at', 'DESC').addOrderBy('p.id', 'DESC'));
       return list.map(previewView);
     },
   }),
   route<{ uuid: string; id: number }>({
-    method: 'get', path: '/apps/{uuid}/preview_environments/{id}', operation: 'previews.read', tag: TAG, params: idParams,
-    summary: 'Show a preview environment by its integer id', response: previewSchema,
+    method: 'get',
+    path: '/apps/{uuid}/preview_environments/{id}',
+    operation: 'previews.read',
+    tag: TAG,
+    params: idParams,
+    summary: 'Show a preview environment by its integer id',
+    response: previewSchema,
     async handler(ctx) {
       const app = await findApp(ctx, ctx.params.uuid);
-      const row = await ctx.deps.dataSource.manager.findOneBy(PreviewEnvironment, { id: ctx.params.id, parent_app_uuid: app.uuid });
+      const row = await ctx.deps.dataSource.manager.findOneBy(PreviewEnvironment, {
+        id: ctx.params.id,
+        parent_app_uuid: app.uuid,
+      });
       if (!row) throw notFound('preview environment');
       return previewView(row);
     },
   }),
   route<{ uuid: string; id: number }>({
-    method: 'delete', path: '/apps/{uuid}/preview_environments/{id}', operation: 'previews.delete', tag: TAG, params: idParams, status: 202,
+    method: 'delete',
+    path: '/apps/{uuid}/preview_environments/{id}',
+    operation: 'previews.delete',
+    tag: TAG,
+    params: idParams,
+    status: 202,
     audit: 'preview.delete',
-    summary: 'Delete a preview environment: it moves to destroying, its app is removed, then it is gone (poll GET until 404)',
+    summary:
+      'Delete a preview environment: it moves to destroying, its app is removed, then it is gone (poll GET until 404)',
     response: previewSchema,
     async handler(ctx) {
       const app = await findApp(ctx, ctx.params.uuid);
       const row = await ctx.deps.dataSource.transaction(async (m) => {
-        const before = await one<{ s: Record<string, unknown> }>(m,
-          `SELECT to_jsonb(p) AS s FROM preview_environments p WHERE id = $1 AND parent_app_uuid = $2 FOR UPDATE`, [ctx.params.id, app.uuid]);
+        const before = await one<{ s: Record<string, unknown> }>(
+          m,
+          `SELECT to_jsonb(p) AS s FROM preview_environments p WHERE id = $1 AND parent_app_uuid = $2 FOR UPDATE`,
+          [ctx.params.id, app.uuid],
+        );
         if (!before) throw notFound('preview environment');
-        const [updated] = await rows<PreviewEnvironment>(m,
-          `UPDATE preview_environments SET status = 'destroying', updated_at = now() WHERE id = $1 RETURNING ${columnsOf(PreviewEnvironment)}`, [ctx.params.id]);
+        const [updated] = await rows<PreviewEnvironment>(
+          m,
+          `UPDATE preview_environments SET status = 'destroying', updated_at = now() WHERE id = $1 RETURNING ${columnsOf(PreviewEnvironment)}`,
+          [ctx.params.id],
+        );
         // A state change (destroying), so the entry shows the row's new snapshot rather than null.
-        await recordAudit(m, ctx, { resourceUuid: updated!.app_uuid, before: before.s, after: await previewSnapshot(m, ctx.params.id) });
+        await recordAudit(m, ctx, {
+          resourceUuid: updated!.app_uuid,
+          before: before.s,
+          after: await previewSnapshot(m, ctx.params.id),
+        });
         return updated!;
       });
       await wakePreview(ctx.deps, app.uuid, row.key);
@@ -148,22 +226,38 @@ export const previewRoutes = [
     },
   }),
   route<{ uuid: string; id: number }>({
-    method: 'post', path: '/apps/{uuid}/preview_environments/{id}/redeploy', operation: 'previews.redeploy', tag: TAG, params: idParams,
+    method: 'post',
+    path: '/apps/{uuid}/preview_environments/{id}/redeploy',
+    operation: 'previews.redeploy',
+    tag: TAG,
+    params: idParams,
     audit: 'preview.redeploy',
-    status: 202, summary: 'Redeploy the head commit of a preview environment (updating, then active or failed)', response: previewSchema,
+    status: 202,
+    summary: 'Redeploy the head commit of a preview environment (updating, then active or failed)',
+    response: previewSchema,
     async handler(ctx) {
       const app = await findApp(ctx, ctx.params.uuid);
       const { row, key } = await ctx.deps.dataSource.transaction(async (m) => {
-        const found = await one<{ status: string; key: string }>(m,
-          `SELECT status, key FROM preview_environments WHERE id = $1 AND parent_app_uuid = $2 FOR UPDATE`, [ctx.params.id, app.uuid]);
+        const found = await one<{ status: string; key: string }>(
+          m,
+          `SELECT status, key FROM preview_environments WHERE id = $1 AND parent_app_uuid = $2 FOR UPDATE`,
+          [ctx.params.id, app.uuid],
+        );
         if (!found) throw notFound('preview environment');
         if (found.status === 'destroying') throw conflict('the preview environment is being destroyed');
         const before = await previewSnapshot(m, ctx.params.id);
-        const [updated] = await rows<PreviewEnvironment>(m,
+        const [updated] = await rows<PreviewEnvironment>(
+          m,
           `UPDATE preview_environments SET generation = generation + 1, updated_at = now(),
                   status = CASE WHEN status IN ('active', 'failed') THEN 'updating' ELSE status END
-            WHERE id = $1 RETURNING ${columnsOf(PreviewEnvironment)}`, [ctx.params.id]);
-        await recordAudit(m, ctx, { resourceUuid: updated!.app_uuid, before, after: await previewSnapshot(m, ctx.params.id) });
+            WHERE id = $1 RETURNING ${columnsOf(PreviewEnvironment)}`,
+          [ctx.params.id],
+        );
+        await recordAudit(m, ctx, {
+          resourceUuid: updated!.app_uuid,
+          before,
+          after: await previewSnapshot(m, ctx.params.id),
+        });
         return { row: updated!, key: found.key };
       });
       await wakePreview(ctx.deps, app.uuid, key);

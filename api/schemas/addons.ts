@@ -4,8 +4,12 @@ import { bool, num, obj, oneOf, str, uuid } from './common';
 
 const quota = obj({
   cpu_size: num().positive().max(64),
-  ram_size: num().positive().max(512 * 2 ** 30),
-  disk_size: num().positive().max(16 * 2 ** 40),
+  ram_size: num()
+    .positive()
+    .max(512 * 2 ** 30),
+  disk_size: num()
+    .positive()
+    .max(16 * 2 ** 40),
 }).default(undefined);
 
 /** Fields shared by add-on and service creation. */
@@ -35,7 +39,10 @@ export const addonUpdateBody = obj({
   public_access: bool(),
   s3_enabled: bool(),
 });
-export const serviceUpdateBody = obj({ ...addonUpdateBody.fields, project_id: uuid().nullable() } as typeof addonUpdateBody.fields & { project_id: ReturnType<typeof uuid> });
+export const serviceUpdateBody = obj({
+  ...addonUpdateBody.fields,
+  project_id: uuid().nullable(),
+} as typeof addonUpdateBody.fields & { project_id: ReturnType<typeof uuid> });
 export const publicAccessBody = obj({ public_access: bool().required() });
 export const restoreBody = obj({
   backup_name: str().min(1).max(200),
@@ -44,11 +51,16 @@ export const restoreBody = obj({
 });
 export const replicaBody = obj({
   cpu_size: num().positive().max(64).required(),
-  ram_size: num().positive().max(512 * 2 ** 30).required(),
+  ram_size: num()
+    .positive()
+    .max(512 * 2 ** 30)
+    .required(),
 });
 export const mountBody = obj({
   app_uuid: uuid().required(),
-  mount_path: str().matches(/^\/[A-Za-z0-9._/-]{0,254}$/, '${path} must be an absolute path').required(),
+  mount_path: str()
+    .matches(/^\/[A-Za-z0-9._/-]{0,254}$/, '${path} must be an absolute path')
+    .required(),
   sub_path: str().max(1000),
   access_mode: oneOf(['shared', 'exclusive'] as const),
 });

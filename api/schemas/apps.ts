@@ -1,5 +1,13 @@
 import * as yup from 'yup';
-import { APP_NAME, BUILDERS, DEPLOYMENT_METHODS, DEPLOYMENT_PERIODS, DEPLOYMENT_STATES, STATE_ACTIONS, APP_STATES } from '../../domain/apps';
+import {
+  APP_NAME,
+  BUILDERS,
+  DEPLOYMENT_METHODS,
+  DEPLOYMENT_PERIODS,
+  DEPLOYMENT_STATES,
+  STATE_ACTIONS,
+  APP_STATES,
+} from '../../domain/apps';
 import { BRANCH } from '../../domain/git-urls';
 import { arr, bool, int, json, num, obj, oneOf, str, uuid } from './common';
 
@@ -7,8 +15,12 @@ const GIB = 2 ** 30;
 
 export const quotaBody = obj({
   cpu_size: num().min(0.1).max(64),
-  ram_size: int().min(128 * 2 ** 20).max(256 * GIB),
-  disk_size: int().min(0).max(4096 * GIB),
+  ram_size: int()
+    .min(128 * 2 ** 20)
+    .max(256 * GIB),
+  disk_size: int()
+    .min(0)
+    .max(4096 * GIB),
   replicas: int().min(1).max(100),
 });
 
@@ -22,7 +34,12 @@ const appFields = {
 
 export const createAppBody = obj({
   ...appFields,
-  name: str().matches(APP_NAME, '${path} must be a DNS label: lowercase letters, digits and hyphens, starting with a letter, at most 40 characters').required(),
+  name: str()
+    .matches(
+      APP_NAME,
+      '${path} must be a DNS label: lowercase letters, digits and hyphens, starting with a letter, at most 40 characters',
+    )
+    .required(),
   resource_id: uuid().required(),
   deployment_method: oneOf(DEPLOYMENT_METHODS),
   deployment_config: json(),
@@ -61,7 +78,12 @@ export const DEPLOYMENT_CONFIG: Record<string, yup.ObjectSchema<any>> = {
   git_push: obj({ branch: branch() }),
   public_git: obj({ repository: str().max(500).required(), branch: branch() }),
   github: obj({ repository: str().max(500).required(), branch: branch(), auto_deploy_enabled: bool() }),
-  container_registry: obj({ image: str().matches(/^[a-z0-9][a-z0-9._\/:@-]{0,300}$/, '${path} must be an image reference').required(), credential_id: uuid() }),
+  container_registry: obj({
+    image: str()
+      .matches(/^[a-z0-9][a-z0-9._\/:@-]{0,300}$/, '${path} must be an image reference')
+      .required(),
+    credential_id: uuid(),
+  }),
   parent_image: obj({ parent_app_id: uuid() }),
   cli_upload: obj({}),
 };
@@ -93,7 +115,10 @@ export const listAppsQuery = yup.object({
 
 export const cloneBody = obj({
   label: str().trim().min(1).max(100),
-  name: str().matches(APP_NAME, '${path} must be a DNS label: lowercase letters, digits and hyphens, starting with a letter, at most 40 characters'),
+  name: str().matches(
+    APP_NAME,
+    '${path} must be a DNS label: lowercase letters, digits and hyphens, starting with a letter, at most 40 characters',
+  ),
   project_id: uuid().nullable(),
   resource_id: uuid(),
   use_parent_image: bool().default(false),

@@ -13,7 +13,11 @@ export const timestamp = () => yup.string().strict();
 /** Not strict itself, so its items' own casts (a boolean's '1'/'0', ERR-06) apply; the items stay strict. */
 export const arr = <T extends yup.Schema>(of: T) => yup.array(of);
 /** Free-form JSON object (keys not shown by the contract). */
-export const json = () => yup.object().strict().meta({ jsonSchema: { type: 'object', additionalProperties: true } } as never);
+export const json = () =>
+  yup
+    .object()
+    .strict()
+    .meta({ jsonSchema: { type: 'object', additionalProperties: true } } as never);
 
 export const bool = () =>
   yup
@@ -31,7 +35,10 @@ export const queryBool = () =>
     .meta({ jsonSchema: { type: 'string', enum: ['1', '0', 'true', 'false'] } } as never);
 
 export const oneOf = <T extends string>(values: readonly T[]) =>
-  yup.string().strict().oneOf(values as T[], '${path} must be one of: ${values}') as unknown as yup.StringSchema<T | undefined>;
+  yup
+    .string()
+    .strict()
+    .oneOf(values as T[], '${path} must be one of: ${values}') as unknown as yup.StringSchema<T | undefined>;
 
 /** An object that refuses keys its shape does not name. */
 export function obj<S extends yup.ObjectShape>(shape: S) {
@@ -54,5 +61,11 @@ export function obj<S extends yup.ObjectShape>(shape: S) {
 
 export const pageQuery = {
   page: yup.number().integer('${path} must be an integer').min(1).typeError('${path} must be an integer').default(1),
-  per_page: yup.number().integer('${path} must be an integer').min(1).max(200).typeError('${path} must be an integer').default(50),
+  per_page: yup
+    .number()
+    .integer('${path} must be an integer')
+    .min(1)
+    .max(200)
+    .typeError('${path} must be an integer')
+    .default(50),
 };

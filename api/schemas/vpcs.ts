@@ -56,8 +56,18 @@ export const createSiteConnectionBody = obj({
   gateway_uuid: uuid().required(),
   remote_address: str().max(15).required(),
   remote_cidrs: arr(range().required()).min(1).max(20).required(),
-  tunnels: arr(obj({ pre_shared_key: str().min(8).max(64).matches(/^[A-Za-z0-9._]+$/, '${path} may hold letters, digits, dots and underscores').required() }))
-    .min(1).max(2).required(),
+  tunnels: arr(
+    obj({
+      pre_shared_key: str()
+        .min(8)
+        .max(64)
+        .matches(/^[A-Za-z0-9._]+$/, '${path} may hold letters, digits, dots and underscores')
+        .required(),
+    }),
+  )
+    .min(1)
+    .max(2)
+    .required(),
 });
 
 export type CreateVpcBody = yup.InferType<typeof createVpcBody>;

@@ -46,11 +46,17 @@ export const addonSchema = obj({
   resource_id: uuid().required(),
   connection_details: obj({
     internal: obj({
-      hostname: str().required(), database: nullableStr(), username: nullableStr(), password: nullableStr(),
-      connection_url: str().required(), port: int().required(),
+      hostname: str().required(),
+      database: nullableStr(),
+      username: nullableStr(),
+      password: nullableStr(),
+      connection_url: str().required(),
+      port: int().required(),
     }).required(),
     external: obj({ external_connection_url: nullableStr(), psql_command: nullableStr() }).required(),
-  }).nullable().defined(),
+  })
+    .nullable()
+    .defined(),
 });
 export type AddonView = yup.InferType<typeof addonSchema>;
 
@@ -62,15 +68,32 @@ export type AddonView = yup.InferType<typeof addonSchema>;
  */
 export function addonView(row: AddonRow, secretBox: SecretBox): AddonView {
   const base = {
-    uuid: row.uuid, name: row.name, type: row.type, label: row.label, state: row.state,
-    quota: row.quota, settings: row.settings,
-    created_at: isoRequired(row.created_at), updated_at: isoRequired(row.updated_at),
-    public_access: row.effective_public_access, backup_enabled: row.backup_enabled, backup_active: row.backup_active,
-    replica_of: row.replica_of, app_uuid: row.app_uuid, project_id: row.project_id, resource_id: row.resource_uuid,
+    uuid: row.uuid,
+    name: row.name,
+    type: row.type,
+    label: row.label,
+    state: row.state,
+    quota: row.quota,
+    settings: row.settings,
+    created_at: isoRequired(row.created_at),
+    updated_at: isoRequired(row.updated_at),
+    public_access: row.effective_public_access,
+    backup_enabled: row.backup_enabled,
+    backup_active: row.backup_active,
+    replica_of: row.replica_of,
+    app_uuid: row.app_uuid,
+    project_id: row.project_id,
+    resource_id: row.resource_uuid,
   };
   const connection = addonConnection({
-    type: row.type, name: row.name, settings: row.settings, username: row.username, database_name: row.database_name,
-    password: row.password_sealed ? secretBox.open(row.password_sealed) : null, public_access: row.effective_public_access, region_domain: row.region_domain,
+    type: row.type,
+    name: row.name,
+    settings: row.settings,
+    username: row.username,
+    database_name: row.database_name,
+    password: row.password_sealed ? secretBox.open(row.password_sealed) : null,
+    public_access: row.effective_public_access,
+    region_domain: row.region_domain,
     endpoint: row.endpoint,
   });
   return { ...base, ...connection };
@@ -80,13 +103,18 @@ export function addonView(row: AddonRow, secretBox: SecretBox): AddonView {
  * Add-ons and cron jobs of any number of apps in one query, for the App view's `addons`
  * and `cronjobs` (cron jobs are excluded from `addons`: ADD-02, CRN-05). Newest first.
  */
-export async function loadAppAddons(db: Pick<EntityManager, 'query'>, secretBox: SecretBox, appUuids: readonly string[]): Promise<Map<string, { addons: AddonView[]; cronjobs: AddonView[] }>> {
+export async function loadAppAddons(
+  db: Pick<EntityManager, 'query'>,
+  secretBox: SecretBox,
+  appUuids: readonly string[],
+): Promise<Map<string, { addons: AddonView[]; cronjobs: AddonView[] }>> {
   const out = new Map<string, { addons: AddonView[]; cronjobs: AddonView[] }>();
   for (const a of appUuids) out.set(a, { addons: [], cronjobs: [] });
   if (appUuids.length === 0) return out;
   const found: AddonRow[] = await db.query(
     `SELECT ${ADDON_COLUMNS} FROM ${ADDON_FROM} WHERE a.app_uuid = ANY($1::uuid[]) AND ${APP_ADDONS_WHERE} ORDER BY ${APP_ADDONS_ORDER}`,
-    [appUuids]);
+    [appUuids],
+  );
   for (const row of found) {
     const entry = out.get(row.app_uuid!)!;
     (row.type === 'cronjob' ? entry.cronjobs : entry.addons).push(addonView(row, secretBox));
@@ -99,7 +127,10 @@ export const APP_ADDONS_WHERE = `a.state <> 'deleting'`;
 export const APP_ADDONS_ORDER = 'a.created_at DESC, a.uuid DESC';
 
 /** The add-ons and cron jobs of one app from rows read as JSON (json_agg of ADDON_COLUMNS, in order): timestamps arrive as text. */
-export function appAddonsFromJson(rows: ReadonlyArray<Omit<AddonRow, 'created_at' | 'updated_at'> & { created_at: string; updated_at: string }>, secretBox: SecretBox): { addons: AddonView[]; cronjobs: AddonView[] } {
+export function appAddonsFromJson(
+  rows: ReadonlyArray<Omit<AddonRow, 'created_at' | 'updated_at'> & { created_at: string; updated_at: string }>,
+  secretBox: SecretBox,
+): { addons: AddonView[]; cronjobs: AddonView[] } {
   const out = { addons: [] as AddonView[], cronjobs: [] as AddonView[] };
   for (const json of rows) {
     const row: AddonRow = { ...json, created_at: new Date(json.created_at), updated_at: new Date(json.updated_at) };
@@ -113,19 +144,46 @@ export function appAddonsFromJson(rows: ReadonlyArray<Omit<AddonRow, 'created_at
  * (through the compute resource) and the fqdn of add-ons and services; cron jobs get no
  * fqdn. Unknown uuids are absent from the map.
  */
-export async function lookupAttachableAddons(db: DataSource | EntityManager, uuids: readonly string[]): Promise<Map<string, { kind: 'addon' | 'service'; type: string; workspaceUuid: string; regionId: number; fqdn: string | null; projectId: string | null }>> {
+export async function lookupAttachableAddons(
+  db: DataSource | EntityManager,
+  uuids: readonly string[],
+): Promise<
+  Map<
+    string,
+    {
+      kind: 'addon' | 'service';
+      type: string;
+      workspaceUuid: string;
+      regionId: number;
+      fqdn: string | null;
+      projectId: string | null;
+    }
+  >
+> {
   if (uuids.length === 0) return new Map();
-  const { entities, raw } = await db.createQueryBuilder(Addon, 'a')
+  const { entities, raw } = await db
+    .createQueryBuilder(Addon, 'a')
     .innerJoin(ComputeResource, 'c', 'c.uuid = a.resource_uuid')
     .leftJoin(App, 'ap', 'ap.uuid = a.app_uuid')
-    .addSelect('c.region_id', 'region_id').addSelect('ap.project_id', 'app_project')
-    .where('a.uuid IN (:...uuids)', { uuids }).andWhere("a.state <> 'deleting'")
+    .addSelect('c.region_id', 'region_id')
+    .addSelect('ap.project_id', 'app_project')
+    .where('a.uuid IN (:...uuids)', { uuids })
+    .andWhere("a.state <> 'deleting'")
     .getRawAndEntities<{ a_uuid: string; region_id: number; app_project: string | null }>();
   const joined = new Map(raw.map((r) => [r.a_uuid, r]));
-  return new Map(entities.map((r) => [r.uuid, {
-    kind: r.kind, type: r.type, workspaceUuid: r.workspace_uuid, regionId: joined.get(r.uuid)!.region_id,
-    fqdn: r.type === 'cronjob' ? null : `${r.name}.internal`, projectId: r.project_id ?? joined.get(r.uuid)!.app_project,
-  }]));
+  return new Map(
+    entities.map((r) => [
+      r.uuid,
+      {
+        kind: r.kind,
+        type: r.type,
+        workspaceUuid: r.workspace_uuid,
+        regionId: joined.get(r.uuid)!.region_id,
+        fqdn: r.type === 'cronjob' ? null : `${r.name}.internal`,
+        projectId: r.project_id ?? joined.get(r.uuid)!.app_project,
+      },
+    ]),
+  );
 }
 
 export const backupsSchema = obj({

@@ -1,5 +1,12 @@
 import type { SecretBox } from '../../domain/secret-box';
-import { ADDON_COLUMNS, ADDON_FROM, APP_ADDONS_ORDER, APP_ADDONS_WHERE, appAddonsFromJson, loadAppAddons } from './addons';
+import {
+  ADDON_COLUMNS,
+  ADDON_FROM,
+  APP_ADDONS_ORDER,
+  APP_ADDONS_WHERE,
+  appAddonsFromJson,
+  loadAppAddons,
+} from './addons';
 import * as yup from 'yup';
 import { App, AppDeployment } from '../../entities/app';
 import { columnsOf, hydrated, type Prefixed } from '../../entities/columns';
@@ -14,7 +21,12 @@ import { arr, bool, json, num, obj, oneOf, str, timestamp, uuid } from '../schem
 import { iso, isoRequired } from './common';
 import { regionSchema, resourceSchema, resourceView, type ResourceView } from './resources';
 
-export const quotaSchema = obj({ cpu_size: num().required(), ram_size: num().required(), disk_size: num().required(), replicas: yup.number().strict().integer().required() });
+export const quotaSchema = obj({
+  cpu_size: num().required(),
+  ram_size: num().required(),
+  disk_size: num().required(),
+  replicas: yup.number().strict().integer().required(),
+});
 
 export const appSchema = obj({
   uuid: uuid().required(),
@@ -48,8 +60,17 @@ export const appSchema = obj({
 export type AppView = yup.InferType<typeof appSchema>;
 
 /** Columns of an app the view never reads: the basic-auth credentials, and what other areas keep. */
-const APP_UNREAD = ['basic_auth_username', 'basic_auth_password_sealed', 'preview_parent_uuid', 'health_checks', 'scaling_profile',
-  'parent_app_uuid', 'parent_image_auto_sync', 'created_by_member_uuid', 'needs_redeploy_since'] as const;
+const APP_UNREAD = [
+  'basic_auth_username',
+  'basic_auth_password_sealed',
+  'preview_parent_uuid',
+  'health_checks',
+  'scaling_profile',
+  'parent_app_uuid',
+  'parent_image_auto_sync',
+  'created_by_member_uuid',
+  'needs_redeploy_since',
+] as const;
 
 /** The resource columns the `platform` object shows (its workspace and creator stay inside). */
 const RESOURCE_UNREAD = ['uuid', 'workspace_uuid', 'region_id', 'created_by_member_uuid'] as const;
@@ -58,9 +79,16 @@ const RESOURCE_UNREAD = ['uuid', 'workspace_uuid', 'region_id', 'created_by_memb
  * An app with its compute resource (fields `r_*`), its region (`region_*`), the resource's
  * used capacity and projects (LATERAL sums over the app's own resource).
  */
-export type JoinedRow = Omit<App, (typeof APP_UNREAD)[number]> & { needs_redeploy: boolean }
-  & Prefixed<Omit<ComputeResource, (typeof RESOURCE_UNREAD)[number]>, 'r_'> & Prefixed<Region, 'region_'>
-  & { used_cpu: number | null; used_ram: string | null; used_disk: string | null; project_ids: string[] };
+export type JoinedRow = Omit<App, (typeof APP_UNREAD)[number]> & { needs_redeploy: boolean } & Prefixed<
+    Omit<ComputeResource, (typeof RESOURCE_UNREAD)[number]>,
+    'r_'
+  > &
+  Prefixed<Region, 'region_'> & {
+    used_cpu: number | null;
+    used_ram: string | null;
+    used_disk: string | null;
+    project_ids: string[];
+  };
 
 /**
  * Apps with their `platform` and region in one query for any number of them. Raw: the
@@ -86,10 +114,24 @@ export function joinedRows<R extends JoinedRow>(found: R[]): R[] {
 
 function platformOf(r: JoinedRow): ResourceView {
   return resourceView({
-    uuid: r.resource_uuid, name: r.r_name, state: r.r_state, labels: r.r_labels, total_cpu_size: r.r_total_cpu_size,
-    total_ram_size: r.r_total_ram_size, total_disk_size: r.r_total_disk_size, plan: r.r_plan, components: r.r_components,
-    created_at: r.r_created_at, updated_at: r.r_updated_at, region_id: r.region_id, region_name: r.region_name, region_code: r.region_code,
-    used_cpu: r.used_cpu, used_ram: r.used_ram, used_disk: r.used_disk, project_ids: r.project_ids,
+    uuid: r.resource_uuid,
+    name: r.r_name,
+    state: r.r_state,
+    labels: r.r_labels,
+    total_cpu_size: r.r_total_cpu_size,
+    total_ram_size: r.r_total_ram_size,
+    total_disk_size: r.r_total_disk_size,
+    plan: r.r_plan,
+    components: r.r_components,
+    created_at: r.r_created_at,
+    updated_at: r.r_updated_at,
+    region_id: r.region_id,
+    region_name: r.region_name,
+    region_code: r.region_code,
+    used_cpu: r.used_cpu,
+    used_ram: r.used_ram,
+    used_disk: r.used_disk,
+    project_ids: r.project_ids,
   });
 }
 
@@ -132,12 +174,18 @@ export function appView(r: JoinedRow, origin: string): AppView {
 
 /** Fills the add-ons and cron jobs of app views, in one query for all of them. */
 export async function withAddons(db: Db, secretBox: SecretBox, views: AppView[]): Promise<AppView[]> {
-  const byApp = await loadAppAddons(db, secretBox, views.map((v) => v.uuid));
+  const byApp = await loadAppAddons(
+    db,
+    secretBox,
+    views.map((v) => v.uuid),
+  );
   return views.map((v) => ({ ...v, ...(byApp.get(v.uuid) ?? { addons: [], cronjobs: [] }) }));
 }
 
 export async function loadApp(db: Db, workspaceUuid: string, appUuid: string, origin: string): Promise<AppView | null> {
-  const [row] = joinedRows(await rows<JoinedRow>(db, `${APP_SELECT} WHERE a.workspace_uuid = $1 AND a.uuid = $2`, [workspaceUuid, appUuid]));
+  const [row] = joinedRows(
+    await rows<JoinedRow>(db, `${APP_SELECT} WHERE a.workspace_uuid = $1 AND a.uuid = $2`, [workspaceUuid, appUuid]),
+  );
   return row ? appView(row, origin) : null;
 }
 
@@ -147,9 +195,19 @@ export async function loadApp(db: Db, workspaceUuid: string, appUuid: string, or
  * there is no such app in the workspace or `reaches` refuses its project's restrictions.
  * The add-on views (which open sealed passwords) are built only once the project check passed.
  */
-export async function loadReachableApp(ds: DataSource, secretBox: SecretBox, workspaceUuid: string, appUuid: string, origin: string,
-  reaches: (restrictions: RestrictionRule[]) => boolean): Promise<AppView | null> {
-  const [row] = joinedRows(await preparedRows<JoinedRow & { restrictions: RestrictionRule[] | null; addon_rows: Parameters<typeof appAddonsFromJson>[0] | null }>(ds, 'berth_app_show', REACHABLE_APP_SQL, [workspaceUuid, appUuid]));
+export async function loadReachableApp(
+  ds: DataSource,
+  secretBox: SecretBox,
+  workspaceUuid: string,
+  appUuid: string,
+  origin: string,
+  reaches: (restrictions: RestrictionRule[]) => boolean,
+): Promise<AppView | null> {
+  const [row] = joinedRows(
+    await preparedRows<
+      JoinedRow & { restrictions: RestrictionRule[] | null; addon_rows: Parameters<typeof appAddonsFromJson>[0] | null }
+    >(ds, 'berth_app_show', REACHABLE_APP_SQL, [workspaceUuid, appUuid]),
+  );
   if (!row || !reaches(row.restrictions ?? [])) return null;
   return { ...appView(row, origin), ...appAddonsFromJson(row.addon_rows ?? [], secretBox) };
 }
@@ -193,8 +251,17 @@ export type DeploymentView = yup.InferType<typeof deploymentSchema>;
 
 export function deploymentView(d: DeploymentRow): DeploymentView {
   return {
-    uuid: d.uuid, state: d.state as never, commit_sha: d.commit_sha, commit_message: d.commit_message, branch: d.branch,
-    deployment_method: d.deployment_method as never, image: d.image, message: d.message,
-    created_at: isoRequired(d.created_at), updated_at: isoRequired(d.updated_at), finished_at: iso(d.finished_at), logs_stored_at: iso(d.logs_stored_at),
+    uuid: d.uuid,
+    state: d.state as never,
+    commit_sha: d.commit_sha,
+    commit_message: d.commit_message,
+    branch: d.branch,
+    deployment_method: d.deployment_method as never,
+    image: d.image,
+    message: d.message,
+    created_at: isoRequired(d.created_at),
+    updated_at: isoRequired(d.updated_at),
+    finished_at: iso(d.finished_at),
+    logs_stored_at: iso(d.logs_stored_at),
   };
 }

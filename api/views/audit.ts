@@ -5,7 +5,10 @@ import { iso } from './common';
 
 export const auditEventSchema = obj({
   uuid: uuid().required(),
-  actor: obj({ type: oneOf(['member', 'workspace_token', 'system'] as const).required(), uuid: uuid().nullable().defined() }).required(),
+  actor: obj({
+    type: oneOf(['member', 'workspace_token', 'system'] as const).required(),
+    uuid: uuid().nullable().defined(),
+  }).required(),
   source: oneOf(['api', 'workflow', 'code-host', 'scheduler'] as const).required(),
   action: str().required(),
   resource_type: str().required(),

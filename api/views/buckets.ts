@@ -56,7 +56,10 @@ export const downloadUrlSchema = obj({ url: str().required(), expires_at: timest
 export const bucketListSchema = yup.array(bucketSchema);
 
 /** Statistics from the object store itself; zero before the bucket exists there. */
-async function statistics(storage: StorageDriver | undefined, b: BucketRow): Promise<{ usageBytes: number; objectCount: number }> {
+async function statistics(
+  storage: StorageDriver | undefined,
+  b: BucketRow,
+): Promise<{ usageBytes: number; objectCount: number }> {
   if (b.state === 'pending' || b.state === 'failed' || !storage) return { usageBytes: 0, objectCount: 0 };
   try {
     return await storage.usage(b.name);
@@ -69,36 +72,44 @@ async function statistics(storage: StorageDriver | undefined, b: BucketRow): Pro
  * Buckets as the contract shows them, statistics read from the store. The secret key is
  * opened only when `withSecret` (create and show: connection details); lists leave it out.
  */
-export async function bucketViews(db: EntityManager, deps: { storage?: StorageDriver; secretBox: SecretBox }, workspaceUuid: string,
-  buckets: readonly BucketRow[], withSecret = false) {
+export async function bucketViews(
+  db: EntityManager,
+  deps: { storage?: StorageDriver; secretBox: SecretBox },
+  workspaceUuid: string,
+  buckets: readonly BucketRow[],
+  withSecret = false,
+) {
   if (buckets.length === 0) return [];
   const resources = new Map<string, ResourceView>(
-    (await loadResources(db, workspaceUuid, [...new Set(buckets.map((b) => b.resource_uuid))])).map((r) => [r.uuid, r]));
-  return Promise.all(buckets.map(async (b) => {
-    const stats = await statistics(deps.storage, b);
-    const quota = quotaBytes(b.disk_size_gib);
-    return {
-      uuid: b.uuid,
-      name: b.name,
-      label: b.label,
-      state: b.state,
-      project_id: b.project_id,
-      visibility: b.visibility,
-      s3_endpoint: b.s3_endpoint,
-      s3_access_key: b.s3_access_key,
-      ...(withSecret ? { s3_secret_key: deps.secretBox.open(b.s3_secret_sealed) } : {}),
-      region_code: b.region_code,
-      disk_size: b.disk_size_gib,
-      usage_bytes: stats.usageBytes,
-      quota_bytes: quota,
-      usage_percentage: usagePercentage(stats.usageBytes, quota),
-      object_count: stats.objectCount,
-      created_at: isoRequired(b.created_at),
-      updated_at: isoRequired(b.updated_at),
-      platform: resources.get(b.resource_uuid)!,
-      public_endpoint: publicEndpoint(b.visibility, b.name, b.region_domain),
-      policy: b.policy,
-      acl: b.acl,
-    };
-  }));
+    (await loadResources(db, workspaceUuid, [...new Set(buckets.map((b) => b.resource_uuid))])).map((r) => [r.uuid, r]),
+  );
+  return Promise.all(
+    buckets.map(async (b) => {
+      const stats = await statistics(deps.storage, b);
+      const quota = quotaBytes(b.disk_size_gib);
+      return {
+        uuid: b.uuid,
+        name: b.name,
+        label: b.label,
+        state: b.state,
+        project_id: b.project_id,
+        visibility: b.visibility,
+        s3_endpoint: b.s3_endpoint,
+        s3_access_key: b.s3_access_key,
+        ...(withSecret ? { s3_secret_key: deps.secretBox.open(b.s3_secret_sealed) } : {}),
+        region_code: b.region_code,
+        disk_size: b.disk_size_gib,
+        usage_bytes: stats.usageBytes,
+        quota_bytes: quota,
+        usage_percentage: usagePercentage(stats.usageBytes, quota),
+        object_count: stats.objectCount,
+        created_at: isoRequired(b.created_at),
+        updated_at: isoRequired(b.updated_at),
+        platform: resources.get(b.resource_uuid)!,
+        public_endpoint: publicEndpoint(b.visibility, b.name, b.region_domain),
+        policy: b.policy,
+        acl: b.acl,
+      };
+    }),
+  );
 }

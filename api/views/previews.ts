@@ -26,8 +26,10 @@ export const previewConfigSchema = obj({
  * An app's preview settings: the stored row (its workspace stays inside), or the defaults of
  * an app that never set them, which have no secret and no timestamps yet.
  */
-export type PreviewConfigRow = Omit<PreviewConfig, 'workspace_uuid' | 'webhook_secret_sealed' | 'created_at' | 'updated_at'>
-  & { [K in 'webhook_secret_sealed' | 'created_at' | 'updated_at']: PreviewConfig[K] | null };
+export type PreviewConfigRow = Omit<
+  PreviewConfig,
+  'workspace_uuid' | 'webhook_secret_sealed' | 'created_at' | 'updated_at'
+> & { [K in 'webhook_secret_sealed' | 'created_at' | 'updated_at']: PreviewConfig[K] | null };
 
 /** The select list of PreviewConfigRow (also what its audit entries record). */
 export const PREVIEW_CONFIG_COLUMNS = columnsOf(PreviewConfig, undefined, { except: ['workspace_uuid'] });
@@ -35,8 +37,17 @@ export const PREVIEW_CONFIG_COLUMNS = columnsOf(PreviewConfig, undefined, { exce
 /** The defaults an app without a stored configuration reads. */
 export function defaultPreviewConfig(appUuid: string): PreviewConfigRow {
   return {
-    app_uuid: appUuid, enabled: false, pull_requests: true, branch_patterns: [], resource_uuid: null, project_uuid: null,
-    use_parent_image: false, lifetime_hours: null, webhook_secret_sealed: null, created_at: null, updated_at: null,
+    app_uuid: appUuid,
+    enabled: false,
+    pull_requests: true,
+    branch_patterns: [],
+    resource_uuid: null,
+    project_uuid: null,
+    use_parent_image: false,
+    lifetime_hours: null,
+    webhook_secret_sealed: null,
+    created_at: null,
+    updated_at: null,
   };
 }
 

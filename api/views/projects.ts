@@ -34,7 +34,8 @@ export async function projectViews(db: EntityManager, workspaceUuid: string, pro
   const links = await db.find(ProjectResource, { where: { project_uuid: In(uuids) }, order: { created_at: 'ASC' } });
   const restrictions = await db.find(ProjectRestriction, { where: { project_uuid: In(uuids) }, order: { id: 'ASC' } });
   const resources = new Map<string, ResourceView>(
-    (await loadResources(db, workspaceUuid, [...new Set(links.map((l) => l.resource_uuid))])).map((r) => [r.uuid, r]));
+    (await loadResources(db, workspaceUuid, [...new Set(links.map((l) => l.resource_uuid))])).map((r) => [r.uuid, r]),
+  );
   return projects.map((p) => ({
     uuid: p.uuid,
     name: p.name,
@@ -42,7 +43,10 @@ export async function projectViews(db: EntityManager, workspaceUuid: string, pro
     state: p.state,
     created_at: isoRequired(p.created_at),
     updated_at: isoRequired(p.updated_at),
-    resources: links.filter((l) => l.project_uuid === p.uuid).map((l) => resources.get(l.resource_uuid)!).filter(Boolean),
+    resources: links
+      .filter((l) => l.project_uuid === p.uuid)
+      .map((l) => resources.get(l.resource_uuid)!)
+      .filter(Boolean),
     restrictions: restrictions.filter((r) => r.project_uuid === p.uuid).map(restrictionView),
   }));
 }

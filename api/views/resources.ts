@@ -5,7 +5,11 @@ import { ComputeResource } from '../../entities/compute-resource';
 import { arr, bool, num, obj, str, timestamp, uuid } from '../schemas/common';
 import { isoRequired } from './common';
 
-export const regionSchema = obj({ id: yup.number().strict().integer().required(), name: str().required(), code: str().required() });
+export const regionSchema = obj({
+  id: yup.number().strict().integer().required(),
+  name: str().required(),
+  code: str().required(),
+});
 
 export const resourceSchema = obj({
   uuid: uuid().required(),
@@ -36,24 +40,51 @@ export const resourceSchema = obj({
     cpu_size: num().required(),
     unit_price: num().required(),
   }).required(),
-  components: arr(obj({ name: str().required(), code_name: str().required(), unit_price: num().required() })).required(),
+  components: arr(
+    obj({ name: str().required(), code_name: str().required(), unit_price: num().required() }),
+  ).required(),
 });
 
 export type ResourceView = yup.InferType<typeof resourceSchema>;
 
 /** A compute resource with its region, its used capacity (sums over allocations) and its projects. */
-export type ResourceRow = Pick<ComputeResource,
-  'uuid' | 'name' | 'state' | 'labels' | 'total_cpu_size' | 'total_ram_size' | 'total_disk_size' | 'plan' | 'components' | 'created_at' | 'updated_at' | 'region_id'>
-  & { region_name: string; region_code: string; used_cpu: number | null; used_ram: string | null; used_disk: string | null; project_ids: string[] };
+export type ResourceRow = Pick<
+  ComputeResource,
+  | 'uuid'
+  | 'name'
+  | 'state'
+  | 'labels'
+  | 'total_cpu_size'
+  | 'total_ram_size'
+  | 'total_disk_size'
+  | 'plan'
+  | 'components'
+  | 'created_at'
+  | 'updated_at'
+  | 'region_id'
+> & {
+  region_name: string;
+  region_code: string;
+  used_cpu: number | null;
+  used_ram: string | null;
+  used_disk: string | null;
+  project_ids: string[];
+};
 
 /**
  * Loads compute resources as the contract's `platform` object, with used capacity summed
  * from allocations and the projects they are assigned to, in one query for any number.
  */
-export async function loadResources(db: EntityManager, workspaceUuid: string, uuids?: readonly string[]): Promise<ResourceView[]> {
+export async function loadResources(
+  db: EntityManager,
+  workspaceUuid: string,
+  uuids?: readonly string[],
+): Promise<ResourceView[]> {
   // Raw: the used capacity and the projects are LATERAL aggregates, which the query builder cannot join.
-  const rows: ResourceRow[] = hydrated(ComputeResource, await db.query(
-    `SELECT ${columnsOf(ComputeResource, 'c')}, g.name AS region_name, g.code AS region_code,
+  const rows: ResourceRow[] = hydrated(
+    ComputeResource,
+    await db.query(
+      `SELECT ${columnsOf(ComputeResource, 'c')}, g.name AS region_name, g.code AS region_code,
             COALESCE(a.cpu, 0) AS used_cpu, COALESCE(a.ram, 0) AS used_ram, COALESCE(a.disk, 0) AS used_disk,
             COALESCE(pr.ids, '{}') AS project_ids
        FROM compute_resources c
@@ -64,8 +95,9 @@ export async function loadResources(db: EntityManager, workspaceUuid: string, uu
                             FROM project_resources WHERE resource_uuid = c.uuid) pr ON true
       WHERE c.workspace_uuid = $1 AND ($2::uuid[] IS NULL OR c.uuid = ANY($2::uuid[]))
       ORDER BY c.created_at, c.uuid`,
-    [workspaceUuid, uuids ?? null],
-  ));
+      [workspaceUuid, uuids ?? null],
+    ),
+  );
   return rows.map(resourceView);
 }
 

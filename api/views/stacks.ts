@@ -54,7 +54,14 @@ export const stackSchema = obj({
 export const analyzeSchema = obj({
   commit_sha: str().required(),
   manifest: json().required(),
-  warnings: arr(obj({ code: str().required(), service: str().nullable().defined(), key: str().required(), message: str().required() })).required(),
+  warnings: arr(
+    obj({
+      code: str().required(),
+      service: str().nullable().defined(),
+      key: str().required(),
+      message: str().required(),
+    }),
+  ).required(),
 });
 
 export const stackListSchema = yup.array(stackSchema);
@@ -64,20 +71,27 @@ export async function stackViews(db: EntityManager, workspaceUuid: string, stack
   if (stacks.length === 0) return [];
   const uuids = stacks.map((s) => s.uuid);
   // An app's live state stands for its item's status; the raw row carries it beside the entity's primary key.
-  const { entities: itemEntities, raw } = await db.createQueryBuilder(StackItem, 'i')
+  const { entities: itemEntities, raw } = await db
+    .createQueryBuilder(StackItem, 'i')
     .leftJoin(App, 'a', "a.uuid = i.uuid AND i.item_type = 'app'")
     .addSelect('COALESCE(a.state, i.status)', 'live_status')
     .where('i.stack_uuid IN (:...uuids)', { uuids })
-    .orderBy('i.item_type', 'DESC').addOrderBy('i.compose_service_name')
+    .orderBy('i.item_type', 'DESC')
+    .addOrderBy('i.compose_service_name')
     .getRawAndEntities<{ i_uuid: string; live_status: string }>();
   const live = new Map(raw.map((r) => [r.i_uuid, r.live_status]));
   const items = itemEntities.map((i) => ({ ...i, status: live.get(i.uuid) ?? i.status }));
-  const deployments = await db.createQueryBuilder(StackDeployment, 'd').distinctOn(['d.stack_uuid'])
+  const deployments = await db
+    .createQueryBuilder(StackDeployment, 'd')
+    .distinctOn(['d.stack_uuid'])
     .where('d.stack_uuid IN (:...uuids)', { uuids })
-    .orderBy('d.stack_uuid').addOrderBy('d.created_at', 'DESC').addOrderBy('d.uuid', 'DESC')
+    .orderBy('d.stack_uuid')
+    .addOrderBy('d.created_at', 'DESC')
+    .addOrderBy('d.uuid', 'DESC')
     .getMany();
   const resources = new Map<string, ResourceView>(
-    (await loadResources(db, workspaceUuid, [...new Set(stacks.map((s) => s.resource_uuid))])).map((r) => [r.uuid, r]));
+    (await loadResources(db, workspaceUuid, [...new Set(stacks.map((s) => s.resource_uuid))])).map((r) => [r.uuid, r]),
+  );
   return stacks.map((s) => {
     const mine = items.filter((i) => i.stack_uuid === s.uuid);
     const latest = deployments.find((d) => d.stack_uuid === s.uuid) ?? null;
@@ -85,10 +99,19 @@ export async function stackViews(db: EntityManager, workspaceUuid: string, stack
       uuid: s.uuid,
       name: s.name,
       label: s.label,
-      state: computeStackState(latest, mine.map((i) => i.status)),
+      state: computeStackState(
+        latest,
+        mine.map((i) => i.status),
+      ),
       project_id: s.project_id,
       compose_path: s.compose_path,
-      deployment_config: { type: 'git' as const, repository: s.repository, branch: s.branch, auto_deploy_enabled: s.auto_deploy_enabled, credential_id: s.credential_id },
+      deployment_config: {
+        type: 'git' as const,
+        repository: s.repository,
+        branch: s.branch,
+        auto_deploy_enabled: s.auto_deploy_enabled,
+        credential_id: s.credential_id,
+      },
       total_cpu_size: mine.reduce((sum, i) => sum + Number(i.cpu_size), 0),
       total_ram_size: mine.reduce((sum, i) => sum + Number(i.ram_size), 0),
       total_disk_size: mine.reduce((sum, i) => sum + Number(i.disk_size), 0),
@@ -96,12 +119,22 @@ export async function stackViews(db: EntityManager, workspaceUuid: string, stack
       updated_at: isoRequired(s.updated_at),
       platform: resources.get(s.resource_uuid)!,
       services: mine.map((i) => ({
-        compose_service_name: i.compose_service_name, compose_service_type: i.compose_service_type, status: i.status,
-        item_type: i.item_type, item_uuid: i.uuid, item_name: i.item_name,
+        compose_service_name: i.compose_service_name,
+        compose_service_type: i.compose_service_type,
+        status: i.status,
+        item_type: i.item_type,
+        item_uuid: i.uuid,
+        item_name: i.item_name,
       })),
       latest_deployment: latest && {
-        uuid: latest.uuid, state: latest.state, subevent: latest.subevent, commit_sha: latest.commit_sha, validation_errors: latest.validation_errors,
-        published_at: iso(latest.published_at), completed_at: iso(latest.completed_at), created_at: isoRequired(latest.created_at),
+        uuid: latest.uuid,
+        state: latest.state,
+        subevent: latest.subevent,
+        commit_sha: latest.commit_sha,
+        validation_errors: latest.validation_errors,
+        published_at: iso(latest.published_at),
+        completed_at: iso(latest.completed_at),
+        created_at: isoRequired(latest.created_at),
       },
     };
   });

@@ -67,5 +67,13 @@ export function siteView(s: SiteRow, sitesDomain: string) {
 }
 
 export function siteDeploymentView(d: StaticSiteDeployment) {
-  return { uuid: d.uuid, state: d.state, commit_sha: d.commit_sha, file_count: d.file_count, message: d.message, created_at: isoRequired(d.created_at), completed_at: iso(d.completed_at) };
+  return {
+    uuid: d.uuid,
+    state: d.state,
+    commit_sha: d.commit_sha,
+    file_count: d.file_count,
+    message: d.message,
+    created_at: isoRequired(d.created_at),
+    completed_at: iso(d.completed_at),
+  };
 }

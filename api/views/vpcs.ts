@@ -2,7 +2,15 @@ import * as yup from 'yup';
 import { GATEWAY_KINDS, ATTACHABLE_TYPES, VPC_STATUSES } from '../../domain/vpc';
 import { arr, bool, num, obj, oneOf, str, timestamp, uuid } from '../schemas/common';
 import { columnsOf } from '../../entities/columns';
-import { Vpc, VpcAttachment, VpcPeerRoute, VpcSiteConnection, VpcSubnet, VpcVpnGateway, VpcVpnUser } from '../../entities/vpc';
+import {
+  Vpc,
+  VpcAttachment,
+  VpcPeerRoute,
+  VpcSiteConnection,
+  VpcSubnet,
+  VpcVpnGateway,
+  VpcVpnUser,
+} from '../../entities/vpc';
 import { iso, isoRequired } from './common';
 
 /** Views of the VPC area: allow-lists, so sealed keys and credentials never leave. */
@@ -27,7 +35,12 @@ export const vpcSchema = obj({
 });
 
 /** A VPC with its region and its counts (VPC_SELECT). */
-export type VpcRow = Vpc & { region_code: string; region_domain: string; subnet_count: number; attachment_count: number };
+export type VpcRow = Vpc & {
+  region_code: string;
+  region_domain: string;
+  subnet_count: number;
+  attachment_count: number;
+};
 
 /**
  * SELECT list and FROM clause that produce a VpcRow (alias v). Raw: the query builder maps
@@ -90,7 +103,7 @@ export function subnetView(s: SubnetRow) {
     cidr_v4: s.cidr_v4,
     cidr_v6: s.cidr_v6,
     public: s.public,
-    default_route: s.public ? 'platform' as const : 'vpc' as const,
+    default_route: s.public ? ('platform' as const) : ('vpc' as const),
     attachment_count: s.attachment_count,
     created_at: isoRequired(s.created_at),
   };
@@ -148,8 +161,13 @@ export const PEER_ROUTE_COLUMNS = columnsOf(VpcPeerRoute);
 
 export function peerRouteView(r: PeerRouteRow) {
   return {
-    uuid: r.uuid, cidr: r.cidr, gateway_kind: r.gateway_kind, description: r.description, status: r.status,
-    failure_reason: r.failure_reason, created_at: isoRequired(r.created_at),
+    uuid: r.uuid,
+    cidr: r.cidr,
+    gateway_kind: r.gateway_kind,
+    description: r.description,
+    status: r.status,
+    failure_reason: r.failure_reason,
+    created_at: isoRequired(r.created_at),
   };
 }
 
@@ -167,12 +185,20 @@ export const gatewaySchema = obj({
 /** Never the sealed private key or credentials. */
 export type GatewayRow = Omit<VpcVpnGateway, 'private_key_sealed' | 'credentials_sealed'>;
 
-export const GATEWAY_COLUMNS = columnsOf(VpcVpnGateway, undefined, { except: ['private_key_sealed', 'credentials_sealed'] });
+export const GATEWAY_COLUMNS = columnsOf(VpcVpnGateway, undefined, {
+  except: ['private_key_sealed', 'credentials_sealed'],
+});
 
 export function gatewayView(g: GatewayRow) {
   return {
-    uuid: g.uuid, vpc_uuid: g.vpc_uuid, kind: g.kind, status: g.status, public_key: g.public_key, endpoint: g.endpoint,
-    failure_reason: g.failure_reason, created_at: isoRequired(g.created_at),
+    uuid: g.uuid,
+    vpc_uuid: g.vpc_uuid,
+    kind: g.kind,
+    status: g.status,
+    public_key: g.public_key,
+    endpoint: g.endpoint,
+    failure_reason: g.failure_reason,
+    created_at: isoRequired(g.created_at),
   };
 }
 
@@ -196,11 +222,23 @@ export type VpnUserRow = Omit<VpcVpnUser, 'private_key_sealed'> & { has_key: boo
 export const VPN_USER_COLUMNS = `${columnsOf(VpcVpnUser, undefined, { except: ['private_key_sealed'] })}, private_key_sealed IS NOT NULL AS has_key`;
 
 export function vpnUserView(u: VpnUserRow, now = new Date()) {
-  const configStatus = u.config_read_at ? 'read' as const : u.has_key && u.vault_expires_at > now ? 'unread' as const : 'expired' as const;
+  const configStatus = u.config_read_at
+    ? ('read' as const)
+    : u.has_key && u.vault_expires_at > now
+      ? ('unread' as const)
+      : ('expired' as const);
   return {
-    uuid: u.uuid, vpc_uuid: u.vpc_uuid, name: u.name, status: u.status, public_key: u.public_key, address_v4: u.address_v4,
-    config_status: configStatus, vault_expires_at: isoRequired(u.vault_expires_at), config_read_at: iso(u.config_read_at),
-    failure_reason: u.failure_reason, created_at: isoRequired(u.created_at),
+    uuid: u.uuid,
+    vpc_uuid: u.vpc_uuid,
+    name: u.name,
+    status: u.status,
+    public_key: u.public_key,
+    address_v4: u.address_v4,
+    config_status: configStatus,
+    vault_expires_at: isoRequired(u.vault_expires_at),
+    config_read_at: iso(u.config_read_at),
+    failure_reason: u.failure_reason,
+    created_at: isoRequired(u.created_at),
   };
 }
 
@@ -220,7 +258,10 @@ export const siteConnectionSchema = obj({
 });
 
 /** A connection with its monthly price (billable_items, joined). Never tunnels_sealed: the pre-shared keys stay in the database. */
-export type SiteConnectionRow = Omit<VpcSiteConnection, 'tunnels_sealed'> & { amount: string | null; currency: string | null };
+export type SiteConnectionRow = Omit<VpcSiteConnection, 'tunnels_sealed'> & {
+  amount: string | null;
+  currency: string | null;
+};
 
 export const SITE_CONNECTION_SELECT = `
   SELECT ${columnsOf(VpcSiteConnection, 'c', { except: ['tunnels_sealed'] })}, b.amount::text AS amount, b.currency
@@ -229,10 +270,17 @@ export const SITE_CONNECTION_SELECT = `
 
 export function siteConnectionView(c: SiteConnectionRow) {
   return {
-    uuid: c.uuid, vpc_uuid: c.vpc_uuid, gateway_uuid: c.gateway_uuid, name: c.name, status: c.status, public_ip: c.public_ip,
-    remote_address: c.remote_address, remote_cidrs: c.remote_cidrs,
+    uuid: c.uuid,
+    vpc_uuid: c.vpc_uuid,
+    gateway_uuid: c.gateway_uuid,
+    name: c.name,
+    status: c.status,
+    public_ip: c.public_ip,
+    remote_address: c.remote_address,
+    remote_cidrs: c.remote_cidrs,
     tunnels: Array.from({ length: c.tunnel_count }, (_, index) => ({ index })),
     monthly_price: { amount: Number(c.amount ?? 0), currency: c.currency ?? 'USD' },
-    failure_reason: c.failure_reason, created_at: isoRequired(c.created_at),
+    failure_reason: c.failure_reason,
+    created_at: isoRequired(c.created_at),
   };
 }

@@ -22,7 +22,12 @@ const webhookFields = {
 export const webhookSchema = obj(webhookFields);
 
 /** The create response: the record plus the signing secret, shown this once. */
-export const createdWebhookSchema = obj({ ...webhookFields, secret: str().matches(/^whsec_/).required() });
+export const createdWebhookSchema = obj({
+  ...webhookFields,
+  secret: str()
+    .matches(/^whsec_/)
+    .required(),
+});
 
 export const deliverySchema = obj({
   uuid: uuid().required(),

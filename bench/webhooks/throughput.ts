@@ -27,9 +27,11 @@ function percentile(sorted: number[], p: number): number {
 async function timed(count: number, task: (i: number) => Promise<unknown>): Promise<number> {
   const started = performance.now();
   let next = 0;
-  await Promise.all(Array.from({ length: Math.min(CONCURRENCY, count) }, async () => {
-    while (next < count) await task(next++);
-  }));
+  await Promise.all(
+    Array.from({ length: Math.min(CONCURRENCY, count) }, async () => {
+      while (next < count) await task(next++);
+    }),
+  );
   return performance.now() - started;
 }
 
@@ -40,17 +42,22 @@ async function main(): Promise<void> {
   const connection = await NativeConnection.connect({ address: stack.config.temporalAddress! });
   const taskQueue = `bench-${Date.now()}`;
   const worker = await Worker.create({
-    connection, taskQueue, workflowsPath: path.join(__dirname, 'workflows.ts'),
+    connection,
+    taskQueue,
+    workflowsPath: path.join(__dirname, 'workflows.ts'),
     activities: { ...createActivities(stack.activityDeps), benchNoop: async () => {} },
   });
   const running = worker.run();
   try {
     const ws = await seedWorkspace(stack.ds);
-    const res = await stack.http.post('/api/v1/webhooks').set('Authorization', `Bearer ${ws.ownerToken}`)
+    const res = await stack.http
+      .post('/api/v1/webhooks')
+      .set('Authorization', `Bearer ${ws.ownerToken}`)
       .send({ url: receiver.url, events: ['quota_alert'] });
     if (res.status !== 201) throw new Error(`webhook create: ${res.status} ${res.text}`);
     const client = stack.temporal;
-    const run = (type: string, args: unknown[], id: string) => client.workflow.execute(type, { taskQueue, workflowId: id, args });
+    const run = (type: string, args: unknown[], id: string) =>
+      client.workflow.execute(type, { taskQueue, workflowId: id, args });
 
     // Warm up both paths (bundle load, connections, caches).
     await timed(20, (i) => run('benchOneNoopActivity', [], `warm-noop-${i}-${taskQueue}`));
@@ -75,7 +82,9 @@ async function main(): Promise<void> {
     }
     const lastArrival = Math.max(...[...firstArrival.values()].map((a) => a.at));
     const deliveredMs = lastArrival - wallStart || performance.now() - deliveredStart;
-    const latencies = [...firstArrival.values()].map((a) => a.at - Date.parse(JSON.parse(a.body).timestamp)).sort((a, b) => a - b);
+    const latencies = [...firstArrival.values()]
+      .map((a) => a.at - Date.parse(JSON.parse(a.body).timestamp))
+      .sort((a, b) => a - b);
 
     const baselineRate = N / (baselineMs / 1000);
     const deliveredRate = firstArrival.size / (deliveredMs / 1000);

@@ -27,7 +27,11 @@ export async function startLocalPlane(): Promise<LocalPlane> {
     const resources = (await api.get('/api/v1/resources').set(auth).expect(200)).body as { uuid: string }[];
     const connection = await Connection.connect({ address: `127.0.0.1:${berth.env.BERTH_TEMPORAL_PORT}` });
     return {
-      berth, api, auth, resource: resources[0]!.uuid, temporal: new TemporalClient({ connection }),
+      berth,
+      api,
+      auth,
+      resource: resources[0]!.uuid,
+      temporal: new TemporalClient({ connection }),
       async close() {
         await connection.close();
         await berth.stop();
@@ -53,7 +57,13 @@ function viaIngress(plane: LocalPlane, app: { public_url: string }, pathname: st
  */
 export async function appProcessKilled(plane: LocalPlane): Promise<string> {
   const { api, auth } = plane;
-  const created = (await api.post('/api/v1/apps').set(auth).send({ name: 'chaos-web', resource_id: plane.resource, deployment_method: 'git_push' }).expect(201)).body;
+  const created = (
+    await api
+      .post('/api/v1/apps')
+      .set(auth)
+      .send({ name: 'chaos-web', resource_id: plane.resource, deployment_method: 'git_push' })
+      .expect(201)
+  ).body;
   const source = localRepo(appFixture('e2e-web'));
   try {
     const pushed = plane.berth.push(source.dir, created.git_url);
@@ -71,18 +81,39 @@ export async function appProcessKilled(plane: LocalPlane): Promise<string> {
   const killedAt = Date.now();
   process.kill(pid, 'SIGKILL');
   let failedAnswers = 0;
-  const newPid = await eventually(async () => {
-    const p = await pidOf();
-    if (p === null) failedAnswers++;
-    return p !== null && p !== pid ? p : undefined;
-  }, { what: 'the ingress answering 200 from a new process', intervalMs: 100, timeoutMs: 60_000 });
+  const newPid = await eventually(
+    async () => {
+      const p = await pidOf();
+      if (p === null) failedAnswers++;
+      return p !== null && p !== pid ? p : undefined;
+    },
+    { what: 'the ingress answering 200 from a new process', intervalMs: 100, timeoutMs: 60_000 },
+  );
   const recoveredMs = Date.now() - killedAt;
 
-  await eventually(async () => (await api.get(`/api/v1/apps/${app.uuid}`).set(auth).expect(200)).body.state === 'running', { what: 'the app running', timeoutMs: 30_000 });
-  const log = (await api.get(`/api/v1/apps/${app.uuid}/logs`).query({ tail: 200 }).set(auth).expect(200)).body as { source: string; message: string }[];
-  const restart = log.find((l) => l.source === 'berth' && /^web\.1 (was killed by SIGKILL|exited with code 137), restarting in /.test(l.message));
-  check(restart !== undefined, `no restart in the app log: ${log.filter((l) => l.source === 'berth').map((l) => l.message).join(' | ')}`);
-  check(log.some((l) => l.source === 'berth' && l.message.startsWith(`web.1 started (pid `)), 'no new start in the app log');
+  await eventually(
+    async () => (await api.get(`/api/v1/apps/${app.uuid}`).set(auth).expect(200)).body.state === 'running',
+    { what: 'the app running', timeoutMs: 30_000 },
+  );
+  const log = (await api.get(`/api/v1/apps/${app.uuid}/logs`).query({ tail: 200 }).set(auth).expect(200)).body as {
+    source: string;
+    message: string;
+  }[];
+  const restart = log.find(
+    (l) =>
+      l.source === 'berth' && /^web\.1 (was killed by SIGKILL|exited with code 137), restarting in /.test(l.message),
+  );
+  check(
+    restart !== undefined,
+    `no restart in the app log: ${log
+      .filter((l) => l.source === 'berth')
+      .map((l) => l.message)
+      .join(' | ')}`,
+  );
+  check(
+    log.some((l) => l.source === 'berth' && l.message.startsWith(`web.1 started (pid `)),
+    'no new start in the app log',
+  );
   return `app pid ${pid} SIGKILLed: ingress 200 again after ${seconds(recoveredMs)} s from new pid ${newPid} (${failedAnswers} non-200 answers meanwhile), app running, "${restart!.message}" in its log`;
 }
 
@@ -94,13 +125,25 @@ export async function appProcessKilled(plane: LocalPlane): Promise<string> {
  */
 export async function addonServerKilled(plane: LocalPlane): Promise<string> {
   const { api, auth } = plane;
-  const app = (await api.post('/api/v1/apps').set(auth).send({ name: 'chaos-db-owner', resource_id: plane.resource, deployment_method: 'git_push' }).expect(201)).body;
-  const created = (await api.post(`/api/v1/apps/${app.uuid}/addons`).set(auth).send({ type: 'postgres', label: 'chaos' }).expect(201)).body;
-  const addonState = async () => (await api.get(`/api/v1/apps/${app.uuid}/addons/${created.uuid}`).set(auth).expect(200)).body;
-  const addon = await eventually(async () => {
-    const a = await addonState();
-    return a.state === 'healthy' ? a : undefined;
-  }, { what: 'the add-on healthy', timeoutMs: 120_000 });
+  const app = (
+    await api
+      .post('/api/v1/apps')
+      .set(auth)
+      .send({ name: 'chaos-db-owner', resource_id: plane.resource, deployment_method: 'git_push' })
+      .expect(201)
+  ).body;
+  const created = (
+    await api.post(`/api/v1/apps/${app.uuid}/addons`).set(auth).send({ type: 'postgres', label: 'chaos' }).expect(201)
+  ).body;
+  const addonState = async () =>
+    (await api.get(`/api/v1/apps/${app.uuid}/addons/${created.uuid}`).set(auth).expect(200)).body;
+  const addon = await eventually(
+    async () => {
+      const a = await addonState();
+      return a.state === 'healthy' ? a : undefined;
+    },
+    { what: 'the add-on healthy', timeoutMs: 120_000 },
+  );
   const url = addon.connection_details.internal.connection_url as string;
 
   const client = new PgClient({ connectionString: url });
@@ -114,12 +157,16 @@ export async function addonServerKilled(plane: LocalPlane): Promise<string> {
   const killedAt = Date.now();
   process.kill(pid, 'SIGKILL');
   await client.end().catch(() => undefined);
-  const sweepUntil = (states: readonly string[], what: string) => eventually(async () => {
-    const a = await addonState();
-    if (states.includes(a.state)) return a.state as string;
-    if ((await schedule.describe()).info.runningActions.length === 0) await schedule.trigger();
-    return undefined;
-  }, { what, intervalMs: 500, timeoutMs: 90_000 });
+  const sweepUntil = (states: readonly string[], what: string) =>
+    eventually(
+      async () => {
+        const a = await addonState();
+        if (states.includes(a.state)) return a.state as string;
+        if ((await schedule.describe()).info.runningActions.length === 0) await schedule.trigger();
+        return undefined;
+      },
+      { what, intervalMs: 500, timeoutMs: 90_000 },
+    );
   const unhealthy = await sweepUntil(UNHEALTHY_STATES, 'the add-on unhealthy');
   const unhealthyMs = Date.now() - killedAt;
   await sweepUntil(['healthy'], 'the add-on healthy again');

@@ -19,7 +19,8 @@ export async function manyEvents(stack: TestStack, receiver: Receiver): Promise<
   const { distinct, verified, duplicates } = verifyHits(receiver, secret);
   check(distinct === count, `${distinct} distinct webhook-ids for ${count} events`);
   return {
-    figure: `${count} events emitted in ${emittedS.toFixed(0)} s, all arrived in ${arrivedS.toFixed(0)} s (${(count / arrivedS).toFixed(1)}/s): `
-      + `${distinct} distinct ids, ${verified} signatures verified (standardwebhooks), ${duplicates} duplicates`,
+    figure:
+      `${count} events emitted in ${emittedS.toFixed(0)} s, all arrived in ${arrivedS.toFixed(0)} s (${(count / arrivedS).toFixed(1)}/s): ` +
+      `${distinct} distinct ids, ${verified} signatures verified (standardwebhooks), ${duplicates} duplicates`,
   };
 }

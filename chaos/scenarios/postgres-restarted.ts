@@ -1,14 +1,27 @@
 import { startStack } from '../../test/support/stack';
 import { RECEIVER_ALLOW, type Receiver } from '../../test/support/webhooks';
 import type { ChaosPostgres } from '../postgres';
-import { allArrived, check, deliveriesCompleted, emitEvents, percentile, subscribe, verifyHits, type Outcome } from '../common';
+import {
+  allArrived,
+  check,
+  deliveriesCompleted,
+  emitEvents,
+  percentile,
+  subscribe,
+  verifyHits,
+  type Outcome,
+} from '../common';
 
 const N = 200;
 const DOWN_MS = 10_000;
 /** A request must be answered within the pool's connect timeout (5 s) plus this margin. */
 const ANSWER_WITHIN_MS = 7_000;
 
-interface Probe { at: number; status: number; ms: number }
+interface Probe {
+  at: number;
+  status: number;
+  ms: number;
+}
 
 /**
  * PostgreSQL stopped while 200 deliveries are in flight and started again: the API
@@ -31,7 +44,14 @@ export async function postgresRestarted(receiver: Receiver, pg: ChaosPostgres): 
     const prober = (async () => {
       while (probing) {
         const t = Date.now();
-        const res = await stack.http.get('/api/v1/webhooks').set(auth).timeout(30_000).then((r) => r, (e: { status?: number }) => ({ status: e.status ?? 0, text: '', headers: {} as Record<string, string> }));
+        const res = await stack.http
+          .get('/api/v1/webhooks')
+          .set(auth)
+          .timeout(30_000)
+          .then(
+            (r) => r,
+            (e: { status?: number }) => ({ status: e.status ?? 0, text: '', headers: {} as Record<string, string> }),
+          );
         probes.push({ at: t, status: res.status, ms: Date.now() - t });
         if (res.status === 503) bodies.push(`${res.headers['content-type']} ${res.headers['retry-after']} ${res.text}`);
         await new Promise((r) => setTimeout(r, 200));
@@ -42,7 +62,12 @@ export async function postgresRestarted(receiver: Receiver, pg: ChaosPostgres): 
     const stoppedAt = Date.now();
     await new Promise((r) => setTimeout(r, DOWN_MS / 2));
     const key = `pg-down-${crypto.randomUUID()}`;
-    const create = () => stack.http.post('/api/v1/webhooks').set({ ...auth, 'Idempotency-Key': key }).send({ url: receiver.url, description: 'during the outage' }).timeout(30_000);
+    const create = () =>
+      stack.http
+        .post('/api/v1/webhooks')
+        .set({ ...auth, 'Idempotency-Key': key })
+        .send({ url: receiver.url, description: 'during the outage' })
+        .timeout(30_000);
     const refused = await create();
     await new Promise((r) => setTimeout(r, DOWN_MS / 2));
     const startingAt = Date.now();
@@ -61,24 +86,39 @@ export async function postgresRestarted(receiver: Receiver, pg: ChaosPostgres): 
     await deliveriesCompleted(stack, N, 120_000);
     const { distinct, duplicates } = verifyHits(receiver, secret);
     const [{ events }] = await stack.ds.query(`SELECT count(*)::int AS events FROM events WHERE uuid = ANY($1)`, [ids]);
-    const [{ hooks }] = await stack.ds.query(`SELECT count(*)::int AS hooks FROM webhooks WHERE workspace_uuid = $1 AND description = 'during the outage'`, [ws.uuid]);
+    const [{ hooks }] = await stack.ds.query(
+      `SELECT count(*)::int AS hooks FROM webhooks WHERE workspace_uuid = $1 AND description = 'during the outage'`,
+      [ws.uuid],
+    );
     const down = probes.filter((p) => p.at >= stoppedAt && p.at + p.ms < startingAt);
     const around = probes.filter((p) => p.at >= stoppingAt && p.at < startedAt);
     const statuses = [...new Set(down.map((p) => p.status))].sort();
     const slowest = Math.max(...around.map((p) => p.ms));
     check(down.length > 0 && statuses.every((s) => s === 503), `answers while down: ${statuses.join(',')}`);
-    check(around.every((p) => p.status === 200 || p.status === 503), `answers while stopping or starting: ${[...new Set(around.map((p) => p.status))].join(',')}`);
-    check(bodies.every((b) => b.startsWith('application/problem+json') && /^\S+ \d+ /.test(b)), `a 503 without problem body or Retry-After: ${bodies.find((b) => !b.startsWith('application/problem+json'))}`);
+    check(
+      around.every((p) => p.status === 200 || p.status === 503),
+      `answers while stopping or starting: ${[...new Set(around.map((p) => p.status))].join(',')}`,
+    );
+    check(
+      bodies.every((b) => b.startsWith('application/problem+json') && /^\S+ \d+ /.test(b)),
+      `a 503 without problem body or Retry-After: ${bodies.find((b) => !b.startsWith('application/problem+json'))}`,
+    );
     check(slowest <= ANSWER_WITHIN_MS, `a request took ${slowest} ms while the database was down`);
     check(recoveredAt > 0, 'the API did not answer 200 within 30 s of the restart');
     check(refused.status === 503, `the POST during the outage answered ${refused.status}`);
-    check(created.status === 201 && again.status === 201 && again.headers['idempotent-replayed'] === 'true' && hooks === 1,
-      `retried POST: ${created.status}, replay ${again.status}, ${hooks} webhooks created`);
+    check(
+      created.status === 201 && again.status === 201 && again.headers['idempotent-replayed'] === 'true' && hooks === 1,
+      `retried POST: ${created.status}, replay ${again.status}, ${hooks} webhooks created`,
+    );
     check(distinct === N && events === N, `${distinct} distinct webhook-ids, ${events} event rows for ${N} events`);
     return {
-      figure: `PostgreSQL down ${((startingAt - stoppedAt) / 1000).toFixed(1)} s: ${down.length} API answers all 503 problem+json with Retry-After `
-        + `(p99 ${percentile(down.map((p) => p.ms), 99)} ms, slowest ${slowest} ms), 200 again ${((recoveredAt - startedAt) / 1000).toFixed(1)} s after the restart; `
-        + `${distinct}/${N} events arrived, ${events} event rows, ${duplicates} duplicate hits (same id and body), a POST refused then retried made ${hooks} resource`,
+      figure:
+        `PostgreSQL down ${((startingAt - stoppedAt) / 1000).toFixed(1)} s: ${down.length} API answers all 503 problem+json with Retry-After ` +
+        `(p99 ${percentile(
+          down.map((p) => p.ms),
+          99,
+        )} ms, slowest ${slowest} ms), 200 again ${((recoveredAt - startedAt) / 1000).toFixed(1)} s after the restart; ` +
+        `${distinct}/${N} events arrived, ${events} event rows, ${duplicates} duplicate hits (same id and body), a POST refused then retried made ${hooks} resource`,
     };
   } finally {
     probing = false;

@@ -25,15 +25,21 @@ function historyText(value: unknown): string {
 }
 
 /** Columns of every table that hold text (text, varchar, json, jsonb, text[]) and contain one of the values. */
-async function plainInDatabase(ds: DataSource, values: readonly string[]): Promise<{ hits: string[]; columns: number }> {
+async function plainInDatabase(
+  ds: DataSource,
+  values: readonly string[],
+): Promise<{ hits: string[]; columns: number }> {
   const columns: Array<{ table_name: string; column_name: string }> = await ds.query(
     `SELECT c.table_name, c.column_name FROM information_schema.columns c
        JOIN information_schema.tables t ON t.table_schema = c.table_schema AND t.table_name = c.table_name AND t.table_type = 'BASE TABLE'
-      WHERE c.table_schema = 'public' AND (c.data_type IN ('text', 'character varying', 'json', 'jsonb') OR c.udt_name IN ('_text', '_varchar'))`);
+      WHERE c.table_schema = 'public' AND (c.data_type IN ('text', 'character varying', 'json', 'jsonb') OR c.udt_name IN ('_text', '_varchar'))`,
+  );
   const hits: string[] = [];
   for (const { table_name: t, column_name: c } of columns) {
     for (const v of values) {
-      const [{ n }] = await ds.query(`SELECT count(*)::int AS n FROM "${t}" WHERE position($1 in "${c}"::text) > 0`, [v]);
+      const [{ n }] = await ds.query(`SELECT count(*)::int AS n FROM "${t}" WHERE position($1 in "${c}"::text) > 0`, [
+        v,
+      ]);
       if (n > 0) hits.push(`${t}.${c} holds ${v.slice(0, 8)}…`);
     }
   }
@@ -51,42 +57,113 @@ async function plainInDatabase(ds: DataSource, values: readonly string[]): Promi
 export async function secretsNeverLeave(stack: TestStack, receiver: Receiver): Promise<Outcome> {
   const { ws, auth, secret: webhookSecret, webhookUuid } = await subscribe(stack, receiver);
   const secrets = {
-    registry: plain('registry-token'), basicAuth: plain('basic-auth-password'), appVariable: plain('app-secret-variable'),
-    projectVariable: plain('project-secret-variable'), clientSecret: plain('zt-client-secret'), authKey: plain('tskey-auth'),
-    psk1: plain('psk-one'), psk2: plain('psk-two'),
+    registry: plain('registry-token'),
+    basicAuth: plain('basic-auth-password'),
+    appVariable: plain('app-secret-variable'),
+    projectVariable: plain('project-secret-variable'),
+    clientSecret: plain('zt-client-secret'),
+    authKey: plain('tskey-auth'),
+    psk1: plain('psk-one'),
+    psk2: plain('psk-two'),
   };
   const ok = async (res: Promise<{ status: number; text: string; body: any }>, what: string) => {
     const r = await res;
     check(r.status >= 200 && r.status < 300, `${what}: ${r.status} ${r.text}`);
     return r.body;
   };
-  const credential = await ok(stack.http.post('/api/v1/container_registry_credentials').set(auth)
-    .send({ name: 'chaos', registry: 'generic', registry_hostname: 'registry.example.test', username: 'deploy', token: secrets.registry }), 'registry credential');
-  const project = await ok(stack.http.post('/api/v1/projects').set(auth).send({ name: 'chaos-secrets', resource_ids: [ws.resourceUuid] }), 'project');
+  const credential = await ok(
+    stack.http.post('/api/v1/container_registry_credentials').set(auth).send({
+      name: 'chaos',
+      registry: 'generic',
+      registry_hostname: 'registry.example.test',
+      username: 'deploy',
+      token: secrets.registry,
+    }),
+    'registry credential',
+  );
+  const project = await ok(
+    stack.http
+      .post('/api/v1/projects')
+      .set(auth)
+      .send({ name: 'chaos-secrets', resource_ids: [ws.resourceUuid] }),
+    'project',
+  );
   const app = await createApp(stack, ws.ownerToken, {
-    name: 'chaos-secrets', resource_id: ws.resourceUuid, project_id: project.uuid, basic_auth_enabled: true, basic_auth_username: 'admin-user',
-    basic_auth_password: secrets.basicAuth, deployment_method: 'container_registry',
+    name: 'chaos-secrets',
+    resource_id: ws.resourceUuid,
+    project_id: project.uuid,
+    basic_auth_enabled: true,
+    basic_auth_username: 'admin-user',
+    basic_auth_password: secrets.basicAuth,
+    deployment_method: 'container_registry',
     deployment_config: { image: 'registry.example.test/acme/web:1.0', credential_id: credential.uuid },
   });
-  await ok(stack.http.put(`/api/v1/apps/${app.uuid}/variables`).set(auth).send({ variables: [{ key: 'API_KEY', value: secrets.appVariable, secret: true }] }), 'app variables');
-  await ok(stack.http.put(`/api/v1/projects/${project.uuid}/variables`).set(auth).send({ variables: [{ key: 'DB_PASSWORD', value: secrets.projectVariable, secret: true }] }), 'project variables');
+  await ok(
+    stack.http
+      .put(`/api/v1/apps/${app.uuid}/variables`)
+      .set(auth)
+      .send({ variables: [{ key: 'API_KEY', value: secrets.appVariable, secret: true }] }),
+    'app variables',
+  );
+  await ok(
+    stack.http
+      .put(`/api/v1/projects/${project.uuid}/variables`)
+      .set(auth)
+      .send({ variables: [{ key: 'DB_PASSWORD', value: secrets.projectVariable, secret: true }] }),
+    'project variables',
+  );
   const vpc = await activeVpc(stack, ws);
-  const zeroTrust = await ok(stack.http.post(`/api/v1/vpcs/${vpc.uuid}/vpn_gateways`).set(auth)
-    .send({ kind: 'zero_trust', organization: 'acme-org', client_id: 'client-1234', client_secret: secrets.clientSecret }), 'zero-trust gateway');
-  await ok(stack.http.post(`/api/v1/vpcs/${vpc.uuid}/vpn_gateways`).set(auth).send({ kind: 'mesh', auth_key: secrets.authKey }), 'mesh gateway');
-  await eventually(async () => (await stack.http.get(`/api/v1/vpcs/${vpc.uuid}/vpn_gateways`).set(auth)).body
-    .some((g: { uuid: string; status: string }) => g.uuid === zeroTrust.uuid && g.status === 'active'), { what: 'the zero-trust gateway active', timeoutMs: 60_000 });
-  await ok(stack.http.post(`/api/v1/vpcs/${vpc.uuid}/site_connections`).set(auth).send({
-    name: 'office', gateway_uuid: zeroTrust.uuid, remote_address: '198.51.100.7', remote_cidrs: ['192.168.100.0/24'],
-    tunnels: [{ pre_shared_key: secrets.psk1 }, { pre_shared_key: secrets.psk2 }],
-  }), 'site connection');
+  const zeroTrust = await ok(
+    stack.http.post(`/api/v1/vpcs/${vpc.uuid}/vpn_gateways`).set(auth).send({
+      kind: 'zero_trust',
+      organization: 'acme-org',
+      client_id: 'client-1234',
+      client_secret: secrets.clientSecret,
+    }),
+    'zero-trust gateway',
+  );
+  await ok(
+    stack.http
+      .post(`/api/v1/vpcs/${vpc.uuid}/vpn_gateways`)
+      .set(auth)
+      .send({ kind: 'mesh', auth_key: secrets.authKey }),
+    'mesh gateway',
+  );
+  await eventually(
+    async () =>
+      (await stack.http.get(`/api/v1/vpcs/${vpc.uuid}/vpn_gateways`).set(auth)).body.some(
+        (g: { uuid: string; status: string }) => g.uuid === zeroTrust.uuid && g.status === 'active',
+      ),
+    { what: 'the zero-trust gateway active', timeoutMs: 60_000 },
+  );
+  await ok(
+    stack.http
+      .post(`/api/v1/vpcs/${vpc.uuid}/site_connections`)
+      .set(auth)
+      .send({
+        name: 'office',
+        gateway_uuid: zeroTrust.uuid,
+        remote_address: '198.51.100.7',
+        remote_cidrs: ['192.168.100.0/24'],
+        tunnels: [{ pre_shared_key: secrets.psk1 }, { pre_shared_key: secrets.psk2 }],
+      }),
+    'site connection',
+  );
   const ids = await emitEvents(stack, ws.uuid, 10);
   await allArrived(receiver, ids, 60_000);
   await deliveriesCompleted(stack, ids.length, 60_000);
   // Let the workflows the creations started settle before reading their histories.
   await new Promise((r) => setTimeout(r, 3_000));
-  for (const path of ['/api/v1/apps', `/api/v1/apps/${app.uuid}`, `/api/v1/apps/${app.uuid}/variables`, `/api/v1/projects/${project.uuid}/variables`,
-    '/api/v1/container_registry_credentials', `/api/v1/vpcs/${vpc.uuid}/vpn_gateways`, `/api/v1/vpcs/${vpc.uuid}/site_connections`, '/api/v1/webhooks']) {
+  for (const path of [
+    '/api/v1/apps',
+    `/api/v1/apps/${app.uuid}`,
+    `/api/v1/apps/${app.uuid}/variables`,
+    `/api/v1/projects/${project.uuid}/variables`,
+    '/api/v1/container_registry_credentials',
+    `/api/v1/vpcs/${vpc.uuid}/vpn_gateways`,
+    `/api/v1/vpcs/${vpc.uuid}/site_connections`,
+    '/api/v1/webhooks',
+  ]) {
     await ok(stack.http.get(path).set(auth), `GET ${path}`);
   }
 
@@ -113,7 +190,8 @@ export async function secretsNeverLeave(stack: TestStack, receiver: Receiver): P
   const control = await plainInDatabase(stack.ds, ['registry.example.test']);
   check(control.hits.length > 0, 'the database scan finds nothing, not even a plain value it should');
   return {
-    figure: `${values.length} secret values (${Object.keys(secrets).length + 1} kinds) created through the API: 0 in ${stack.responseBodies.length} responses `
-      + `(webhook secret only in its creation answer), 0 in ${stack.logLines.length} log lines, 0 in ${histories} workflow histories, 0 in ${db.columns} text columns`,
+    figure:
+      `${values.length} secret values (${Object.keys(secrets).length + 1} kinds) created through the API: 0 in ${stack.responseBodies.length} responses ` +
+      `(webhook secret only in its creation answer), 0 in ${stack.logLines.length} log lines, 0 in ${histories} workflow histories, 0 in ${db.columns} text columns`,
   };
 }

@@ -11,7 +11,12 @@ const P99_SLACK_MS = 5;
 /** A few-MB helper process (tsx's esbuild) moves by a MB or two; flat means within 10% or this much. */
 const MEMORY_SLACK_MB = 5;
 
-interface Sample { minute: number; rps: number; p99: number; rss: Record<string, number> }
+interface Sample {
+  minute: number;
+  rps: number;
+  p99: number;
+  rss: Record<string, number>;
+}
 
 /**
  * Measures the API's ceiling (closed loop, 16 clients, GET /webhooks), then holds half of
@@ -33,11 +38,22 @@ export async function soak(stack: TestStack, receiver: Receiver, options: { minu
     return performance.now() - t;
   };
   // Logs, response bodies and hits are kept for other scenarios' scans; a soak must not keep them.
-  const forget = () => { stack.logLines.length = 0; stack.responseBodies.length = 0; receiver.hits.length = 0; };
+  const forget = () => {
+    stack.logLines.length = 0;
+    stack.responseBodies.length = 0;
+    receiver.hits.length = 0;
+  };
 
   let done = 0;
   const until = Date.now() + 5_000;
-  await Promise.all(Array.from({ length: CLIENTS }, async () => { while (Date.now() < until) { await get(); done++; } }));
+  await Promise.all(
+    Array.from({ length: CLIENTS }, async () => {
+      while (Date.now() < until) {
+        await get();
+        done++;
+      }
+    }),
+  );
   const ceiling = done / 5;
   const rate = ceiling / 2;
   forget();
@@ -53,13 +69,24 @@ export async function soak(stack: TestStack, receiver: Receiver, options: { minu
       const due = started + (i * 1000) / rate;
       const wait = due - performance.now();
       if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-      const p = get().then((ms) => { latencies.push(ms); }, () => { errors++; }).finally(() => inFlight.delete(p));
+      const p = get()
+        .then(
+          (ms) => {
+            latencies.push(ms);
+          },
+          () => {
+            errors++;
+          },
+        )
+        .finally(() => inFlight.delete(p));
       inFlight.add(p);
     }
   })();
   const events = (async () => {
     while (running) {
-      await emitEvents(stack, ws.uuid, 1).catch(() => { errors++; });
+      await emitEvents(stack, ws.uuid, 1).catch(() => {
+        errors++;
+      });
       await new Promise((r) => setTimeout(r, 1_000));
     }
   })();
@@ -71,7 +98,11 @@ export async function soak(stack: TestStack, receiver: Receiver, options: { minu
       await new Promise((r) => setTimeout(r, 60_000));
       samples.push({ minute, rps: latencies.length / 60, p99: percentile(latencies, 99), rss: memoryByCommand() });
       const s = samples.at(-1)!;
-      process.stderr.write(`[soak] minute ${minute}: ${s.rps.toFixed(0)} req/s, p99 ${s.p99.toFixed(1)} ms, memory ${Object.entries(s.rss).map(([k, v]) => `${k} ${v.toFixed(0)} MB`).join(', ')}\n`);
+      process.stderr.write(
+        `[soak] minute ${minute}: ${s.rps.toFixed(0)} req/s, p99 ${s.p99.toFixed(1)} ms, memory ${Object.entries(s.rss)
+          .map(([k, v]) => `${k} ${v.toFixed(0)} MB`)
+          .join(', ')}\n`,
+      );
     }
   } finally {
     running = false;
@@ -89,10 +120,13 @@ export async function soak(stack: TestStack, receiver: Receiver, options: { minu
   const range = (xs: number[]) => `${Math.min(...xs).toFixed(0)}-${Math.max(...xs).toFixed(0)}`;
   const p99Drift = drift(p99);
   const grew = processes.filter((k) => !flat(drift(memory(k)), MEMORY_SLACK_MB));
-  const rssLine = processes.map((k) => `${k} ${range(memory(k))} MB (trend ${signed(drift(memory(k)).change)} MB)`).join(', ');
-  const figure = `${options.minutes} min at ${rate.toFixed(0)} req/s (half the ${ceiling.toFixed(0)} req/s ceiling) + 1 event/s: `
-    + `p99 ${range(p99)} ms per minute (trend ${signed(p99Drift.change)} ms over the run; ${p99.map((x) => x.toFixed(0)).join('/')}); `
-    + `memory (PSS) per minute: ${rssLine}`;
+  const rssLine = processes
+    .map((k) => `${k} ${range(memory(k))} MB (trend ${signed(drift(memory(k)).change)} MB)`)
+    .join(', ');
+  const figure =
+    `${options.minutes} min at ${rate.toFixed(0)} req/s (half the ${ceiling.toFixed(0)} req/s ceiling) + 1 event/s: ` +
+    `p99 ${range(p99)} ms per minute (trend ${signed(p99Drift.change)} ms over the run; ${p99.map((x) => x.toFixed(0)).join('/')}); ` +
+    `memory (PSS) per minute: ${rssLine}`;
   check(flat(p99Drift, P99_SLACK_MS), `p99 grew: ${figure}`);
   check(grew.length === 0, `memory grew more than 10% (${grew.join(', ')}): ${figure}`);
   return { figure };
@@ -109,7 +143,10 @@ export function drift(values: number[]): { change: number; mean: number } {
   const mid = (n - 1) / 2;
   let num = 0;
   let den = 0;
-  values.forEach((v, i) => { num += (i - mid) * (v - mean); den += (i - mid) ** 2; });
+  values.forEach((v, i) => {
+    num += (i - mid) * (v - mean);
+    den += (i - mid) ** 2;
+  });
   return { change: den === 0 ? 0 : (num / den) * (n - 1), mean };
 }
 

@@ -1,5 +1,14 @@
 import { RECEIVER_ALLOW, type Receiver } from '../../test/support/webhooks';
-import { allArrived, check, deliveriesCompleted, emitEvents, onDevTemporal, subscribe, verifyHits, type Outcome } from '../common';
+import {
+  allArrived,
+  check,
+  deliveriesCompleted,
+  emitEvents,
+  onDevTemporal,
+  subscribe,
+  verifyHits,
+  type Outcome,
+} from '../common';
 
 const N = 200;
 const DOWN_MS = 5_000;
@@ -28,8 +37,9 @@ export async function temporalRestarted(receiver: Receiver): Promise<Outcome> {
       const { distinct, duplicates } = verifyHits(receiver, secret);
       check(distinct === N, `${distinct} distinct webhook-ids for ${N} events`);
       return {
-        figure: `${N} events, server down ${downS.toFixed(1)} s after ${before} hits: ${distinct}/${N} arrived (last ${drainS.toFixed(1)} s after the restart), `
-          + `${N} delivery workflows completed, ${duplicates} duplicates (same id and body)`,
+        figure:
+          `${N} events, server down ${downS.toFixed(1)} s after ${before} hits: ${distinct}/${N} arrived (last ${drainS.toFixed(1)} s after the restart), ` +
+          `${N} delivery workflows completed, ${duplicates} duplicates (same id and body)`,
       };
     });
   } finally {

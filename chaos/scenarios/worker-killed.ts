@@ -17,7 +17,10 @@ const SLOW_MS = 1_500;
  */
 export async function workerKilled(receiver: Receiver): Promise<Outcome> {
   const keyring = `k1:${SecretBox.generateKey()}`;
-  const stack = await startStack({ env: { BERTH_WEBHOOK_ALLOW_CIDRS: RECEIVER_ALLOW, LOG_LEVEL: 'warn' }, secretKeyring: keyring });
+  const stack = await startStack({
+    env: { BERTH_WEBHOOK_ALLOW_CIDRS: RECEIVER_ALLOW, LOG_LEVEL: 'warn' },
+    secretKeyring: keyring,
+  });
   const workers = [spawnWorker(stack, keyring)];
   try {
     await workers[0]!.ready;
@@ -32,7 +35,9 @@ export async function workerKilled(receiver: Receiver): Promise<Outcome> {
     workers[0]!.child.kill('SIGKILL');
     await workers[0]!.exited;
     // Attempts the receiver got but never answered to a live worker: the kill cut them.
-    const cut = new Set(receiver.hits.filter((h) => h.at > killedAt - SLOW_MS).map((h) => String(h.headers['webhook-id'])));
+    const cut = new Set(
+      receiver.hits.filter((h) => h.at > killedAt - SLOW_MS).map((h) => String(h.headers['webhook-id'])),
+    );
     const arrivedBeforeKill = new Set(receiver.hits.map((h) => String(h.headers['webhook-id']))).size;
     workers.push(spawnWorker(stack, keyring));
     await workers[1]!.ready;
@@ -49,8 +54,9 @@ export async function workerKilled(receiver: Receiver): Promise<Outcome> {
     }
     check(slowestRetryMs <= ACTIVITY_TIMEOUT_MS + 10_000, `a cut attempt was retried after ${slowestRetryMs} ms`);
     return {
-      figure: `${N} events, worker SIGKILLed after ${arrivedBeforeKill} arrived (${cut.size} attempts cut), new worker polling in ${(restartedMs / 1000).toFixed(1)} s: `
-        + `${distinct}/${N} arrived, ${duplicates} duplicates (same webhook-id and body), slowest retry of a cut attempt ${(slowestRetryMs / 1000).toFixed(1)} s`,
+      figure:
+        `${N} events, worker SIGKILLed after ${arrivedBeforeKill} arrived (${cut.size} attempts cut), new worker polling in ${(restartedMs / 1000).toFixed(1)} s: ` +
+        `${distinct}/${N} arrived, ${duplicates} duplicates (same webhook-id and body), slowest retry of a cut attempt ${(slowestRetryMs / 1000).toFixed(1)} s`,
     };
   } finally {
     receiver.respond = () => ({ status: 200, body: 'ok' });

@@ -110,7 +110,9 @@ export class Foundation1732200000000 implements MigrationInterface {
         CHECK ((subject_type = 'user' AND user_uuid IS NOT NULL AND role_name IS NULL)
             OR (subject_type = 'role' AND role_name IS NOT NULL AND user_uuid IS NULL))
       )`);
-    await q.query(`CREATE UNIQUE INDEX project_restrictions_subject ON project_restrictions (project_uuid, subject_type, coalesce(user_uuid::text, role_name))`);
+    await q.query(
+      `CREATE UNIQUE INDEX project_restrictions_subject ON project_restrictions (project_uuid, subject_type, coalesce(user_uuid::text, role_name))`,
+    );
     await q.query(`
       CREATE TABLE project_resources (
         project_uuid uuid NOT NULL REFERENCES projects(uuid) ON DELETE CASCADE,
@@ -185,8 +187,24 @@ export class Foundation1732200000000 implements MigrationInterface {
   }
 
   async down(q: QueryRunner): Promise<void> {
-    for (const t of ['sim_faults', 'idempotency_keys', 'operations', 'events', 'apps', 'project_resources', 'project_restrictions',
-      'projects', 'resource_allocations', 'compute_resources', 'regions', 'api_tokens', 'members', 'roles', 'users', 'workspaces']) {
+    for (const t of [
+      'sim_faults',
+      'idempotency_keys',
+      'operations',
+      'events',
+      'apps',
+      'project_resources',
+      'project_restrictions',
+      'projects',
+      'resource_allocations',
+      'compute_resources',
+      'regions',
+      'api_tokens',
+      'members',
+      'roles',
+      'users',
+      'workspaces',
+    ]) {
       await q.query(`DROP TABLE IF EXISTS ${t}`);
     }
   }

@@ -54,7 +54,9 @@ export class Apps1732400000000 implements MigrationInterface {
       )`);
     await q.query(`CREATE INDEX app_deployments_app_created ON app_deployments (app_uuid, created_at DESC)`);
     // One deployment in flight per app: a second request is a 409, decided by the database.
-    await q.query(`CREATE UNIQUE INDEX app_deployments_one_active ON app_deployments (app_uuid) WHERE state IN ('pending', 'running', 'cancelling')`);
+    await q.query(
+      `CREATE UNIQUE INDEX app_deployments_one_active ON app_deployments (app_uuid) WHERE state IN ('pending', 'running', 'cancelling')`,
+    );
 
     await q.query(`
       CREATE TABLE app_variables (
@@ -107,7 +109,9 @@ export class Apps1732400000000 implements MigrationInterface {
         CHECK (public = (external_port IS NOT NULL))
       )`);
     // The pool: an external port is held by one port of the resource's endpoint at a time.
-    await q.query(`CREATE UNIQUE INDEX app_ports_external ON app_ports (resource_uuid, external_port) WHERE external_port IS NOT NULL`);
+    await q.query(
+      `CREATE UNIQUE INDEX app_ports_external ON app_ports (resource_uuid, external_port) WHERE external_port IS NOT NULL`,
+    );
 
     await q.query(`
       CREATE TABLE app_tls_certificates (
@@ -168,17 +172,43 @@ export class Apps1732400000000 implements MigrationInterface {
   }
 
   async down(q: QueryRunner): Promise<void> {
-    for (const t of ['sim_app_scripts', 'sim_app_builds', 'sim_app_volumes', 'sim_apps', 'app_tls_certificates', 'app_ports',
-      'resource_endpoints', 'app_secret_files', 'app_variables', 'app_deployments']) {
+    for (const t of [
+      'sim_app_scripts',
+      'sim_app_builds',
+      'sim_app_volumes',
+      'sim_apps',
+      'app_tls_certificates',
+      'app_ports',
+      'resource_endpoints',
+      'app_secret_files',
+      'app_variables',
+      'app_deployments',
+    ]) {
       await q.query(`DROP TABLE IF EXISTS ${t}`);
     }
     await q.query(`DROP INDEX IF EXISTS apps_workspace_state`);
     await q.query(`DROP INDEX IF EXISTS apps_project`);
     await q.query(`DROP INDEX IF EXISTS apps_resource`);
     await q.query(`ALTER TABLE apps DROP CONSTRAINT IF EXISTS apps_basic_auth`);
-    for (const c of ['deployment_method', 'deployment_config', 'builder', 'manage_dns_records', 'maintenance', 'private_access',
-      'allow_connections', 'basic_auth_enabled', 'basic_auth_username', 'basic_auth_password_sealed', 'quota', 'internal_port',
-      'health_checks', 'scaling_profile', 'parent_app_uuid', 'parent_image_auto_sync', 'created_by_member_uuid']) {
+    for (const c of [
+      'deployment_method',
+      'deployment_config',
+      'builder',
+      'manage_dns_records',
+      'maintenance',
+      'private_access',
+      'allow_connections',
+      'basic_auth_enabled',
+      'basic_auth_username',
+      'basic_auth_password_sealed',
+      'quota',
+      'internal_port',
+      'health_checks',
+      'scaling_profile',
+      'parent_app_uuid',
+      'parent_image_auto_sync',
+      'created_by_member_uuid',
+    ]) {
       await q.query(`ALTER TABLE apps DROP COLUMN IF EXISTS ${c}`);
     }
   }

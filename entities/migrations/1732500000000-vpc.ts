@@ -31,7 +31,9 @@ export class Vpc1732500000000 implements MigrationInterface {
         updated_at timestamptz NOT NULL DEFAULT now(),
         CONSTRAINT vpcs_name_per_region UNIQUE (workspace_uuid, region_id, name)
       )`);
-    await q.query(`CREATE UNIQUE INDEX vpcs_one_default_per_region ON vpcs (workspace_uuid, region_id) WHERE is_default`);
+    await q.query(
+      `CREATE UNIQUE INDEX vpcs_one_default_per_region ON vpcs (workspace_uuid, region_id) WHERE is_default`,
+    );
     await q.query(`CREATE INDEX vpcs_workspace_created ON vpcs (workspace_uuid, created_at DESC)`);
     await q.query(`
       CREATE TABLE vpc_subnets (
@@ -231,9 +233,24 @@ export class Vpc1732500000000 implements MigrationInterface {
   }
 
   async down(q: QueryRunner): Promise<void> {
-    for (const t of ['sim_network_tunnels', 'sim_network_peers', 'sim_network_gateways', 'sim_network_routes', 'sim_network_restarts',
-      'sim_network_attachments', 'sim_network_components', 'billable_items', 'vpc_site_connections', 'region_public_ipv4s',
-      'vpc_vpn_users', 'vpc_vpn_gateways', 'vpc_peer_routes', 'vpc_attachments', 'vpc_subnets', 'vpcs']) {
+    for (const t of [
+      'sim_network_tunnels',
+      'sim_network_peers',
+      'sim_network_gateways',
+      'sim_network_routes',
+      'sim_network_restarts',
+      'sim_network_attachments',
+      'sim_network_components',
+      'billable_items',
+      'vpc_site_connections',
+      'region_public_ipv4s',
+      'vpc_vpn_users',
+      'vpc_vpn_gateways',
+      'vpc_peer_routes',
+      'vpc_attachments',
+      'vpc_subnets',
+      'vpcs',
+    ]) {
       await q.query(`DROP TABLE IF EXISTS ${t}`);
     }
   }

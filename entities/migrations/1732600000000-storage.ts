@@ -135,8 +135,17 @@ export class Storage1732600000000 implements MigrationInterface {
   }
 
   async down(q: QueryRunner): Promise<void> {
-    for (const t of ['sim_stack_services', 'sim_storage_routes', 'sim_storage_keys', 'stack_items', 'stack_deployments', 'stacks',
-      'static_site_deployments', 'static_sites', 'buckets']) {
+    for (const t of [
+      'sim_stack_services',
+      'sim_storage_routes',
+      'sim_storage_keys',
+      'stack_items',
+      'stack_deployments',
+      'stacks',
+      'static_site_deployments',
+      'static_sites',
+      'buckets',
+    ]) {
       await q.query(`DROP TABLE IF EXISTS ${t}`);
     }
   }

@@ -113,7 +113,16 @@ export class DataServices1732700000000 implements MigrationInterface {
   }
 
   async down(q: QueryRunner): Promise<void> {
-    for (const t of ['sim_data_dirs', 'sim_data_backups', 'sim_data_rows', 'sim_data_clusters', 'service_mounts', 'cronjob_runs', 'addon_backups', 'addons']) {
+    for (const t of [
+      'sim_data_dirs',
+      'sim_data_backups',
+      'sim_data_rows',
+      'sim_data_clusters',
+      'service_mounts',
+      'cronjob_runs',
+      'addon_backups',
+      'addons',
+    ]) {
       await q.query(`DROP TABLE ${t}`);
     }
   }

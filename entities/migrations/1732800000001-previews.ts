@@ -53,7 +53,9 @@ export class Previews1732800000001 implements MigrationInterface {
         updated_at timestamptz NOT NULL DEFAULT now(),
         UNIQUE (parent_app_uuid, key)
       )`);
-    await q.query(`CREATE INDEX preview_environments_parent_created ON preview_environments (parent_app_uuid, created_at DESC, id DESC)`);
+    await q.query(
+      `CREATE INDEX preview_environments_parent_created ON preview_environments (parent_app_uuid, created_at DESC, id DESC)`,
+    );
     // The simulated data-plane driver's preview workloads (activities/provider/simulated/previews.ts).
     await q.query(`
       CREATE TABLE sim_previews (
@@ -69,6 +71,7 @@ export class Previews1732800000001 implements MigrationInterface {
   }
 
   async down(q: QueryRunner): Promise<void> {
-    for (const t of ['sim_previews', 'preview_environments', 'preview_configs']) await q.query(`DROP TABLE IF EXISTS ${t}`);
+    for (const t of ['sim_previews', 'preview_environments', 'preview_configs'])
+      await q.query(`DROP TABLE IF EXISTS ${t}`);
   }
 }

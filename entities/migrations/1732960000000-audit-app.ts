@@ -11,7 +11,9 @@ export class AuditApp1732960000000 implements MigrationInterface {
   async up(q: QueryRunner): Promise<void> {
     await q.query(`ALTER TABLE audit_events ADD COLUMN app_uuid uuid`);
     await q.query(`UPDATE audit_events SET app_uuid = resource_uuid WHERE resource_type = 'app'`);
-    await q.query(`CREATE INDEX audit_events_app ON audit_events (app_uuid, created_at DESC) WHERE app_uuid IS NOT NULL`);
+    await q.query(
+      `CREATE INDEX audit_events_app ON audit_events (app_uuid, created_at DESC) WHERE app_uuid IS NOT NULL`,
+    );
   }
 
   async down(q: QueryRunner): Promise<void> {

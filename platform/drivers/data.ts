@@ -64,7 +64,12 @@ export interface DataDriver {
    * place, another id creates a new cluster from `targetSpec` beside the old one.
    * Answers the backup (or point in time) restored.
    */
-  restore(input: { sourceId: string; targetId: string; from: RestoreSource; targetSpec?: ClusterSpec }): Promise<{ restored: string }>;
+  restore(input: {
+    sourceId: string;
+    targetId: string;
+    from: RestoreSource;
+    targetSpec?: ClusterSpec;
+  }): Promise<{ restored: string }>;
   /** Drops every piece of data (and its backups): it does not come back. */
   reset(id: string): Promise<void>;
   /** Removes the cluster and its data. */

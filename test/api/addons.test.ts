@@ -26,25 +26,38 @@ async function addon(body: Record<string, unknown>, app = appUuid) {
   return res.body;
 }
 async function live(uuid: string, app = appUuid, state = /^(healthy|bound)$/) {
-  return eventually(async () => {
-    const res = await stack.http.get(`/api/v1/apps/${app}/addons/${uuid}`).set(owner());
-    return state.test(res.body.state) ? res.body : null;
-  }, { what: `add-on ${uuid} live` });
+  return eventually(
+    async () => {
+      const res = await stack.http.get(`/api/v1/apps/${app}/addons/${uuid}`).set(owner());
+      return state.test(res.body.state) ? res.body : null;
+    },
+    { what: `add-on ${uuid} live` },
+  );
 }
 
 describe('add-ons attached to apps', () => {
   it('ADD-01 ADD-13 ADD-03 ADD-05 a postgres add-on is created pending, provisions to healthy and carries the contract fields', async () => {
     const created = await addon({ type: 'postgres', label: 'Main DB' });
     expect(created).toMatchObject({ type: 'postgres', label: 'Main DB', state: 'pending' });
-    for (const f of ['uuid', 'name', 'type', 'label', 'state', 'quota', 'settings', 'var', 'created_at', 'updated_at']) expect(created).toHaveProperty(f);
+    for (const f of ['uuid', 'name', 'type', 'label', 'state', 'quota', 'settings', 'var', 'created_at', 'updated_at'])
+      expect(created).toHaveProperty(f);
     const shown = await live(created.uuid);
     expect(shown.state).toBe('healthy');
     const internal = shown.connection_details.internal;
-    expect(Object.keys(internal).sort()).toEqual(['connection_url', 'database', 'hostname', 'password', 'port', 'username']);
+    expect(Object.keys(internal).sort()).toEqual([
+      'connection_url',
+      'database',
+      'hostname',
+      'password',
+      'port',
+      'username',
+    ]);
     expect(internal.port).toBe(5432);
     expect(Number.isInteger(internal.port)).toBe(true);
     expect(internal.password).toMatch(/^[A-Za-z0-9_-]{32}$/);
-    expect(internal.connection_url).toBe(`postgresql://${internal.username}:${internal.password}@${internal.hostname}:5432/${internal.database}`);
+    expect(internal.connection_url).toBe(
+      `postgresql://${internal.username}:${internal.password}@${internal.hostname}:5432/${internal.database}`,
+    );
     expect(shown.var.DATABASE_URL).toBe(internal.connection_url);
     expect(shown.var.PGPASSWORD).toBe(internal.password);
     expect(Object.keys(shown.connection_details.external).sort()).toEqual(['external_connection_url', 'psql_command']);
@@ -61,7 +74,11 @@ describe('add-ons attached to apps', () => {
   });
 
   it('ADD-01 ADD-03 mysql and valkey go healthy, storage goes bound', async () => {
-    for (const [type, state, port] of [['mysql', 'healthy', 3306], ['valkey', 'healthy', 6379], ['storage', 'bound', null]] as const) {
+    for (const [type, state, port] of [
+      ['mysql', 'healthy', 3306],
+      ['valkey', 'healthy', 6379],
+      ['storage', 'bound', null],
+    ] as const) {
       const created = await addon({ type });
       const shown = await live(created.uuid);
       expect(shown.state).toBe(state);
@@ -79,15 +96,21 @@ describe('add-ons attached to apps', () => {
     const acts = createActivities(stack.activityDeps);
     await simData(stack).setStatus(cluster, 'unknown');
     await acts.refreshAddonStatus(created.uuid);
-    expect((await stack.http.get(`/api/v1/apps/${appUuid}/addons/${created.uuid}`).set(owner())).body.state).toBe('running');
+    expect((await stack.http.get(`/api/v1/apps/${appUuid}/addons/${created.uuid}`).set(owner())).body.state).toBe(
+      'running',
+    );
     for (const status of UNHEALTHY_STATES) {
       await simData(stack).setStatus(cluster, status);
       await acts.refreshAddonStatus(created.uuid);
-      expect((await stack.http.get(`/api/v1/apps/${appUuid}/addons/${created.uuid}`).set(owner())).body.state).toBe(status);
+      expect((await stack.http.get(`/api/v1/apps/${appUuid}/addons/${created.uuid}`).set(owner())).body.state).toBe(
+        status,
+      );
     }
     await simData(stack).setStatus(cluster, 'live');
     await acts.refreshAddonStatus(created.uuid);
-    expect((await stack.http.get(`/api/v1/apps/${appUuid}/addons/${created.uuid}`).set(owner())).body.state).toBe('healthy');
+    expect((await stack.http.get(`/api/v1/apps/${appUuid}/addons/${created.uuid}`).set(owner())).body.state).toBe(
+      'healthy',
+    );
   });
 
   it('ADD-04 the health sweep (a Temporal Schedule every minute) records the status the driver reports', async () => {
@@ -102,22 +125,29 @@ describe('add-ons attached to apps', () => {
     // sweep runs is skipped (overlap policy), and one in the same second as the minute's
     // own run collides with it (the run's id carries the second), after which that run may
     // have read the status before it changed. So a sweep is triggered again while none runs.
-    const sweepUntil = (state: RegExp) => eventually(async () => {
-      const res = await stack.http.get(`/api/v1/apps/${appUuid}/addons/${created.uuid}`).set(owner());
-      if (state.test(res.body.state)) return res.body;
-      if ((await schedule.describe()).info.runningActions.length === 0) await schedule.trigger();
-      return null;
-    }, { what: `add-on ${created.uuid} ${state}`, intervalMs: 500, timeoutMs: 30_000 });
+    const sweepUntil = (state: RegExp) =>
+      eventually(
+        async () => {
+          const res = await stack.http.get(`/api/v1/apps/${appUuid}/addons/${created.uuid}`).set(owner());
+          if (state.test(res.body.state)) return res.body;
+          if ((await schedule.describe()).info.runningActions.length === 0) await schedule.trigger();
+          return null;
+        },
+        { what: `add-on ${created.uuid} ${state}`, intervalMs: 500, timeoutMs: 30_000 },
+      );
     await simData(stack).setStatus(cluster, 'lost');
     await sweepUntil(/^lost$/);
     await simData(stack).setStatus(cluster, 'live');
     await sweepUntil(/^(healthy|bound)$/);
   });
 
-  it('ADD-02 CRN-05 GET /apps/{uuid}/addons excludes cron jobs, which are listed in the app\'s cronjobs', async () => {
+  it("ADD-02 CRN-05 GET /apps/{uuid}/addons excludes cron jobs, which are listed in the app's cronjobs", async () => {
     const app = await insertApp(stack.ds, ws);
     const db = await addon({ type: 'valkey' }, app);
-    const job = await stack.http.post(`/api/v1/apps/${app}/cronjobs`).set(owner()).send({ label: 'nightly', command: 'rake cleanup' });
+    const job = await stack.http
+      .post(`/api/v1/apps/${app}/cronjobs`)
+      .set(owner())
+      .send({ label: 'nightly', command: 'rake cleanup' });
     expect(job.status).toBe(201);
     const list = await stack.http.get(`/api/v1/apps/${app}/addons`).set(owner());
     expect(list.status).toBe(200);
@@ -135,7 +165,10 @@ describe('add-ons attached to apps', () => {
     const app = await insertApp(stack.ds, ws);
     const first = await addon({ type: 'postgres' }, app);
     const second = await addon({ type: 'valkey' }, app);
-    const job = await stack.http.post(`/api/v1/apps/${app}/cronjobs`).set(owner()).send({ label: 'hourly', command: 'rake stats' });
+    const job = await stack.http
+      .post(`/api/v1/apps/${app}/cronjobs`)
+      .set(owner())
+      .send({ label: 'hourly', command: 'rake stats' });
     expect(job.status).toBe(201);
     await live(first.uuid, app);
     await live(second.uuid, app); // settled: nothing changes between the three reads
@@ -154,58 +187,109 @@ describe('add-ons attached to apps', () => {
     const before = await live(created.uuid);
     expect(before.connection_details.external).toEqual({ external_connection_url: null, psql_command: null });
     const viewer = await tokenWith(stack.ds, ws.uuid, ['apps:view', 'apps:manage']);
-    expect((await stack.http.post(`/api/v1/apps/${appUuid}/addons/${created.uuid}/public_access`).set(auth(viewer)).send({ public_access: true })).status).toBe(403);
+    expect(
+      (
+        await stack.http
+          .post(`/api/v1/apps/${appUuid}/addons/${created.uuid}/public_access`)
+          .set(auth(viewer))
+          .send({ public_access: true })
+      ).status,
+    ).toBe(403);
     const operator = await tokenWith(stack.ds, ws.uuid, ['apps:operate']);
-    const on = await stack.http.post(`/api/v1/apps/${appUuid}/addons/${created.uuid}/public_access`).set(auth(operator)).send({ public_access: '1' });
+    const on = await stack.http
+      .post(`/api/v1/apps/${appUuid}/addons/${created.uuid}/public_access`)
+      .set(auth(operator))
+      .send({ public_access: '1' });
     expect(on.status).toBe(200);
     expect(on.body.public_access).toBe(true);
     expect(on.body.connection_details.external.external_connection_url).toMatch(/^postgresql:\/\/.+\.db\..+:5432\//);
-    expect(on.body.connection_details.external.psql_command).toBe(`psql "${on.body.connection_details.external.external_connection_url}"`);
+    expect(on.body.connection_details.external.psql_command).toBe(
+      `psql "${on.body.connection_details.external.external_connection_url}"`,
+    );
     const cluster = await clusterOf(stack.ds, created.uuid);
-    await eventually(async () => (await simData(stack).clusterInfo(cluster))!.public_access === true, { what: 'cluster public' });
-    const off = await stack.http.post(`/api/v1/apps/${appUuid}/addons/${created.uuid}/public_access`).set(auth(operator)).send({ public_access: false });
+    await eventually(async () => (await simData(stack).clusterInfo(cluster))!.public_access === true, {
+      what: 'cluster public',
+    });
+    const off = await stack.http
+      .post(`/api/v1/apps/${appUuid}/addons/${created.uuid}/public_access`)
+      .set(auth(operator))
+      .send({ public_access: false });
     expect(off.body.connection_details.external.external_connection_url).toBeNull();
-    await eventually(async () => (await simData(stack).clusterInfo(cluster))!.public_access === false, { what: 'cluster private' });
+    await eventually(async () => (await simData(stack).clusterInfo(cluster))!.public_access === false, {
+      what: 'cluster private',
+    });
   });
 
   it('ADD-06 ADD-07 a read replica of postgres with cpu_size and ram_size shares credentials, the resource and public access', async () => {
     const primary = await addon({ type: 'postgres', public_access: true });
     const p = await live(primary.uuid);
-    const res = await stack.http.post(`/api/v1/apps/${appUuid}/addons/${primary.uuid}/create_replica`).set(owner()).send({ cpu_size: 1, ram_size: 2147483648 });
+    const res = await stack.http
+      .post(`/api/v1/apps/${appUuid}/addons/${primary.uuid}/create_replica`)
+      .set(owner())
+      .send({ cpu_size: 1, ram_size: 2147483648 });
     expect(res.status).toBe(201);
-    expect(res.body).toMatchObject({ type: 'postgres', replica_of: primary.uuid, resource_id: p.resource_id, public_access: true });
+    expect(res.body).toMatchObject({
+      type: 'postgres',
+      replica_of: primary.uuid,
+      resource_id: p.resource_id,
+      public_access: true,
+    });
     expect(res.body.quota).toMatchObject({ cpu_size: 1, ram_size: 2147483648 });
     const replica = await live(res.body.uuid);
     expect(replica.connection_details.internal.password).toBe(p.connection_details.internal.password);
     expect(replica.connection_details.internal.username).toBe(p.connection_details.internal.username);
     expect(replica.connection_details.external.external_connection_url).not.toBeNull();
     const info = await simData(stack).clusterInfo(await clusterOf(stack.ds, res.body.uuid));
-    expect(info).toMatchObject({ replica_of: await clusterOf(stack.ds, primary.uuid), cpu_size: 1, public_access: true });
+    expect(info).toMatchObject({
+      replica_of: await clusterOf(stack.ds, primary.uuid),
+      cpu_size: 1,
+      public_access: true,
+    });
     // Public access follows the primary.
-    await stack.http.post(`/api/v1/apps/${appUuid}/addons/${primary.uuid}/public_access`).set(owner()).send({ public_access: false });
+    await stack.http
+      .post(`/api/v1/apps/${appUuid}/addons/${primary.uuid}/public_access`)
+      .set(owner())
+      .send({ public_access: false });
     const after = await stack.http.get(`/api/v1/apps/${appUuid}/addons/${res.body.uuid}`).set(owner());
     expect(after.body.public_access).toBe(false);
     expect(after.body.connection_details.external.external_connection_url).toBeNull();
     // postgres only
     const cache = await addon({ type: 'valkey' });
-    const refused = await stack.http.post(`/api/v1/apps/${appUuid}/addons/${cache.uuid}/create_replica`).set(owner()).send({ cpu_size: 1, ram_size: 1024 });
+    const refused = await stack.http
+      .post(`/api/v1/apps/${appUuid}/addons/${cache.uuid}/create_replica`)
+      .set(owner())
+      .send({ cpu_size: 1, ram_size: 1024 });
     expect(refused.status).toBe(422);
     expect(refused.body.detail).toMatch(/postgres only/);
-    const missing = await stack.http.post(`/api/v1/apps/${appUuid}/addons/${primary.uuid}/create_replica`).set(owner()).send({ cpu_size: 1 });
+    const missing = await stack.http
+      .post(`/api/v1/apps/${appUuid}/addons/${primary.uuid}/create_replica`)
+      .set(owner())
+      .send({ cpu_size: 1 });
     expect(missing.status).toBe(400);
   });
 
-  it('ADD-08 a storage add-on\'s sub_path is created if missing', async () => {
+  it("ADD-08 a storage add-on's sub_path is created if missing", async () => {
     const created = await addon({ type: 'storage', sub_path: 'data/uploads' });
     await live(created.uuid);
     expect(await simData(stack).dirs(await clusterOf(stack.ds, created.uuid))).toEqual(['data/uploads']);
     expect(created.settings).toMatchObject({ sub_path: 'data/uploads', access_mode: 'shared' });
   });
 
-  const subPaths: Array<[string, number]> = [['data', 201], ['a/b', 201], ['/abs', 422], ['../x', 422], ['a/../b', 422], ['./a', 422], ['a\\b', 422]];
+  const subPaths: Array<[string, number]> = [
+    ['data', 201],
+    ['a/b', 201],
+    ['/abs', 422],
+    ['../x', 422],
+    ['a/../b', 422],
+    ['./a', 422],
+    ['a\\b', 422],
+  ];
   it.each(subPaths)('ADD-09 sub_path %j answers %i', async (subPath, status) => {
     const before = await stack.ds.query(`SELECT count(*)::int AS n FROM addons`);
-    const res = await stack.http.post(`/api/v1/apps/${appUuid}/addons`).set(owner()).send({ type: 'storage', sub_path: subPath });
+    const res = await stack.http
+      .post(`/api/v1/apps/${appUuid}/addons`)
+      .set(owner())
+      .send({ type: 'storage', sub_path: subPath });
     expect(res.status).toBe(status);
     if (status === 422) {
       expect(res.body.errors[0].path).toBe('body.sub_path');
@@ -214,11 +298,28 @@ describe('add-ons attached to apps', () => {
   });
 
   it('ADD-10 sub_path is accepted only for shared (RWX) access', async () => {
-    const res = await stack.http.post(`/api/v1/apps/${appUuid}/addons`).set(owner()).send({ type: 'storage', sub_path: 'data', access_mode: 'exclusive' });
+    const res = await stack.http
+      .post(`/api/v1/apps/${appUuid}/addons`)
+      .set(owner())
+      .send({ type: 'storage', sub_path: 'data', access_mode: 'exclusive' });
     expect(res.status).toBe(422);
     expect(res.body.detail).toMatch(/shared \(RWX\)/);
-    expect((await stack.http.post(`/api/v1/apps/${appUuid}/addons`).set(owner()).send({ type: 'storage', access_mode: 'exclusive' })).status).toBe(201);
-    expect((await stack.http.post(`/api/v1/apps/${appUuid}/addons`).set(owner()).send({ type: 'postgres', sub_path: 'data' })).status).toBe(422);
+    expect(
+      (
+        await stack.http
+          .post(`/api/v1/apps/${appUuid}/addons`)
+          .set(owner())
+          .send({ type: 'storage', access_mode: 'exclusive' })
+      ).status,
+    ).toBe(201);
+    expect(
+      (
+        await stack.http
+          .post(`/api/v1/apps/${appUuid}/addons`)
+          .set(owner())
+          .send({ type: 'postgres', sub_path: 'data' })
+      ).status,
+    ).toBe(422);
   });
 
   it('ADD-11 reset_database really drops the data (and says so); DELETE removes the add-on and its cluster', async () => {
@@ -229,20 +330,30 @@ describe('add-ons attached to apps', () => {
     await simData(stack).writeRow(cluster, 'users/2', 'grace');
     expect(await simData(stack).readRows(cluster)).toEqual({ 'users/1': 'ada', 'users/2': 'grace' });
     const viewer = await tokenWith(stack.ds, ws.uuid, ['apps:operate']);
-    expect((await stack.http.post(`/api/v1/apps/${appUuid}/addons/${created.uuid}/reset_database`).set(auth(viewer))).status).toBe(403);
+    expect(
+      (await stack.http.post(`/api/v1/apps/${appUuid}/addons/${created.uuid}/reset_database`).set(auth(viewer))).status,
+    ).toBe(403);
     const reset = await stack.http.post(`/api/v1/apps/${appUuid}/addons/${created.uuid}/reset_database`).set(owner());
     expect(reset.status).toBe(202);
     expect(reset.body.message).toMatch(/destructive: the data does not come back/);
     await live(created.uuid);
-    await eventually(async () => Object.keys(await simData(stack).readRows(cluster)).length === 0, { what: 'data dropped' });
+    await eventually(async () => Object.keys(await simData(stack).readRows(cluster)).length === 0, {
+      what: 'data dropped',
+    });
     expect(await stack.ds.query(`SELECT 1 FROM sim_data_rows WHERE cluster_id = $1`, [cluster])).toHaveLength(0);
 
     const del = await stack.http.delete(`/api/v1/apps/${appUuid}/addons/${created.uuid}`).set(owner());
     expect(del.status).toBe(202);
     expect(del.body.message).toMatch(/destructive: the data does not come back/);
     expect((await stack.http.get(`/api/v1/apps/${appUuid}/addons/${created.uuid}`).set(owner())).status).toBe(404);
-    await eventually(async () => (await stack.ds.query(`SELECT 1 FROM sim_data_clusters WHERE id = $1`, [cluster])).length === 0, { what: 'cluster deleted' });
-    await eventually(async () => (await stack.ds.query(`SELECT 1 FROM addons WHERE uuid = $1`, [created.uuid])).length === 0, { what: 'row deleted' });
+    await eventually(
+      async () => (await stack.ds.query(`SELECT 1 FROM sim_data_clusters WHERE id = $1`, [cluster])).length === 0,
+      { what: 'cluster deleted' },
+    );
+    await eventually(
+      async () => (await stack.ds.query(`SELECT 1 FROM addons WHERE uuid = $1`, [created.uuid])).length === 0,
+      { what: 'row deleted' },
+    );
   });
 
   it('ADD-03 PATCH .../state stops an add-on (stopped, data kept) and starts it again (creating, then healthy)', async () => {
@@ -251,24 +362,54 @@ describe('add-ons attached to apps', () => {
     const cluster = await clusterOf(stack.ds, created.uuid);
     await simData(stack).writeRow(cluster, 'keep', 'me');
     const viewer = await tokenWith(stack.ds, ws.uuid, ['apps:view']);
-    expect((await stack.http.patch(`/api/v1/apps/${appUuid}/addons/${created.uuid}/state`).set(auth(viewer)).send({ action: 'stop' })).status).toBe(403);
-    const stop = await stack.http.patch(`/api/v1/apps/${appUuid}/addons/${created.uuid}/state`).set(owner()).send({ action: 'stop' });
+    expect(
+      (
+        await stack.http
+          .patch(`/api/v1/apps/${appUuid}/addons/${created.uuid}/state`)
+          .set(auth(viewer))
+          .send({ action: 'stop' })
+      ).status,
+    ).toBe(403);
+    const stop = await stack.http
+      .patch(`/api/v1/apps/${appUuid}/addons/${created.uuid}/state`)
+      .set(owner())
+      .send({ action: 'stop' });
     expect(stop.status).toBe(200);
     expect(stop.body.state).toBe('stopped');
-    await eventually(async () => (await simData(stack).clusterInfo(cluster))!.running === false, { what: 'cluster stopped' });
-    expect((await stack.http.patch(`/api/v1/apps/${appUuid}/addons/${created.uuid}/state`).set(owner()).send({ action: 'stop' })).status).toBe(409);
-    const start = await stack.http.patch(`/api/v1/apps/${appUuid}/addons/${created.uuid}/state`).set(owner()).send({ action: 'start' });
+    await eventually(async () => (await simData(stack).clusterInfo(cluster))!.running === false, {
+      what: 'cluster stopped',
+    });
+    expect(
+      (
+        await stack.http
+          .patch(`/api/v1/apps/${appUuid}/addons/${created.uuid}/state`)
+          .set(owner())
+          .send({ action: 'stop' })
+      ).status,
+    ).toBe(409);
+    const start = await stack.http
+      .patch(`/api/v1/apps/${appUuid}/addons/${created.uuid}/state`)
+      .set(owner())
+      .send({ action: 'start' });
     expect(start.body.state).toBe('creating');
     await live(created.uuid);
     expect((await simData(stack).clusterInfo(cluster))!.running).toBe(true);
     expect(await simData(stack).readRows(cluster)).toEqual({ keep: 'me' });
-    expect((await stack.http.patch(`/api/v1/apps/${appUuid}/addons/${created.uuid}/state`).set(owner()).send({ action: 'pause' })).status).toBe(400);
+    expect(
+      (
+        await stack.http
+          .patch(`/api/v1/apps/${appUuid}/addons/${created.uuid}/state`)
+          .set(owner())
+          .send({ action: 'pause' })
+      ).status,
+    ).toBe(400);
   });
 
-  it('an app\'s environment carries its add-ons\' var (its own variables win); creating or deleting an add-on marks the app needs_redeploy', async () => {
+  it("an app's environment carries its add-ons' var (its own variables win); creating or deleting an add-on marks the app needs_redeploy", async () => {
     const app = await insertApp(stack.ds, ws);
     const env = () => effectiveEnvironment(stack.ds, stack.activityDeps.secretBox, app);
-    const needsRedeploy = async () => (await stack.http.get(`/api/v1/apps/${app}`).set(owner()).expect(200)).body.needs_redeploy;
+    const needsRedeploy = async () =>
+      (await stack.http.get(`/api/v1/apps/${app}`).set(owner()).expect(200)).body.needs_redeploy;
     const settle = () => stack.ds.query(`UPDATE apps SET needs_redeploy_since = NULL WHERE uuid = $1`, [app]); // as a deployment does
     expect(await needsRedeploy()).toBe(false);
 
@@ -279,26 +420,38 @@ describe('add-ons attached to apps', () => {
     // the password is sealed at rest and in no operation's arguments
     const [row] = await stack.ds.query(`SELECT password_sealed FROM addons WHERE uuid = $1`, [db.uuid]);
     expect(row.password_sealed).not.toContain(db.var.PGPASSWORD);
-    expect(JSON.stringify(await stack.ds.query(`SELECT args, signal_args FROM operations`))).not.toContain(db.var.PGPASSWORD);
+    expect(JSON.stringify(await stack.ds.query(`SELECT args, signal_args FROM operations`))).not.toContain(
+      db.var.PGPASSWORD,
+    );
 
     // a second database keeps DATABASE_URL on the first; a cache adds its own keys; a replica adds nothing
     await settle();
     const second = await live((await addon({ type: 'postgres' }, app)).uuid, app);
     const cache = await live((await addon({ type: 'valkey' }, app)).uuid, app);
-    await stack.http.post(`/api/v1/apps/${app}/addons/${db.uuid}/create_replica`).set(owner()).send({ cpu_size: 0.5, ram_size: 2 ** 29 }).expect(201);
+    await stack.http
+      .post(`/api/v1/apps/${app}/addons/${db.uuid}/create_replica`)
+      .set(owner())
+      .send({ cpu_size: 0.5, ram_size: 2 ** 29 })
+      .expect(201);
     expect(await needsRedeploy()).toBe(true);
     expect(await env()).toEqual({ ...cache.var, ...db.var });
     expect((await env()).DATABASE_URL).not.toBe(second.var.DATABASE_URL);
 
     // the app's own variable wins over an add-on's
-    await stack.http.put(`/api/v1/apps/${app}/variables`).set(owner()).send({ variables: [{ key: 'PGHOST', value: 'pooler.internal' }] }).expect(200);
+    await stack.http
+      .put(`/api/v1/apps/${app}/variables`)
+      .set(owner())
+      .send({ variables: [{ key: 'PGHOST', value: 'pooler.internal' }] })
+      .expect(200);
     expect((await env()).PGHOST).toBe('pooler.internal');
 
     // the rollout hands them to the data plane
     await stack.ds.query(`INSERT INTO sim_apps (app_uuid) VALUES ($1) ON CONFLICT DO NOTHING`, [app]);
     await createActivities(stack.activityDeps).rolloutImage(app, 'registry.local/addon-vars:1');
     const [sim] = await stack.ds.query(`SELECT env_keys FROM sim_apps WHERE app_uuid = $1`, [app]);
-    expect(sim.env_keys).toEqual(expect.arrayContaining(['DATABASE_URL', 'PGPASSWORD', 'REDIS_URL', 'VALKEY_PASSWORD']));
+    expect(sim.env_keys).toEqual(
+      expect.arrayContaining(['DATABASE_URL', 'PGPASSWORD', 'REDIS_URL', 'VALKEY_PASSWORD']),
+    );
 
     // deleting the first database: its variables leave, the second's take over, and the app is marked again
     await settle();
@@ -314,15 +467,25 @@ describe('add-ons attached to apps', () => {
   });
 
   it('checks the app: unknown app 404, app in a project closed to the caller 404', async () => {
-    expect((await stack.http.get(`/api/v1/apps/00000000-0000-4000-8000-000000000001/addons`).set(owner())).status).toBe(404);
+    expect((await stack.http.get(`/api/v1/apps/00000000-0000-4000-8000-000000000001/addons`).set(owner())).status).toBe(
+      404,
+    );
     const other = await seedWorkspace(stack.ds);
     const foreign = await insertApp(stack.ds, other);
     expect((await stack.http.get(`/api/v1/apps/${foreign}/addons`).set(owner())).status).toBe(404);
-    expect((await stack.http.post(`/api/v1/apps/${foreign}/addons`).set(owner()).send({ type: 'postgres' })).status).toBe(404);
-    const [project] = await stack.ds.query(`INSERT INTO projects (uuid, workspace_uuid, name) VALUES (gen_random_uuid(), $1, 'secret') RETURNING uuid`, [ws.uuid]);
+    expect(
+      (await stack.http.post(`/api/v1/apps/${foreign}/addons`).set(owner()).send({ type: 'postgres' })).status,
+    ).toBe(404);
+    const [project] = await stack.ds.query(
+      `INSERT INTO projects (uuid, workspace_uuid, name) VALUES (gen_random_uuid(), $1, 'secret') RETURNING uuid`,
+      [ws.uuid],
+    );
     const hiddenApp = await insertApp(stack.ds, ws, { projectId: project.uuid });
     const member = await memberWith(stack.ds, ws.uuid, 'ops', ['apps:view', 'apps:operate']);
-    await stack.ds.query(`INSERT INTO project_restrictions (project_uuid, subject_type, role_name) VALUES ($1, 'role', 'admin')`, [project.uuid]);
+    await stack.ds.query(
+      `INSERT INTO project_restrictions (project_uuid, subject_type, role_name) VALUES ($1, 'role', 'admin')`,
+      [project.uuid],
+    );
     expect((await stack.http.get(`/api/v1/apps/${hiddenApp}/addons`).set(auth(member.token))).status).toBe(404);
     expect((await stack.http.get(`/api/v1/apps/${hiddenApp}/cronjobs`).set(auth(member.token))).status).toBe(404);
     expect((await stack.http.get(`/api/v1/apps/${hiddenApp}/addons`).set(owner())).status).toBe(200);

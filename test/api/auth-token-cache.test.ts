@@ -33,8 +33,12 @@ afterAll(async () => {
   await stack.close();
 });
 
-const instances = () => [{ name: 'first instance', http: stack.http }, { name: 'second instance', http: http2 }];
-const get = (http: ReturnType<typeof request>, token: string) => http.get('/api/v1/apps').set('Authorization', `Bearer ${token}`);
+const instances = () => [
+  { name: 'first instance', http: stack.http },
+  { name: 'second instance', http: http2 },
+];
+const get = (http: ReturnType<typeof request>, token: string) =>
+  http.get('/api/v1/apps').set('Authorization', `Bearer ${token}`);
 
 /** Both instances answer 200 until their caches hold the token (the LISTEN connection is taken on the first request). */
 async function warm(token: string): Promise<number> {
@@ -58,7 +62,8 @@ async function untilEvery(token: string, status: number, since: number): Promise
       const res = await get(http, token);
       if (res.status === status) break;
       expect(res.status).toBe(200);
-      if (Date.now() - since > MAX_STALENESS_MS) throw new Error(`${name} still answered ${res.status} ${Date.now() - since} ms after the change`);
+      if (Date.now() - since > MAX_STALENESS_MS)
+        throw new Error(`${name} still answered ${res.status} ${Date.now() - since} ms after the change`);
       await new Promise((r) => setTimeout(r, 10));
     }
   }
@@ -69,14 +74,20 @@ describe('token cache', () => {
   it('AUTH-01 a token revoked by `berth token revoke` answers 401 within a second on every API instance', async () => {
     const token = await tokenWith(stack.ds, ws.uuid, ['apps:view']);
     await warm(token);
-    await run(process.execPath, [path.join(ROOT, 'bin', 'berth.js'), 'token', 'revoke', token], { env: { ...process.env, DATABASE_URL: stack.db.url }, cwd: ROOT });
+    await run(process.execPath, [path.join(ROOT, 'bin', 'berth.js'), 'token', 'revoke', token], {
+      env: { ...process.env, DATABASE_URL: stack.db.url },
+      cwd: ROOT,
+    });
     await untilEvery(token, 401, Date.now());
   });
 
   it('AUTH-01 revocation reaches both instances at once through NOTIFY, not after the cache entry expires', async () => {
     const token = await tokenWith(stack.ds, ws.uuid, ['apps:view']);
     const cachedAt = await warm(token);
-    await stack.ds.query(`UPDATE api_tokens SET revoked_at = now() WHERE token_hash = encode(sha256(convert_to($1, 'UTF8')), 'hex')`, [token]);
+    await stack.ds.query(
+      `UPDATE api_tokens SET revoked_at = now() WHERE token_hash = encode(sha256(convert_to($1, 'UTF8')), 'hex')`,
+      [token],
+    );
     // the entries were fresh (filled less than a second ago): only the notification can have dropped them this soon
     expect(await untilEvery(token, 401, cachedAt)).toBeLessThan(MAX_STALENESS_MS / 2);
   });
@@ -84,7 +95,9 @@ describe('token cache', () => {
   it('AUTH-02 a role losing a permission answers 403 within a second on every API instance', async () => {
     const { token } = await memberWith(stack.ds, ws.uuid, 'cache-viewer', ['apps:view']);
     await warm(token);
-    await stack.ds.query(`UPDATE roles SET permissions = '{}' WHERE workspace_uuid = $1 AND name = 'cache-viewer'`, [ws.uuid]);
+    await stack.ds.query(`UPDATE roles SET permissions = '{}' WHERE workspace_uuid = $1 AND name = 'cache-viewer'`, [
+      ws.uuid,
+    ]);
     await untilEvery(token, 403, Date.now());
   });
 
@@ -92,11 +105,14 @@ describe('token cache', () => {
     const { token, memberUuid } = await memberWith(stack.ds, ws.uuid, 'cache-reader', ['apps:view']);
     await memberWith(stack.ds, ws.uuid, 'cache-nothing', []);
     await warm(token);
-    await stack.ds.query(`UPDATE members SET role_uuid = (SELECT uuid FROM roles WHERE workspace_uuid = $1 AND name = 'cache-nothing') WHERE uuid = $2`, [ws.uuid, memberUuid]);
+    await stack.ds.query(
+      `UPDATE members SET role_uuid = (SELECT uuid FROM roles WHERE workspace_uuid = $1 AND name = 'cache-nothing') WHERE uuid = $2`,
+      [ws.uuid, memberUuid],
+    );
     await untilEvery(token, 403, Date.now());
   });
 
-  it('AUTH-01 a removed member\'s token answers 401 within a second on every API instance', async () => {
+  it("AUTH-01 a removed member's token answers 401 within a second on every API instance", async () => {
     const { token, memberUuid } = await memberWith(stack.ds, ws.uuid, 'cache-leaver', ['apps:view']);
     await warm(token);
     await stack.ds.query(`DELETE FROM members WHERE uuid = $1`, [memberUuid]);
@@ -105,7 +121,10 @@ describe('token cache', () => {
 
   it('AUTH-01 a token past its expiry answers 401 from the cache too', async () => {
     const token = await tokenWith(stack.ds, ws.uuid, ['apps:view']);
-    await stack.ds.query(`UPDATE api_tokens SET expires_at = now() + interval '2 seconds' WHERE token_hash = encode(sha256(convert_to($1, 'UTF8')), 'hex')`, [token]);
+    await stack.ds.query(
+      `UPDATE api_tokens SET expires_at = now() + interval '2 seconds' WHERE token_hash = encode(sha256(convert_to($1, 'UTF8')), 'hex')`,
+      [token],
+    );
     await warm(token);
     await new Promise((r) => setTimeout(r, 2100));
     for (const { http } of instances()) expect((await get(http, token)).status).toBe(401);

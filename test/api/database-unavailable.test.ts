@@ -38,7 +38,8 @@ afterAll(async () => {
   await stack?.close();
 });
 
-const list = () => request(server).get('/api/v1/webhooks').set('Authorization', `Bearer ${ws.ownerToken}`).timeout(8_000);
+const list = () =>
+  request(server).get('/api/v1/webhooks').set('Authorization', `Bearer ${ws.ownerToken}`).timeout(8_000);
 
 describe('database unavailable', () => {
   it('answers 503 problem+json with Retry-After while PostgreSQL is unreachable, and 200 again once it is back', async () => {
@@ -63,9 +64,13 @@ describe('database unavailable', () => {
   });
 
   it('classifies connection failures as unavailable and constraint or syntax errors as not', () => {
-    const driver = (code: string, message = 'x') => new QueryFailedError('SELECT 1', [], Object.assign(new Error(message), { code }));
-    for (const code of ['57P01', '57P03', '08006', '08001', '53300']) expect(isDatabaseUnavailable(driver(code))).toBe(true);
-    expect(isDatabaseUnavailable(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5'), { code: 'ECONNREFUSED' }))).toBe(true);
+    const driver = (code: string, message = 'x') =>
+      new QueryFailedError('SELECT 1', [], Object.assign(new Error(message), { code }));
+    for (const code of ['57P01', '57P03', '08006', '08001', '53300'])
+      expect(isDatabaseUnavailable(driver(code))).toBe(true);
+    expect(
+      isDatabaseUnavailable(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5'), { code: 'ECONNREFUSED' })),
+    ).toBe(true);
     expect(isDatabaseUnavailable(new Error('Connection terminated unexpectedly'))).toBe(true);
     expect(isDatabaseUnavailable(new Error('timeout exceeded when trying to connect'))).toBe(true);
     for (const code of ['23505', '42601', '22P02']) expect(isDatabaseUnavailable(driver(code))).toBe(false);

@@ -28,8 +28,11 @@ afterAll(async () => {
 
 async function deployment(appUuid: string): Promise<string> {
   const uuid = randomUUID();
-  await stack.ds.query(`INSERT INTO app_deployments (uuid, app_uuid, workspace_uuid, state, deployment_method, commit_sha, branch)
-    VALUES ($1, $2, $3, 'failed', 'git_push', $4, 'main')`, [uuid, appUuid, ws.uuid, 'a'.repeat(40)]);
+  await stack.ds.query(
+    `INSERT INTO app_deployments (uuid, app_uuid, workspace_uuid, state, deployment_method, commit_sha, branch)
+    VALUES ($1, $2, $3, 'failed', 'git_push', $4, 'main')`,
+    [uuid, appUuid, ws.uuid, 'a'.repeat(40)],
+  );
   return uuid;
 }
 
@@ -39,7 +42,8 @@ function writeLog(deploymentUuid: string, lines: Array<[string, string]>): void 
   writeFileSync(file, lines.map(([at, text]) => buildLogLine(text, new Date(at))).join(''));
 }
 
-const logsPath = (appUuid: string, deploymentUuid: string) => `/api/v1/apps/${appUuid}/deployments/${deploymentUuid}/logs`;
+const logsPath = (appUuid: string, deploymentUuid: string) =>
+  `/api/v1/apps/${appUuid}/deployments/${deploymentUuid}/logs`;
 
 describe('GET /apps/{uuid}/deployments/{deployment_uuid}/logs', () => {
   it('answers the build output line by line, oldest first, with its timestamps, to apps:view', async () => {
@@ -75,7 +79,7 @@ describe('GET /apps/{uuid}/deployments/{deployment_uuid}/logs', () => {
     }
   });
 
-  it('404 for an unknown deployment, a deployment of another app, an unknown app, and another workspace\'s app', async () => {
+  it("404 for an unknown deployment, a deployment of another app, an unknown app, and another workspace's app", async () => {
     const app = await insertApp(stack.ds, ws);
     const other = await insertApp(stack.ds, ws);
     const d = await deployment(app.uuid);
@@ -92,14 +96,25 @@ describe('GET /apps/{uuid}/deployments/{deployment_uuid}/logs', () => {
   });
 
   it('PRJ-04 a deployment of an app in a project closed to the caller is a 404; without apps:view a 403', async () => {
-    const project = (await stack.http.post('/api/v1/projects').set(auth(ws.ownerToken)).send({ name: `closed-${randomUUID().slice(0, 6)}` })).body.uuid;
+    const project = (
+      await stack.http
+        .post('/api/v1/projects')
+        .set(auth(ws.ownerToken))
+        .send({ name: `closed-${randomUUID().slice(0, 6)}` })
+    ).body.uuid;
     const app = await insertApp(stack.ds, ws, { projectId: project });
     const d = await deployment(app.uuid);
     writeLog(d, [['2026-11-23T19:01:02.000Z', 'inside the project']]);
     const insider = await memberWith(stack.ds, ws.uuid, 'log-insider', ['apps:view']);
     const outsider = await memberWith(stack.ds, ws.uuid, 'log-outsider', ['apps:view']);
-    await stack.http.post(`/api/v1/projects/${project}/restrictions`).set(auth(ws.ownerToken)).send({ subject_type: 'role', role_name: 'log-insider' }).expect(201);
-    expect((await stack.http.get(logsPath(app.uuid, d)).set(auth(insider.token))).body).toEqual([{ timestamp: '2026-11-23T19:01:02.000Z', message: 'inside the project' }]);
+    await stack.http
+      .post(`/api/v1/projects/${project}/restrictions`)
+      .set(auth(ws.ownerToken))
+      .send({ subject_type: 'role', role_name: 'log-insider' })
+      .expect(201);
+    expect((await stack.http.get(logsPath(app.uuid, d)).set(auth(insider.token))).body).toEqual([
+      { timestamp: '2026-11-23T19:01:02.000Z', message: 'inside the project' },
+    ]);
     expect((await stack.http.get(logsPath(app.uuid, d)).set(auth(outsider.token))).status).toBe(404);
     const noView = await tokenWith(stack.ds, ws.uuid, ['apps:manage']);
     expect((await stack.http.get(logsPath(app.uuid, d)).set(auth(noView))).status).toBe(403);

@@ -21,7 +21,9 @@ beforeAll(async () => {
   ws = await seedWorkspace(stack.ds);
   app = await insertApp(stack.ds, ws);
   [{ domain: regionDomain }] = await stack.ds.query(
-    `SELECT r.domain FROM compute_resources c JOIN regions r ON r.id = c.region_id WHERE c.uuid = $1`, [ws.resourceUuid]);
+    `SELECT r.domain FROM compute_resources c JOIN regions r ON r.id = c.region_id WHERE c.uuid = $1`,
+    [ws.resourceUuid],
+  );
 });
 afterAll(async () => {
   await stack?.close();
@@ -36,17 +38,26 @@ async function verifyThroughDns(name: string) {
   const created = await addDomain(name);
   expect(created.status).toBe(201);
   dns.setTxt(`_platformapp-verify.${name}`, { values: [created.body.verification_token] });
-  const started = await stack.http.post(`/api/v1/apps/${app.uuid}/domains/${created.body.uuid}/verify`).set(auth(ws.ownerToken));
+  const started = await stack.http
+    .post(`/api/v1/apps/${app.uuid}/domains/${created.body.uuid}/verify`)
+    .set(auth(ws.ownerToken));
   expect(started.status).toBe(200);
-  const done = await eventually(async () => {
-    const res = await stack.http.get(`/api/v1/apps/${app.uuid}/domains/${created.body.uuid}`).set(auth(ws.ownerToken));
-    return res.body.verification_status === 'verified' ? res.body : null;
-  }, { what: `${name} verified` });
+  const done = await eventually(
+    async () => {
+      const res = await stack.http
+        .get(`/api/v1/apps/${app.uuid}/domains/${created.body.uuid}`)
+        .set(auth(ws.ownerToken));
+      return res.body.verification_status === 'verified' ? res.body : null;
+    },
+    { what: `${name} verified` },
+  );
   return { created: created.body, started: started.body, done };
 }
 
 async function operationsFor(uuid: string): Promise<number> {
-  const [{ count }] = await stack.ds.query(`SELECT count(*)::int AS count FROM operations WHERE resource_uuid = $1`, [uuid]);
+  const [{ count }] = await stack.ds.query(`SELECT count(*)::int AS count FROM operations WHERE resource_uuid = $1`, [
+    uuid,
+  ]);
   return count;
 }
 
@@ -57,9 +68,13 @@ describe('custom domains', () => {
     expect(res.status).toBe(201);
     expect(res.headers.location).toBe(`/api/v1/apps/${app.uuid}/domains/${res.body.uuid}`);
     expect(res.body).toEqual({
-      uuid: expect.any(String), name, dns_target: '', verification_status: 'pending',
+      uuid: expect.any(String),
+      name,
+      dns_target: '',
+      verification_status: 'pending',
       verification_token: expect.stringMatching(/^berth-verify=[A-Za-z0-9_-]{32}$/),
-      created_at: expect.any(String), updated_at: expect.any(String),
+      created_at: expect.any(String),
+      updated_at: expect.any(String),
     });
     const shown = await stack.http.get(`/api/v1/apps/${app.uuid}/domains/${res.body.uuid}`).set(auth(ws.ownerToken));
     expect(shown.body).toEqual(res.body);
@@ -70,11 +85,28 @@ describe('custom domains', () => {
   it('DOM-02 DOM-05 DOM-10 verify (no body) answers the domain in_progress; the TXT record at _platformapp-verify.<domain> verifies it asynchronously', async () => {
     const name = fresh();
     const { created, started, done } = await verifyThroughDns(name);
-    expect(started).toMatchObject({ uuid: created.uuid, name, verification_status: 'in_progress', dns_target: '',
-      verification_token: created.verification_token });
-    expect(Object.keys(started).sort()).toEqual(['created_at', 'dns_target', 'name', 'updated_at', 'uuid', 'verification_status', 'verification_token']);
+    expect(started).toMatchObject({
+      uuid: created.uuid,
+      name,
+      verification_status: 'in_progress',
+      dns_target: '',
+      verification_token: created.verification_token,
+    });
+    expect(Object.keys(started).sort()).toEqual([
+      'created_at',
+      'dns_target',
+      'name',
+      'updated_at',
+      'uuid',
+      'verification_status',
+      'verification_token',
+    ]);
     expect(dns.lookups(`_platformapp-verify.${name}`)).toBeGreaterThanOrEqual(1);
-    expect(done).toMatchObject({ verification_status: 'verified', verification_token: '', dns_target: `${app.name}.${regionDomain}` });
+    expect(done).toMatchObject({
+      verification_status: 'verified',
+      verification_token: '',
+      dns_target: `${app.name}.${regionDomain}`,
+    });
     const handle = stack.temporal.workflow.getHandle(`domain-verify/${created.uuid}`);
     expect(await handle.result()).toBe('verified');
   });
@@ -82,15 +114,26 @@ describe('custom domains', () => {
   it('DOM-03 DOM-04 the token stays and dns_target stays empty while the record is missing', async () => {
     const name = fresh();
     const created = await addDomain(name);
-    const started = await stack.http.post(`/api/v1/apps/${app.uuid}/domains/${created.body.uuid}/verify`).set(auth(ws.ownerToken));
+    const started = await stack.http
+      .post(`/api/v1/apps/${app.uuid}/domains/${created.body.uuid}/verify`)
+      .set(auth(ws.ownerToken));
     expect(started.body.verification_status).toBe('in_progress');
     await eventually(async () => dns.lookups(`_platformapp-verify.${name}`) >= 1, { what: 'first lookup' });
     const handle = stack.temporal.workflow.getHandle(`domain-verify/${created.body.uuid}`);
     await eventually(async () => (await handle.query('state')) === 'waiting', { what: 'waiting for the next check' });
-    const shown = await stack.http.get(`/api/v1/apps/${app.uuid}/domains/${created.body.uuid}`).set(auth(ws.ownerToken));
-    expect(shown.body).toMatchObject({ verification_status: 'in_progress', dns_target: '', verification_token: created.body.verification_token });
+    const shown = await stack.http
+      .get(`/api/v1/apps/${app.uuid}/domains/${created.body.uuid}`)
+      .set(auth(ws.ownerToken));
+    expect(shown.body).toMatchObject({
+      verification_status: 'in_progress',
+      dns_target: '',
+      verification_token: created.body.verification_token,
+    });
     // Deleting the domain ends the verification at its next check.
-    await stack.http.delete(`/api/v1/apps/${app.uuid}/domains/${created.body.uuid}`).set(auth(ws.ownerToken)).expect(204);
+    await stack.http
+      .delete(`/api/v1/apps/${app.uuid}/domains/${created.body.uuid}`)
+      .set(auth(ws.ownerToken))
+      .expect(204);
     await handle.terminate('test done');
   });
 
@@ -100,7 +143,9 @@ describe('custom domains', () => {
     await handle.result();
     const before = await handle.describe();
     const ops = await operationsFor(created.uuid);
-    const again = await stack.http.post(`/api/v1/apps/${app.uuid}/domains/${created.uuid}/verify`).set(auth(ws.ownerToken));
+    const again = await stack.http
+      .post(`/api/v1/apps/${app.uuid}/domains/${created.uuid}/verify`)
+      .set(auth(ws.ownerToken));
     expect(again.status).toBe(200);
     expect(again.body).toEqual(done);
     expect(await operationsFor(created.uuid)).toBe(ops);
@@ -114,12 +159,20 @@ describe('custom domains', () => {
     await verifyThroughDns(root);
     const www = await addDomain(`www.${root}`);
     expect(www.status).toBe(201);
-    expect(www.body).toMatchObject({ verification_status: 'verified', verification_token: '', dns_target: `${app.name}.${regionDomain}` });
-    const res = await stack.http.post(`/api/v1/apps/${app.uuid}/domains/${www.body.uuid}/verify`).set(auth(ws.ownerToken));
+    expect(www.body).toMatchObject({
+      verification_status: 'verified',
+      verification_token: '',
+      dns_target: `${app.name}.${regionDomain}`,
+    });
+    const res = await stack.http
+      .post(`/api/v1/apps/${app.uuid}/domains/${www.body.uuid}/verify`)
+      .set(auth(ws.ownerToken));
     expect(res.status).toBe(200);
     expect(res.body).toEqual(www.body);
     expect(await operationsFor(www.body.uuid)).toBe(0);
-    await expect(stack.temporal.workflow.getHandle(`domain-verify/${www.body.uuid}`).describe()).rejects.toBeInstanceOf(WorkflowNotFoundError);
+    await expect(stack.temporal.workflow.getHandle(`domain-verify/${www.body.uuid}`).describe()).rejects.toBeInstanceOf(
+      WorkflowNotFoundError,
+    );
     expect(dns.lookups(`_platformapp-verify.www.${root}`)).toBe(0);
 
     // Only within the workspace, and only for a verified root.
@@ -137,30 +190,55 @@ describe('custom domains', () => {
   it('DOM-09 PUT takes domain: {name} and returns the domain; a new name needs verifying again', async () => {
     const { created } = await verifyThroughDns(fresh());
     const name = fresh('renamed');
-    const res = await stack.http.put(`/api/v1/apps/${app.uuid}/domains/${created.uuid}`).set(auth(ws.ownerToken)).send({ domain: { name: name.toUpperCase() } });
+    const res = await stack.http
+      .put(`/api/v1/apps/${app.uuid}/domains/${created.uuid}`)
+      .set(auth(ws.ownerToken))
+      .send({ domain: { name: name.toUpperCase() } });
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ uuid: created.uuid, name, verification_status: 'pending', dns_target: '' });
     expect(res.body.verification_token).toMatch(/^berth-verify=/);
-    const same = await stack.http.put(`/api/v1/apps/${app.uuid}/domains/${created.uuid}`).set(auth(ws.ownerToken)).send({ domain: { name } });
+    const same = await stack.http
+      .put(`/api/v1/apps/${app.uuid}/domains/${created.uuid}`)
+      .set(auth(ws.ownerToken))
+      .send({ domain: { name } });
     expect(same.body).toEqual(res.body);
-    const flat = await stack.http.put(`/api/v1/apps/${app.uuid}/domains/${created.uuid}`).set(auth(ws.ownerToken)).send({ name });
+    const flat = await stack.http
+      .put(`/api/v1/apps/${app.uuid}/domains/${created.uuid}`)
+      .set(auth(ws.ownerToken))
+      .send({ name });
     expect(flat.status).toBe(400);
   });
 
   it('DOM-09 renaming during a check is refused with 409 and changes nothing', async () => {
     const name = fresh();
     const created = await addDomain(name);
-    await stack.http.post(`/api/v1/apps/${app.uuid}/domains/${created.body.uuid}/verify`).set(auth(ws.ownerToken)).expect(200);
-    const res = await stack.http.put(`/api/v1/apps/${app.uuid}/domains/${created.body.uuid}`).set(auth(ws.ownerToken)).send({ domain: { name: fresh() } });
+    await stack.http
+      .post(`/api/v1/apps/${app.uuid}/domains/${created.body.uuid}/verify`)
+      .set(auth(ws.ownerToken))
+      .expect(200);
+    const res = await stack.http
+      .put(`/api/v1/apps/${app.uuid}/domains/${created.body.uuid}`)
+      .set(auth(ws.ownerToken))
+      .send({ domain: { name: fresh() } });
     expect(res.status).toBe(409);
-    const shown = await stack.http.get(`/api/v1/apps/${app.uuid}/domains/${created.body.uuid}`).set(auth(ws.ownerToken));
+    const shown = await stack.http
+      .get(`/api/v1/apps/${app.uuid}/domains/${created.body.uuid}`)
+      .set(auth(ws.ownerToken));
     expect(shown.body).toMatchObject({ name, verification_status: 'in_progress' });
     await stack.temporal.workflow.getHandle(`domain-verify/${created.body.uuid}`).terminate('test done');
   });
 
   it('refuses malformed names and platform domains (422) and names in use anywhere (409), writing nothing', async () => {
     const [{ count: before }] = await stack.ds.query(`SELECT count(*)::int AS count FROM domains`);
-    for (const bad of ['localhost', 'exa_mple.com', '-a.example.com', '1.2.3.4', 'a..b.com', '*.example.com', 'example.com.']) {
+    for (const bad of [
+      'localhost',
+      'exa_mple.com',
+      '-a.example.com',
+      '1.2.3.4',
+      'a..b.com',
+      '*.example.com',
+      'example.com.',
+    ]) {
       const res = await addDomain(bad);
       expect(`${bad} ${res.status}`).toBe(`${bad} 422`);
       expect(res.headers['content-type']).toMatch(/problem\+json/);
@@ -176,7 +254,7 @@ describe('custom domains', () => {
     expect(after).toBe(before + 1);
   });
 
-  it('lists an app\'s domains newest first with page headers; another app\'s domain is 404', async () => {
+  it("lists an app's domains newest first with page headers; another app's domain is 404", async () => {
     const own = await insertApp(stack.ds, ws, { label: 'list' });
     const a = await addDomain(fresh('a'), own.uuid);
     const b = await addDomain(fresh('b'), own.uuid);
@@ -188,23 +266,33 @@ describe('custom domains', () => {
     expect(cross.status).toBe(404);
     const del = await stack.http.delete(`/api/v1/apps/${own.uuid}/domains/${a.body.uuid}`).set(auth(ws.ownerToken));
     expect(del.status).toBe(204);
-    expect((await stack.http.get(`/api/v1/apps/${own.uuid}/domains/${a.body.uuid}`).set(auth(ws.ownerToken))).status).toBe(404);
+    expect(
+      (await stack.http.get(`/api/v1/apps/${own.uuid}/domains/${a.body.uuid}`).set(auth(ws.ownerToken))).status,
+    ).toBe(404);
   });
 
   it('an unknown app, an app of another workspace and an app in a closed project are 404', async () => {
-    const unknown = await stack.http.get(`/api/v1/apps/00000000-0000-4000-8000-000000000001/domains`).set(auth(ws.ownerToken));
+    const unknown = await stack.http
+      .get(`/api/v1/apps/00000000-0000-4000-8000-000000000001/domains`)
+      .set(auth(ws.ownerToken));
     expect(unknown.status).toBe(404);
     const otherWs = await seedWorkspace(stack.ds);
     const foreign = await insertApp(stack.ds, otherWs);
     expect((await stack.http.get(`/api/v1/apps/${foreign.uuid}/domains`).set(auth(ws.ownerToken))).status).toBe(404);
     expect((await addDomain(fresh(), foreign.uuid)).status).toBe(404);
 
-    const project = await stack.http.post('/api/v1/projects').set(auth(ws.ownerToken)).send({ name: `closed-${randomBytes(3).toString('hex')}` });
+    const project = await stack.http
+      .post('/api/v1/projects')
+      .set(auth(ws.ownerToken))
+      .send({ name: `closed-${randomBytes(3).toString('hex')}` });
     const hidden = await insertApp(stack.ds, ws, { projectId: project.body.uuid });
     const insider = await memberWith(stack.ds, ws.uuid, 'insider', ['apps:view', 'apps:manage']);
     const outsider = await memberWith(stack.ds, ws.uuid, 'outsider', ['apps:view', 'apps:manage']);
-    await stack.http.post(`/api/v1/projects/${project.body.uuid}/restrictions`).set(auth(ws.ownerToken))
-      .send({ subject_type: 'role', role_name: 'insider' }).expect(201);
+    await stack.http
+      .post(`/api/v1/projects/${project.body.uuid}/restrictions`)
+      .set(auth(ws.ownerToken))
+      .send({ subject_type: 'role', role_name: 'insider' })
+      .expect(201);
     expect((await addDomain(fresh(), hidden.uuid, insider.token)).status).toBe(201);
     expect((await addDomain(fresh(), hidden.uuid, outsider.token)).status).toBe(404);
     expect((await stack.http.get(`/api/v1/apps/${hidden.uuid}/domains`).set(auth(outsider.token))).status).toBe(404);

@@ -36,23 +36,39 @@ function wrongTypeArb(schema: Json): fc.Arbitrary<unknown> | null {
   const t = types(schema);
   const options: fc.Arbitrary<unknown>[] = [];
   if (!t.includes('string')) options.push(fc.string({ maxLength: 20 }));
-  if (!t.includes('number') && !t.includes('integer')) options.push(fc.oneof(fc.integer(), fc.double({ noNaN: true, noDefaultInfinity: true })));
+  if (!t.includes('number') && !t.includes('integer'))
+    options.push(fc.oneof(fc.integer(), fc.double({ noNaN: true, noDefaultInfinity: true })));
   if (!t.includes('boolean')) options.push(fc.boolean());
   if (!t.includes('array')) options.push(fc.array(fc.integer(), { maxLength: 3 }));
-  if (!t.includes('object')) options.push(fc.dictionary(fc.string({ minLength: 1, maxLength: 5 }), fc.integer(), { maxKeys: 2 }));
+  if (!t.includes('object'))
+    options.push(fc.dictionary(fc.string({ minLength: 1, maxLength: 5 }), fc.integer(), { maxKeys: 2 }));
   if (t.length === 0) return null;
   return options.length ? fc.oneof(...options) : null;
 }
 
+const junkId = fc.oneof(
+  fc.string({ minLength: 1, maxLength: 40 }).filter((s) => s.trim() !== '' && !s.includes('/')),
+  fc.integer().map(String),
+  fc.constant('..'),
+  fc.constant('%00'),
+  fc.constant("1' OR '1'='1"),
+);
 
-const junkId = fc.oneof(fc.string({ minLength: 1, maxLength: 40 }).filter((s) => s.trim() !== '' && !s.includes('/')), fc.integer().map(String), fc.constant('..'), fc.constant('%00'), fc.constant("1' OR '1'='1"));
-
-function expectProblem(res: { status: number; headers: Record<string, string>; body: any; text: string }, label: string, statuses?: number[]): void {
+function expectProblem(
+  res: { status: number; headers: Record<string, string>; body: any; text: string },
+  label: string,
+  statuses?: number[],
+): void {
   if (res.status >= 500 || res.status < 400 || (statuses && !statuses.includes(res.status))) {
     throw new Error(`${label}: got ${res.status} ${res.text.slice(0, 300)}`);
   }
   expect(res.headers['content-type']).toMatch(/application\/problem\+json/);
-  expect(res.body).toMatchObject({ status: res.status, title: expect.any(String), detail: expect.any(String), instance: expect.any(String) });
+  expect(res.body).toMatchObject({
+    status: res.status,
+    title: expect.any(String),
+    detail: expect.any(String),
+    instance: expect.any(String),
+  });
 }
 
 describe('fuzz over every declared route', () => {
@@ -68,24 +84,44 @@ describe('fuzz over every declared route', () => {
 
       // Junk path ids.
       if (pathParams(route.path).length > 0) {
-        await fc.assert(fc.asyncProperty(fc.record(Object.fromEntries(pathParams(route.path).map((n) => [n, junkId]))), async (values) => {
-          const res = await send(pathFor(route, values as Record<string, string>), route.body ? {} : undefined);
-          expectProblem(res, `${label} path ${JSON.stringify(values)}`);
-        }), { numRuns: RUNS });
+        await fc.assert(
+          fc.asyncProperty(
+            fc.record(Object.fromEntries(pathParams(route.path).map((n) => [n, junkId]))),
+            async (values) => {
+              const res = await send(pathFor(route, values as Record<string, string>), route.body ? {} : undefined);
+              expectProblem(res, `${label} path ${JSON.stringify(values)}`);
+            },
+          ),
+          { numRuns: RUNS },
+        );
       }
 
       // Unknown and malformed query parameters.
-      await fc.assert(fc.asyncProperty(fc.string({ minLength: 1, maxLength: 10 }).filter((k) => /^[a-z_]+$/.test(k)), fc.string({ maxLength: 10 }), async (key, value) => {
-        const query = querySchemaOf(route);
-        if (query && key in query.fields) return;
-        const res = await send(`${pathFor(route, {})}?${encodeURIComponent(`zz_${key}`)}=${encodeURIComponent(value)}`, route.body ? {} : undefined);
-        expectProblem(res, `${label} unknown query ${key}`, [400]);
-      }), { numRuns: RUNS });
+      await fc.assert(
+        fc.asyncProperty(
+          fc.string({ minLength: 1, maxLength: 10 }).filter((k) => /^[a-z_]+$/.test(k)),
+          fc.string({ maxLength: 10 }),
+          async (key, value) => {
+            const query = querySchemaOf(route);
+            if (query && key in query.fields) return;
+            const res = await send(
+              `${pathFor(route, {})}?${encodeURIComponent(`zz_${key}`)}=${encodeURIComponent(value)}`,
+              route.body ? {} : undefined,
+            );
+            expectProblem(res, `${label} unknown query ${key}`, [400]);
+          },
+        ),
+        { numRuns: RUNS },
+      );
       const query = querySchemaOf(route);
       if (query) {
         const json = convertSchema(query as never) as Json;
         for (const [name, schema] of Object.entries((json.properties ?? {}) as Record<string, Json>)) {
-          const bad = schema.enum ? 'not-a-listed-value' : types(schema).some((t) => t === 'integer' || t === 'number') ? 'NaN-ish' : null;
+          const bad = schema.enum
+            ? 'not-a-listed-value'
+            : types(schema).some((t) => t === 'integer' || t === 'number')
+              ? 'NaN-ish'
+              : null;
           if (bad === null) continue;
           const res = await send(`${pathFor(route, {})}?${name}=${bad}`, route.body ? {} : undefined);
           expectProblem(res, `${label} query ${name}=${bad}`, [400]);
@@ -99,23 +135,45 @@ describe('fuzz over every declared route', () => {
         for (const raw of ['{', '{"a":', 'nul', '[1,', '\u0000']) {
           expectProblem(await send(pathFor(route, {}), undefined, raw), `${label} raw ${JSON.stringify(raw)}`, [400]);
         }
-        await fc.assert(fc.asyncProperty(fc.oneof(fc.integer(), fc.string(), fc.boolean(), fc.constant(null), fc.array(fc.anything(), { maxLength: 3 })), async (value) => {
-          const res = await send(pathFor(route, {}), undefined, JSON.stringify(value));
-          expectProblem(res, `${label} body ${JSON.stringify(value)}`, [400]);
-        }), { numRuns: RUNS });
+        await fc.assert(
+          fc.asyncProperty(
+            fc.oneof(
+              fc.integer(),
+              fc.string(),
+              fc.boolean(),
+              fc.constant(null),
+              fc.array(fc.anything(), { maxLength: 3 }),
+            ),
+            async (value) => {
+              const res = await send(pathFor(route, {}), undefined, JSON.stringify(value));
+              expectProblem(res, `${label} body ${JSON.stringify(value)}`, [400]);
+            },
+          ),
+          { numRuns: RUNS },
+        );
         // Unknown fields.
-        await fc.assert(fc.asyncProperty(fc.string({ minLength: 1, maxLength: 12 }).filter((k) => !(k in props) && k !== '__proto__'), fc.jsonValue(), async (key, value) => {
-          const res = await send(pathFor(route, {}), { [key]: value });
-          expectProblem(res, `${label} unknown field ${key}`, [400]);
-        }), { numRuns: RUNS });
+        await fc.assert(
+          fc.asyncProperty(
+            fc.string({ minLength: 1, maxLength: 12 }).filter((k) => !(k in props) && k !== '__proto__'),
+            fc.jsonValue(),
+            async (key, value) => {
+              const res = await send(pathFor(route, {}), { [key]: value });
+              expectProblem(res, `${label} unknown field ${key}`, [400]);
+            },
+          ),
+          { numRuns: RUNS },
+        );
         // Each declared field with a value of the wrong JSON type.
         for (const [name, schema] of Object.entries(props)) {
           const arb = wrongTypeArb(schema);
           if (!arb) continue;
-          await fc.assert(fc.asyncProperty(arb, async (value) => {
-            const res = await send(pathFor(route, {}), { [name]: value });
-            expectProblem(res, `${label} field ${name}=${JSON.stringify(value)}`, [400]);
-          }), { numRuns: RUNS });
+          await fc.assert(
+            fc.asyncProperty(arb, async (value) => {
+              const res = await send(pathFor(route, {}), { [name]: value });
+              expectProblem(res, `${label} field ${name}=${JSON.stringify(value)}`, [400]);
+            }),
+            { numRuns: RUNS },
+          );
         }
       }
 

@@ -25,13 +25,25 @@ afterAll(async () => {
   await stack?.close();
 });
 
-interface GitResult { code: number; stdout: string; stderr: string }
+interface GitResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
 
 /** Runs the git client (asynchronously: the server answers in this process). */
 function git(cwd: string, ...args: string[]): Promise<GitResult> {
   const env = {
-    PATH: process.env.PATH, HOME: cwd, GIT_CONFIG_NOSYSTEM: '1', GIT_TERMINAL_PROMPT: '0', GIT_ASKPASS: '', LANG: 'C',
-    GIT_AUTHOR_NAME: 'Test', GIT_AUTHOR_EMAIL: 't@example.test', GIT_COMMITTER_NAME: 'Test', GIT_COMMITTER_EMAIL: 't@example.test',
+    PATH: process.env.PATH,
+    HOME: cwd,
+    GIT_CONFIG_NOSYSTEM: '1',
+    GIT_TERMINAL_PROMPT: '0',
+    GIT_ASKPASS: '',
+    LANG: 'C',
+    GIT_AUTHOR_NAME: 'Test',
+    GIT_AUTHOR_EMAIL: 't@example.test',
+    GIT_COMMITTER_NAME: 'Test',
+    GIT_COMMITTER_EMAIL: 't@example.test',
   };
   return new Promise((resolve) => {
     execFile('git', args, { cwd, env, timeout: 120_000 }, (err, stdout, stderr) => {
@@ -41,11 +53,16 @@ function git(cwd: string, ...args: string[]): Promise<GitResult> {
 }
 
 /** A working copy with one commit on `branch`; answers its directory and the commit. */
-async function workingCopy(branch = 'main'): Promise<{ dir: string; sha: string; commit(message: string): Promise<string> }> {
+async function workingCopy(
+  branch = 'main',
+): Promise<{ dir: string; sha: string; commit(message: string): Promise<string> }> {
   const dir = mkdtempSync(path.join(tmpdir(), 'berth-push-'));
   await git(dir, 'init', '--quiet', '--initial-branch', branch);
   const commit = async (message: string) => {
-    writeFileSync(path.join(dir, 'index.js'), `// ${message}\nrequire('http').createServer((q, s) => s.end('hi')).listen(process.env.PORT);\n`);
+    writeFileSync(
+      path.join(dir, 'index.js'),
+      `// ${message}\nrequire('http').createServer((q, s) => s.end('hi')).listen(process.env.PORT);\n`,
+    );
     await git(dir, 'add', '.');
     await git(dir, 'commit', '--quiet', '-m', message);
     return (await git(dir, 'rev-parse', 'HEAD')).stdout.trim();
@@ -54,16 +71,33 @@ async function workingCopy(branch = 'main'): Promise<{ dir: string; sha: string;
 }
 
 /** git_url with credentials: any user name, the token as password. */
-const withToken = (gitUrl: string, token: string | null) => (token ? gitUrl.replace('http://', `http://berth:${token}@`) : gitUrl);
+const withToken = (gitUrl: string, token: string | null) =>
+  token ? gitUrl.replace('http://', `http://berth:${token}@`) : gitUrl;
 
-async function runningGitPushApp(name: string, config: Record<string, unknown> = {}): Promise<{ uuid: string; name: string; git_url: string; public_url: string }> {
-  const app = await createApp(stack, ws.ownerToken, { name, resource_id: ws.resourceUuid, deployment_method: 'git_push', deployment_config: config });
-  await eventually(async () => (await stack.ds.query(`SELECT state FROM apps WHERE uuid = $1`, [app.uuid]))[0].state === 'running', { what: `${name} running`, timeoutMs: 60_000 });
+async function runningGitPushApp(
+  name: string,
+  config: Record<string, unknown> = {},
+): Promise<{ uuid: string; name: string; git_url: string; public_url: string }> {
+  const app = await createApp(stack, ws.ownerToken, {
+    name,
+    resource_id: ws.resourceUuid,
+    deployment_method: 'git_push',
+    deployment_config: config,
+  });
+  await eventually(
+    async () => (await stack.ds.query(`SELECT state FROM apps WHERE uuid = $1`, [app.uuid]))[0].state === 'running',
+    { what: `${name} running`, timeoutMs: 60_000 },
+  );
   return app;
 }
 
-const deployments = async (appUuid: string): Promise<Array<{ uuid: string; commit_sha: string; state: string; branch: string }>> =>
-  stack.ds.query(`SELECT uuid, commit_sha, state, branch FROM app_deployments WHERE app_uuid = $1 ORDER BY created_at`, [appUuid]);
+const deployments = async (
+  appUuid: string,
+): Promise<Array<{ uuid: string; commit_sha: string; state: string; branch: string }>> =>
+  stack.ds.query(
+    `SELECT uuid, commit_sha, state, branch FROM app_deployments WHERE app_uuid = $1 ORDER BY created_at`,
+    [appUuid],
+  );
 
 describe('git push', () => {
   it('APP-01 a git_push app has git_url <origin>/git/<name>.git (the suffixed name); other methods have none', async () => {
@@ -71,11 +105,16 @@ describe('git push', () => {
     expect(app.deployment_method).toBe('git_push');
     expect(app.git_url).toBe(`${stack.config.publicUrl}/git/${app.name}.git`);
     expect(app.name).not.toBe('urls');
-    const image = await createApp(stack, ws.ownerToken, { name: 'img', resource_id: ws.resourceUuid, deployment_method: 'parent_image', deployment_config: { parent_app_id: app.uuid } });
+    const image = await createApp(stack, ws.ownerToken, {
+      name: 'img',
+      resource_id: ws.resourceUuid,
+      deployment_method: 'parent_image',
+      deployment_config: { parent_app_id: app.uuid },
+    });
     expect(image.git_url).toBeNull();
   });
 
-  it('a new app\'s empty repository clones with a token (created on first access)', async () => {
+  it("a new app's empty repository clones with a token (created on first access)", async () => {
     const app = await createApp(stack, ws.ownerToken, { name: 'empty', resource_id: ws.resourceUuid });
     const dir = mkdtempSync(path.join(tmpdir(), 'berth-clone-'));
     const cloned = await git(dir, 'clone', withToken(app.git_url, ws.ownerToken), 'copy');
@@ -95,7 +134,10 @@ describe('git push', () => {
     expect(pushed.stderr).toMatch(/remote: deployment (pending|running)/);
     expect(pushed.stderr).toContain('remote: deployment completed');
     expect(pushed.stderr).toContain(`remote: deployed: ${app.public_url}`);
-    const [audit] = await stack.ds.query(`SELECT actor_type, action, source FROM audit_events WHERE resource_uuid = $1`, [d!.uuid]);
+    const [audit] = await stack.ds.query(
+      `SELECT actor_type, action, source FROM audit_events WHERE resource_uuid = $1`,
+      [d!.uuid],
+    );
     expect(audit).toEqual({ actor_type: 'member', action: 'deployment.create', source: 'api' });
     // the branch really is in the app's repository
     const remote = await git(wc.dir, 'ls-remote', withToken(app.git_url, ws.ownerToken));
@@ -104,9 +146,17 @@ describe('git push', () => {
     expect((await git(clones, 'clone', '--quiet', withToken(app.git_url, ws.ownerToken), 'copy')).code).toBe(0);
     expect((await git(path.join(clones, 'copy'), 'rev-parse', 'HEAD')).stdout.trim()).toBe(wc.sha);
     // a gzip request body (as git sends large negotiations) is git's to inflate: protocol v2 ls-refs, gzipped
-    const lsRefs = await stack.http.post(`/git/${app.name}.git/git-upload-pack`).auth('x', ws.ownerToken)
-      .set({ 'Content-Type': 'application/x-git-upload-pack-request', 'Content-Encoding': 'gzip', 'Git-Protocol': 'version=2' })
-      .send(gzipSync('0014command=ls-refs\n00010000')).buffer(true).parse((res, done) => {
+    const lsRefs = await stack.http
+      .post(`/git/${app.name}.git/git-upload-pack`)
+      .auth('x', ws.ownerToken)
+      .set({
+        'Content-Type': 'application/x-git-upload-pack-request',
+        'Content-Encoding': 'gzip',
+        'Git-Protocol': 'version=2',
+      })
+      .send(gzipSync('0014command=ls-refs\n00010000'))
+      .buffer(true)
+      .parse((res, done) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
         res.on('end', () => done(null, Buffer.concat(chunks).toString('utf8')));
@@ -135,7 +185,9 @@ describe('git push', () => {
     await SimulatedAppsControl.script(stack.ds, app.uuid, { buildHold: true });
     const wc = await workingCopy();
     const push = git(wc.dir, 'push', withToken(app.git_url, ws.ownerToken), 'main');
-    const d = await eventually(async () => (await deployments(app.uuid)).find((x) => x.state === 'running'), { what: 'a running deployment' });
+    const d = await eventually(async () => (await deployments(app.uuid)).find((x) => x.state === 'running'), {
+      what: 'a running deployment',
+    });
     const log = stack.apiDeps.localLayout!.buildLogFile(d.uuid);
     mkdirSync(path.dirname(log), { recursive: true });
     writeFileSync(log, 'Step 1/2 : installing dependencies\n');
@@ -159,14 +211,20 @@ describe('git push', () => {
     const wc = await workingCopy();
     const url = withToken(app.git_url, ws.ownerToken);
     const first = git(wc.dir, 'push', url, 'main');
-    await eventually(async () => (await deployments(app.uuid)).find((x) => x.state === 'running'), { what: 'the first deployment running' });
+    await eventually(async () => (await deployments(app.uuid)).find((x) => x.state === 'running'), {
+      what: 'the first deployment running',
+    });
     const b = await wc.commit('second');
     const second = git(wc.dir, 'push', url, 'main');
-    await eventually(async () => (await git(wc.dir, 'ls-remote', url, 'main')).stdout.startsWith(b), { what: 'the second push stored' });
+    await eventually(async () => (await git(wc.dir, 'ls-remote', url, 'main')).stdout.startsWith(b), {
+      what: 'the second push stored',
+    });
     await new Promise((r) => setTimeout(r, 1500));
     const c = await wc.commit('third');
     const third = git(wc.dir, 'push', url, 'main');
-    await eventually(async () => (await git(wc.dir, 'ls-remote', url, 'main')).stdout.startsWith(c), { what: 'the third push stored' });
+    await eventually(async () => (await git(wc.dir, 'ls-remote', url, 'main')).stdout.startsWith(c), {
+      what: 'the third push stored',
+    });
     await new Promise((r) => setTimeout(r, 1500));
     await SimulatedAppsControl.script(stack.ds, app.uuid, { buildHold: false });
     const [one, two, three] = await Promise.all([first, second, third]);
@@ -175,7 +233,10 @@ describe('git push', () => {
     expect(two.stderr).toContain('remote: not deployed: a newer push to main supersedes this one');
     expect(three.stderr).toContain('remote: waiting:');
     expect(three.stderr).toContain(`remote: deployed: ${app.public_url}`);
-    expect((await deployments(app.uuid)).map((x) => [x.commit_sha, x.state])).toEqual([[wc.sha, 'completed'], [c, 'completed']]);
+    expect((await deployments(app.uuid)).map((x) => [x.commit_sha, x.state])).toEqual([
+      [wc.sha, 'completed'],
+      [c, 'completed'],
+    ]);
   });
 
   it('a push to another branch deploys nothing and says why', async () => {
@@ -183,7 +244,9 @@ describe('git push', () => {
     const wc = await workingCopy('feature');
     const pushed = await git(wc.dir, 'push', withToken(app.git_url, ws.ownerToken), 'feature');
     expect(pushed.code).toBe(0);
-    expect(pushed.stderr).toContain(`remote: refs/heads/feature: nothing deployed: ${app.name} deploys only pushes to its branch production`);
+    expect(pushed.stderr).toContain(
+      `remote: refs/heads/feature: nothing deployed: ${app.name} deploys only pushes to its branch production`,
+    );
     expect(await deployments(app.uuid)).toEqual([]);
   });
 
@@ -221,8 +284,15 @@ describe('git push', () => {
     expect(unknown.code).not.toBe(0);
     expect(unknown.stderr).toMatch(/not found/);
     // an app that is not git_push has no repository
-    const image = await createApp(stack, ws.ownerToken, { name: 'noimg', resource_id: ws.resourceUuid, deployment_method: 'parent_image', deployment_config: { parent_app_id: app.uuid } });
-    const notGit = await stack.http.get(`/git/${image.name}.git/info/refs?service=git-upload-pack`).auth('x', ws.ownerToken);
+    const image = await createApp(stack, ws.ownerToken, {
+      name: 'noimg',
+      resource_id: ws.resourceUuid,
+      deployment_method: 'parent_image',
+      deployment_config: { parent_app_id: app.uuid },
+    });
+    const notGit = await stack.http
+      .get(`/git/${image.name}.git/info/refs?service=git-upload-pack`)
+      .auth('x', ws.ownerToken);
     expect(notGit.status).toBe(404);
     expect(notGit.body.detail).toMatch(/not git_push/);
     expect(await deployments(app.uuid)).toEqual([]);
@@ -231,7 +301,11 @@ describe('git push', () => {
   it('concurrent first accesses create one repository', async () => {
     const app = await createApp(stack, ws.ownerToken, { name: 'racy', resource_id: ws.resourceUuid });
     const refs = `/git/${app.name}.git/info/refs?service=git-upload-pack`;
-    const answers = await Promise.all(Array.from({ length: 8 }, () => stack.http.get(refs).set({ Authorization: `Basic ${Buffer.from(`x:${ws.ownerToken}`).toString('base64')}` })));
+    const answers = await Promise.all(
+      Array.from({ length: 8 }, () =>
+        stack.http.get(refs).set({ Authorization: `Basic ${Buffer.from(`x:${ws.ownerToken}`).toString('base64')}` }),
+      ),
+    );
     expect(answers.map((a) => a.status)).toEqual(Array(8).fill(200));
     const root = path.dirname(stack.apiDeps.localLayout!.gitRepo(app.name));
     expect(readdirSync(root).filter((f) => f.startsWith(app.name))).toEqual([`${app.name}.git`]);

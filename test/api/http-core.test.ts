@@ -15,23 +15,42 @@ afterAll(() => stack.close());
 function expectProblem(res: { status: number; headers: Record<string, string>; body: any }, status: number): void {
   expect(res.status).toBe(status);
   expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
-  expect(res.body).toEqual(expect.objectContaining({
-    type: expect.stringMatching(/^https:\/\//), title: expect.any(String), status, detail: expect.any(String), instance: res.headers['x-request-id'],
-  }));
+  expect(res.body).toEqual(
+    expect.objectContaining({
+      type: expect.stringMatching(/^https:\/\//),
+      title: expect.any(String),
+      status,
+      detail: expect.any(String),
+      instance: res.headers['x-request-id'],
+    }),
+  );
   expect(JSON.stringify(res.body)).not.toMatch(/at .*\.ts:\d+/);
 }
 
 describe('problem bodies (RFC 9457)', () => {
   it('ERR-01 400 for a wrongly typed field, with one entry per failing field', async () => {
-    const res = await stack.http.post('/api/v1/projects').set(auth(ws.ownerToken)).send({ name: 42, description: false });
+    const res = await stack.http
+      .post('/api/v1/projects')
+      .set(auth(ws.ownerToken))
+      .send({ name: 42, description: false });
     expectProblem(res, 400);
-    expect(res.body.errors).toEqual(expect.arrayContaining([
-      expect.objectContaining({ path: 'body.name' }), expect.objectContaining({ path: 'body.description' }),
-    ]));
+    expect(res.body.errors).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ path: 'body.name' }),
+        expect.objectContaining({ path: 'body.description' }),
+      ]),
+    );
   });
 
   it('400 for a body that is not JSON, and for unknown fields', async () => {
-    expectProblem(await stack.http.post('/api/v1/projects').set(auth(ws.ownerToken)).set('Content-Type', 'application/json').send('{"name":'), 400);
+    expectProblem(
+      await stack.http
+        .post('/api/v1/projects')
+        .set(auth(ws.ownerToken))
+        .set('Content-Type', 'application/json')
+        .send('{"name":'),
+      400,
+    );
     const res = await stack.http.post('/api/v1/projects').set(auth(ws.ownerToken)).send({ name: 'x', colour: 'blue' });
     expectProblem(res, 400);
     expect(res.body.detail).toContain('colour');
@@ -41,7 +60,10 @@ describe('problem bodies (RFC 9457)', () => {
     expectProblem(await stack.http.get('/api/v1/projects'), 401);
     expectProblem(await stack.http.get('/api/v1/projects').set('Authorization', 'Token abc'), 401);
     const expired = await tokenWith(stack.ds, ws.uuid, ['apps:view']);
-    await stack.ds.query(`UPDATE api_tokens SET expires_at = now() - interval '1 minute' WHERE token_hash = encode(sha256(convert_to($1, 'UTF8')), 'hex')`, [expired]);
+    await stack.ds.query(
+      `UPDATE api_tokens SET expires_at = now() - interval '1 minute' WHERE token_hash = encode(sha256(convert_to($1, 'UTF8')), 'hex')`,
+      [expired],
+    );
     const res = await stack.http.get('/api/v1/projects').set(auth(expired));
     expectProblem(res, 401);
     expect(res.body.detail).toMatch(/expired/);
@@ -72,13 +94,26 @@ describe('problem bodies (RFC 9457)', () => {
   it('409 for a conflict and 422 for a rule', async () => {
     await stack.http.post('/api/v1/projects').set(auth(ws.ownerToken)).send({ name: 'twice' }).expect(201);
     expectProblem(await stack.http.post('/api/v1/projects').set(auth(ws.ownerToken)).send({ name: 'twice' }), 409);
-    expectProblem(await stack.http.post('/api/v1/projects').set(auth(ws.ownerToken)).send({ name: 'r', resource_ids: [randomUUID()] }), 422);
+    expectProblem(
+      await stack.http
+        .post('/api/v1/projects')
+        .set(auth(ws.ownerToken))
+        .send({ name: 'r', resource_ids: [randomUUID()] }),
+      422,
+    );
   });
 
   it('413 beyond the body size limit and 415 for a body that is not JSON', async () => {
     const big = { name: 'big', description: 'x'.repeat(1_100_000) };
     expectProblem(await stack.http.post('/api/v1/projects').set(auth(ws.ownerToken)).send(big), 413);
-    expectProblem(await stack.http.post('/api/v1/projects').set(auth(ws.ownerToken)).set('Content-Type', 'text/plain').send('name=x'), 415);
+    expectProblem(
+      await stack.http
+        .post('/api/v1/projects')
+        .set(auth(ws.ownerToken))
+        .set('Content-Type', 'text/plain')
+        .send('name=x'),
+      415,
+    );
   });
 });
 
@@ -87,41 +122,65 @@ describe('request ids, workspaces, pagination, idempotency', () => {
     const res = await stack.http.get('/api/v1/projects/nope').set(auth(ws.ownerToken)).set('X-Request-Id', 'trace-123');
     expect(res.headers['x-request-id']).toBe('trace-123');
     expect(res.body.instance).toBe('trace-123');
-    const gen = await stack.http.get('/api/v1/projects').set(auth(ws.ownerToken)).set('X-Request-Id', 'bad id with spaces');
+    const gen = await stack.http
+      .get('/api/v1/projects')
+      .set(auth(ws.ownerToken))
+      .set('X-Request-Id', 'bad id with spaces');
     expect(gen.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
     expect(stack.logLines.some((l) => l.includes('"requestId":"trace-123"'))).toBe(true);
   });
 
-  it('GEN-04 the X-Workspace-Id header selects the workspace; without it the token\'s own is used', async () => {
+  it("GEN-04 the X-Workspace-Id header selects the workspace; without it the token's own is used", async () => {
     const other = await seedWorkspace(stack.ds);
     await stack.http.post('/api/v1/projects').set(auth(other.ownerToken)).send({ name: 'in-other' }).expect(201);
     // Make the first workspace's owner a member of the other workspace as well.
-    const [{ role }] = await stack.ds.query(`SELECT uuid AS role FROM roles WHERE workspace_uuid = $1 AND name = 'admin'`, [other.uuid]);
-    await stack.ds.query(`INSERT INTO members (uuid, workspace_uuid, user_uuid, role_uuid) VALUES ($1, $2, $3, $4)`, [randomUUID(), other.uuid, ws.ownerUserUuid, role]);
+    const [{ role }] = await stack.ds.query(
+      `SELECT uuid AS role FROM roles WHERE workspace_uuid = $1 AND name = 'admin'`,
+      [other.uuid],
+    );
+    await stack.ds.query(`INSERT INTO members (uuid, workspace_uuid, user_uuid, role_uuid) VALUES ($1, $2, $3, $4)`, [
+      randomUUID(),
+      other.uuid,
+      ws.ownerUserUuid,
+      role,
+    ]);
     const own = await stack.http.get('/api/v1/projects').set(auth(ws.ownerToken));
     expect(own.body.map((p: { name: string }) => p.name)).not.toContain('in-other');
-    const selected = await stack.http.get('/api/v1/projects').set(auth(ws.ownerToken)).set('X-Workspace-Id', other.uuid);
+    const selected = await stack.http
+      .get('/api/v1/projects')
+      .set(auth(ws.ownerToken))
+      .set('X-Workspace-Id', other.uuid);
     expect(selected.status).toBe(200);
     expect(selected.body.map((p: { name: string }) => p.name)).toContain('in-other');
     // A workspace token cannot leave its workspace; a member cannot reach a workspace it is not in.
     const wsToken = await tokenWith(stack.ds, ws.uuid, ['projects:manage']);
     expectProblem(await stack.http.get('/api/v1/projects').set(auth(wsToken)).set('X-Workspace-Id', other.uuid), 403);
     const stranger = await memberWith(stack.ds, ws.uuid, 'developer', ['apps:view']);
-    expectProblem(await stack.http.get('/api/v1/projects').set(auth(stranger.token)).set('X-Workspace-Id', other.uuid), 403);
+    expectProblem(
+      await stack.http.get('/api/v1/projects').set(auth(stranger.token)).set('X-Workspace-Id', other.uuid),
+      403,
+    );
     expectProblem(await stack.http.get('/api/v1/projects').set(auth(ws.ownerToken)).set('X-Workspace-Id', 'nope'), 400);
   });
 
   it('paginates lists with page/per_page, Link and X-Total-Count', async () => {
     const p = await seedWorkspace(stack.ds);
-    for (let i = 0; i < 7; i++) await stack.http.post('/api/v1/projects').set(auth(p.ownerToken)).send({ name: `p${i}` }).expect(201);
+    for (let i = 0; i < 7; i++)
+      await stack.http
+        .post('/api/v1/projects')
+        .set(auth(p.ownerToken))
+        .send({ name: `p${i}` })
+        .expect(201);
     const page2 = await stack.http.get('/api/v1/projects?page=2&per_page=3').set(auth(p.ownerToken));
     expect(page2.status).toBe(200);
     expect(page2.headers['x-total-count']).toBe('7');
     expect(page2.body.map((x: { name: string }) => x.name)).toEqual(['p3', 'p2', 'p1']);
-    const links = Object.fromEntries(page2.headers.link.split(', ').map((l: string) => {
-      const [, url, rel] = /^<([^>]+)>; rel="(\w+)"$/.exec(l)!;
-      return [rel, url];
-    }));
+    const links = Object.fromEntries(
+      page2.headers.link.split(', ').map((l: string) => {
+        const [, url, rel] = /^<([^>]+)>; rel="(\w+)"$/.exec(l)!;
+        return [rel, url];
+      }),
+    );
     expect(links).toEqual({
       first: '/api/v1/projects?page=1&per_page=3',
       prev: '/api/v1/projects?page=1&per_page=3',
@@ -136,13 +195,28 @@ describe('request ids, workspaces, pagination, idempotency', () => {
   });
 
   it('replays the first response to a POST with the same Idempotency-Key; refuses the key on a different request', async () => {
-    const first = await stack.http.post('/api/v1/projects').set(auth(ws.ownerToken)).set('Idempotency-Key', 'key-1').send({ name: 'idem' });
+    const first = await stack.http
+      .post('/api/v1/projects')
+      .set(auth(ws.ownerToken))
+      .set('Idempotency-Key', 'key-1')
+      .send({ name: 'idem' });
     expect(first.status).toBe(201);
-    const again = await stack.http.post('/api/v1/projects').set(auth(ws.ownerToken)).set('Idempotency-Key', 'key-1').send({ name: 'idem' });
+    const again = await stack.http
+      .post('/api/v1/projects')
+      .set(auth(ws.ownerToken))
+      .set('Idempotency-Key', 'key-1')
+      .send({ name: 'idem' });
     expect(again.status).toBe(201);
     expect(again.body).toEqual(first.body);
     expect(again.headers['idempotent-replayed']).toBe('true');
-    expectProblem(await stack.http.post('/api/v1/projects').set(auth(ws.ownerToken)).set('Idempotency-Key', 'key-1').send({ name: 'other' }), 422);
+    expectProblem(
+      await stack.http
+        .post('/api/v1/projects')
+        .set(auth(ws.ownerToken))
+        .set('Idempotency-Key', 'key-1')
+        .send({ name: 'other' }),
+      422,
+    );
     const [{ n }] = await stack.ds.query(`SELECT count(*)::int AS n FROM projects WHERE name = 'idem'`);
     expect(n).toBe(1);
   });
@@ -150,27 +224,50 @@ describe('request ids, workspaces, pagination, idempotency', () => {
   it('records last_used_at on the token', async () => {
     const token = await tokenWith(stack.ds, ws.uuid, ['apps:view']);
     await stack.http.get('/api/v1/regions').set(auth(token)).expect(200);
-    const [row] = await stack.ds.query(`SELECT last_used_at FROM api_tokens WHERE token_hash = encode(sha256(convert_to($1, 'UTF8')), 'hex')`, [token]);
+    const [row] = await stack.ds.query(
+      `SELECT last_used_at FROM api_tokens WHERE token_hash = encode(sha256(convert_to($1, 'UTF8')), 'hex')`,
+      [token],
+    );
     expect(row.last_used_at).not.toBeNull();
   });
 });
 
 describe('regions and compute resources', () => {
   it('RES-01 a compute resource carries identity, capacity (total, used, available), assignment, plan and components', async () => {
-    await stack.ds.query(`INSERT INTO resource_allocations (owner_uuid, owner_type, resource_uuid, cpu_size, ram_size, disk_size) VALUES ($1, 'app', $2, 0.5, 1073741824, 2147483648)`, [randomUUID(), ws.resourceUuid]);
+    await stack.ds.query(
+      `INSERT INTO resource_allocations (owner_uuid, owner_type, resource_uuid, cpu_size, ram_size, disk_size) VALUES ($1, 'app', $2, 0.5, 1073741824, 2147483648)`,
+      [randomUUID(), ws.resourceUuid],
+    );
     const res = await stack.http.get(`/api/v1/resources/${ws.resourceUuid}`).set(auth(ws.ownerToken));
     expect(res.status).toBe(200);
     const r = res.body;
-    expect(r).toMatchObject({ uuid: ws.resourceUuid, state: 'active', labels: ['test'], assigned: false, project_ids: [] });
+    expect(r).toMatchObject({
+      uuid: ws.resourceUuid,
+      state: 'active',
+      labels: ['test'],
+      assigned: false,
+      project_ids: [],
+    });
     expect(r.total_used_cpu_size).toBe(0.5);
     expect(r.available_cpu_size).toBe(r.total_cpu_size - 0.5);
     expect(r.available_ram_size).toBe(r.total_ram_size - 1073741824);
     expect(r.available_disk_size).toBe(r.total_disk_size - 2147483648);
-    expect(Object.keys(r.plan).sort()).toEqual(['code_name', 'cpu_size', 'description', 'disk_size', 'name', 'plan_type', 'ram_size', 'unit_price']);
+    expect(Object.keys(r.plan).sort()).toEqual([
+      'code_name',
+      'cpu_size',
+      'description',
+      'disk_size',
+      'name',
+      'plan_type',
+      'ram_size',
+      'unit_price',
+    ]);
     expect(Array.isArray(r.components)).toBe(true);
     const list = await stack.http.get('/api/v1/resources').set(auth(ws.ownerToken));
     expect(list.body.map((x: { uuid: string }) => x.uuid)).toEqual([ws.resourceUuid]);
     const regions = await stack.http.get('/api/v1/regions').set(auth(ws.ownerToken));
-    expect(regions.body).toEqual(expect.arrayContaining([{ id: ws.regionId, name: expect.any(String), code: expect.any(String) }]));
+    expect(regions.body).toEqual(
+      expect.arrayContaining([{ id: ws.regionId, name: expect.any(String), code: expect.any(String) }]),
+    );
   });
 });

@@ -23,14 +23,13 @@ beforeAll(async () => {
 });
 afterAll(() => stack.close());
 
-
 function call(route: RouteDef, token: string) {
   const req = stack.http[route.method](pathFor(route)).set('Authorization', `Bearer ${token}`);
   return route.body ? req.send({}) : req;
 }
 
 describe('permission matrix over every declared route', () => {
-  it('AUTH-16 every permission is <area>:<level> with the contract\'s areas and levels', () => {
+  it("AUTH-16 every permission is <area>:<level> with the contract's areas and levels", () => {
     for (const p of PERMISSIONS) {
       expect(p).toMatch(/^(apps|services|buckets|projects|network|workspace):(view|operate|manage|deploy|general)$/);
       if (p.endsWith(':deploy')) expect(p).toBe('apps:deploy');
@@ -46,7 +45,8 @@ describe('permission matrix over every declared route', () => {
         const res = await call(route, tokens.get(p)!);
         if (res.status >= 500) failures.push(`${p}: ${res.status} ${res.text}`);
         else if (expected403 && res.status !== 403) failures.push(`${p}: expected 403, got ${res.status}`);
-        else if (!expected403 && (res.status === 403 || res.status === 401)) failures.push(`${p}: expected access, got ${res.status} ${res.body?.detail}`);
+        else if (!expected403 && (res.status === 403 || res.status === 401))
+          failures.push(`${p}: expected access, got ${res.status} ${res.body?.detail}`);
         if (res.status === 403) expect(res.headers['content-type']).toMatch(/application\/problem\+json/);
       }
       expect(failures).toEqual([]);
@@ -54,7 +54,11 @@ describe('permission matrix over every declared route', () => {
   }
 
   it('AUTH-03 a token limited to view permissions cannot change anything', async () => {
-    const viewer = await tokenWith(stack.ds, ws.uuid, PERMISSIONS.filter((p) => p.endsWith(':view')));
+    const viewer = await tokenWith(
+      stack.ds,
+      ws.uuid,
+      PERMISSIONS.filter((p) => p.endsWith(':view')),
+    );
     for (const route of routes.filter((r) => r.method !== 'get')) {
       const requirement = OPERATIONS[route.operation];
       if ('authenticated' in requirement) continue;
@@ -66,14 +70,20 @@ describe('permission matrix over every declared route', () => {
   });
 
   it('AUTH-01 every declared route answers 401 without a bearer token, and with a bad or revoked one', async () => {
-    await stack.ds.query(`UPDATE api_tokens SET revoked_at = now() WHERE token_hash = encode(sha256(convert_to($1, 'UTF8')), 'hex')`, [tokens.get('none')]);
+    await stack.ds.query(
+      `UPDATE api_tokens SET revoked_at = now() WHERE token_hash = encode(sha256(convert_to($1, 'UTF8')), 'hex')`,
+      [tokens.get('none')],
+    );
     for (const route of routes) {
       const bare = await stack.http[route.method](pathFor(route));
       expect(`${route.path} ${bare.status}`).toBe(`${route.path} 401`);
       expect(bare.headers['content-type']).toMatch(/application\/problem\+json/);
       const wrong = await stack.http[route.method](pathFor(route)).set('Authorization', 'Bearer brt_not-a-real-token');
       expect(wrong.status).toBe(401);
-      const revoked = await stack.http[route.method](pathFor(route)).set('Authorization', `Bearer ${tokens.get('none')}`);
+      const revoked = await stack.http[route.method](pathFor(route)).set(
+        'Authorization',
+        `Bearer ${tokens.get('none')}`,
+      );
       expect(revoked.status).toBe(401);
     }
   });

@@ -12,10 +12,13 @@ beforeAll(async () => {
 afterAll(() => stack.close());
 
 describe('projects', () => {
-  it('PRJ-01 GET /projects lists the workspace\'s projects newest first (GEN-05 array)', async () => {
+  it("PRJ-01 GET /projects lists the workspace's projects newest first (GEN-05 array)", async () => {
     const names = ['alpha', 'beta', 'gamma'];
     for (const name of names) {
-      const res = await stack.http.post('/api/v1/projects').set(auth(ws.ownerToken)).send({ name, description: `${name} things` });
+      const res = await stack.http
+        .post('/api/v1/projects')
+        .set(auth(ws.ownerToken))
+        .send({ name, description: `${name} things` });
       expect(res.status).toBe(201);
       expect(res.headers.location).toBe(`/api/v1/projects/${res.body.uuid}`);
     }
@@ -28,10 +31,17 @@ describe('projects', () => {
   it('PRJ-02 a project with no resources uses the shared pool; assigned resources are listed as platform objects', async () => {
     const created = await stack.http.post('/api/v1/projects').set(auth(ws.ownerToken)).send({ name: 'pooled' });
     expect(created.body.resources).toEqual([]);
-    const updated = await stack.http.put(`/api/v1/projects/${created.body.uuid}`).set(auth(ws.ownerToken)).send({ resource_ids: [ws.resourceUuid] });
+    const updated = await stack.http
+      .put(`/api/v1/projects/${created.body.uuid}`)
+      .set(auth(ws.ownerToken))
+      .send({ resource_ids: [ws.resourceUuid] });
     expect(updated.status).toBe(200);
     expect(updated.body.resources).toHaveLength(1);
-    expect(updated.body.resources[0]).toMatchObject({ uuid: ws.resourceUuid, assigned: true, project_ids: [created.body.uuid] });
+    expect(updated.body.resources[0]).toMatchObject({
+      uuid: ws.resourceUuid,
+      assigned: true,
+      project_ids: [created.body.uuid],
+    });
     const resource = await stack.http.get(`/api/v1/resources/${ws.resourceUuid}`).set(auth(ws.ownerToken));
     expect(resource.body.project_ids).toContain(created.body.uuid);
   });
@@ -47,7 +57,9 @@ describe('projects', () => {
     const dup = await stack.http.post('/api/v1/projects').set(auth(ws.ownerToken)).send({ name: 'alpha' });
     expect(dup.status).toBe(409);
     expect(dup.headers['content-type']).toMatch(/application\/problem\+json/);
-    const bad = await stack.http.post('/api/v1/projects').set(auth(ws.ownerToken))
+    const bad = await stack.http
+      .post('/api/v1/projects')
+      .set(auth(ws.ownerToken))
       .send({ name: 'ghost', resource_ids: ['00000000-0000-4000-8000-000000000000'] });
     expect(bad.status).toBe(422);
     const list = await stack.http.get('/api/v1/projects').set(auth(ws.ownerToken));
@@ -56,13 +68,21 @@ describe('projects', () => {
 
   it('PRJ-06 DELETE /projects/{uuid} deletes the project through a workflow that releases its resources first', async () => {
     const worker = await stack.startWorker();
-    const created = await stack.http.post('/api/v1/projects').set(auth(ws.ownerToken)).send({ name: 'doomed', resource_ids: [ws.resourceUuid] });
+    const created = await stack.http
+      .post('/api/v1/projects')
+      .set(auth(ws.ownerToken))
+      .send({ name: 'doomed', resource_ids: [ws.resourceUuid] });
     const res = await stack.http.delete(`/api/v1/projects/${created.body.uuid}`).set(auth(ws.ownerToken));
     expect(res.status).toBe(202);
     expect(res.body.state).toBe('deleting');
-    await eventually(async () => (await stack.http.get(`/api/v1/projects/${created.body.uuid}`).set(auth(ws.ownerToken))).status === 404,
-      { what: 'project deleted' });
-    const [{ n }] = await stack.ds.query(`SELECT count(*)::int AS n FROM project_resources WHERE project_uuid = $1`, [created.body.uuid]);
+    await eventually(
+      async () =>
+        (await stack.http.get(`/api/v1/projects/${created.body.uuid}`).set(auth(ws.ownerToken))).status === 404,
+      { what: 'project deleted' },
+    );
+    const [{ n }] = await stack.ds.query(`SELECT count(*)::int AS n FROM project_resources WHERE project_uuid = $1`, [
+      created.body.uuid,
+    ]);
     expect(n).toBe(0);
     const handle = stack.temporal.workflow.getHandle(`project-delete/${created.body.uuid}`);
     await handle.result();
@@ -96,10 +116,21 @@ describe('project restrictions', () => {
     customRole = await memberWith(stack.ds, ws.uuid, 'power-user', ['apps:manage', 'projects:manage']);
     listedRole = await memberWith(stack.ds, ws.uuid, 'auditor', ['apps:view']);
     admin = await memberWith(stack.ds, ws.uuid, 'admin');
-    const r1 = await stack.http.post(`/api/v1/projects/${project}/restrictions`).set(auth(ws.ownerToken)).send({ subject_type: 'user', user_uuid: listed.userUuid });
+    const r1 = await stack.http
+      .post(`/api/v1/projects/${project}/restrictions`)
+      .set(auth(ws.ownerToken))
+      .send({ subject_type: 'user', user_uuid: listed.userUuid });
     expect(r1.status).toBe(201);
-    expect(r1.body).toEqual({ id: expect.any(Number), subject_type: 'user', user_uuid: listed.userUuid, role_name: null });
-    const r2 = await stack.http.post(`/api/v1/projects/${project}/restrictions`).set(auth(ws.ownerToken)).send({ subject_type: 'role', role_name: 'auditor' });
+    expect(r1.body).toEqual({
+      id: expect.any(Number),
+      subject_type: 'user',
+      user_uuid: listed.userUuid,
+      role_name: null,
+    });
+    const r2 = await stack.http
+      .post(`/api/v1/projects/${project}/restrictions`)
+      .set(auth(ws.ownerToken))
+      .send({ subject_type: 'role', role_name: 'auditor' });
     expect(r2.status).toBe(201);
   });
 
@@ -129,7 +160,10 @@ describe('project restrictions', () => {
 
   it('PRJ-05 a custom role never bypasses a restriction, whatever it carries', async () => {
     expect((await stack.http.get(`/api/v1/projects/${project}`).set(auth(customRole.token))).status).toBe(404);
-    expect((await stack.http.put(`/api/v1/projects/${project}`).set(auth(customRole.token)).send({ description: 'x' })).status).toBe(404);
+    expect(
+      (await stack.http.put(`/api/v1/projects/${project}`).set(auth(customRole.token)).send({ description: 'x' }))
+        .status,
+    ).toBe(404);
     expect((await stack.http.delete(`/api/v1/projects/${project}`).set(auth(customRole.token))).status).toBe(404);
   });
 
@@ -140,18 +174,27 @@ describe('project restrictions', () => {
 
   it('PRJ-03 with its restrictions removed the project is open to the workspace again', async () => {
     const other = await stack.http.post('/api/v1/projects').set(auth(ws.ownerToken)).send({ name: 'reopened' });
-    const r = await stack.http.post(`/api/v1/projects/${other.body.uuid}/restrictions`).set(auth(ws.ownerToken)).send({ subject_type: 'user', user_uuid: listed.userUuid });
+    const r = await stack.http
+      .post(`/api/v1/projects/${other.body.uuid}/restrictions`)
+      .set(auth(ws.ownerToken))
+      .send({ subject_type: 'user', user_uuid: listed.userUuid });
     expect((await stack.http.get(`/api/v1/projects/${other.body.uuid}`).set(auth(notListed.token))).status).toBe(404);
-    const del = await stack.http.delete(`/api/v1/projects/${other.body.uuid}/restrictions/${r.body.id}`).set(auth(ws.ownerToken));
+    const del = await stack.http
+      .delete(`/api/v1/projects/${other.body.uuid}/restrictions/${r.body.id}`)
+      .set(auth(ws.ownerToken));
     expect(del.status).toBe(204);
     expect((await stack.http.get(`/api/v1/projects/${other.body.uuid}`).set(auth(notListed.token))).status).toBe(200);
   });
 
   it('refuses a restriction naming a non-member or an unknown role (422)', async () => {
-    const a = await stack.http.post(`/api/v1/projects/${project}/restrictions`).set(auth(ws.ownerToken))
+    const a = await stack.http
+      .post(`/api/v1/projects/${project}/restrictions`)
+      .set(auth(ws.ownerToken))
       .send({ subject_type: 'user', user_uuid: '00000000-0000-4000-8000-000000000001' });
     expect(a.status).toBe(422);
-    const b = await stack.http.post(`/api/v1/projects/${project}/restrictions`).set(auth(ws.ownerToken))
+    const b = await stack.http
+      .post(`/api/v1/projects/${project}/restrictions`)
+      .set(auth(ws.ownerToken))
       .send({ subject_type: 'role', role_name: 'nobody' });
     expect(b.status).toBe(422);
   });

@@ -18,7 +18,13 @@ function expectLimitHeaders(res: Res, remaining: number): void {
 function expectTooMany(res: Res): void {
   expect(res.status).toBe(429);
   expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
-  expect(res.body).toEqual(expect.objectContaining({ status: 429, title: 'Too Many Requests', detail: expect.stringMatching(/5 requests per 60 s/) }));
+  expect(res.body).toEqual(
+    expect.objectContaining({
+      status: 429,
+      title: 'Too Many Requests',
+      detail: expect.stringMatching(/5 requests per 60 s/),
+    }),
+  );
   const retryAfter = Number(res.headers['retry-after']);
   expect(Number.isInteger(retryAfter) && retryAfter >= 1 && retryAfter <= 60).toBe(true);
   expect(res.headers['ratelimit-remaining']).toBe('0');
@@ -60,7 +66,9 @@ describe('rate limits per token', () => {
   it('the OpenAPI document declares the RateLimit-* headers and the 429 of every operation', async () => {
     const doc = (await stack.http.get('/api/v1/openapi.json').expect(200)).body;
     const list = doc.paths['/api/v1/projects'].get.responses;
-    expect(Object.keys(list['200'].headers)).toEqual(expect.arrayContaining(['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset']));
+    expect(Object.keys(list['200'].headers)).toEqual(
+      expect.arrayContaining(['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset']),
+    );
     expect(Object.keys(list['429'].headers)).toEqual(expect.arrayContaining(['Retry-After', 'RateLimit-Reset']));
     for (const methods of Object.values<Record<string, { responses: Record<string, unknown> }>>(doc.paths)) {
       for (const op of Object.values(methods)) expect(op.responses['429']).toBeDefined();
@@ -88,8 +96,12 @@ describe('rate limits on endpoints without a token', () => {
 
   it('the code-host endpoint is limited per app and client address; refused deliveries spend the address allowance, so guessing tokens is limited too', async () => {
     const app = randomUUID();
-    const deliver = (uuid: string) => stack.http.post(`/api/v1/code_host/apps/${uuid}/events`)
-      .set('X-GitHub-Event', 'ping').set('Content-Type', 'application/json').send('{}');
+    const deliver = (uuid: string) =>
+      stack.http
+        .post(`/api/v1/code_host/apps/${uuid}/events`)
+        .set('X-GitHub-Event', 'ping')
+        .set('Content-Type', 'application/json')
+        .send('{}');
     for (const remaining of [4, 3, 2, 1, 0]) {
       const res = await deliver(app);
       expect(res.status).toBe(401);

@@ -19,7 +19,9 @@ describe('secrets never leave', () => {
     await stack.http.post('/api/v1/projects').set('Authorization', `Bearer ${ws.ownerToken}`).send({ name: 'scan' });
     for (const route of routes) {
       for (const token of [ws.ownerToken, other, `${ws.ownerToken}x`]) {
-        const req = stack.http[route.method](pathFor(route)).set('Authorization', `Bearer ${token}`).set('X-Request-Id', 'scan');
+        const req = stack.http[route.method](pathFor(route))
+          .set('Authorization', `Bearer ${token}`)
+          .set('X-Request-Id', 'scan');
         await (route.body ? req.send({}) : req);
       }
     }
@@ -30,7 +32,14 @@ describe('secrets never leave', () => {
   });
 
   it('a secret put in a log line by mistake is redacted by the logger', () => {
-    stack.logger.info({ token: 'brt_should-not-appear-1234', nested: { password: 'hunter2-hunter2' }, headers: { authorization: 'Bearer xyz-secret-1' } }, 'oops');
+    stack.logger.info(
+      {
+        token: 'brt_should-not-appear-1234',
+        nested: { password: 'hunter2-hunter2' },
+        headers: { authorization: 'Bearer xyz-secret-1' },
+      },
+      'oops',
+    );
     expectNoSecretLeaks(stack, ['brt_should-not-appear-1234', 'hunter2-hunter2', 'xyz-secret-1']);
   });
 });

@@ -34,19 +34,36 @@ afterAll(async () => {
 describe('stacks from a private repository', () => {
   it('STK-11 STK-05 credential_id serves a private HTTPS repository; without it the clone is refused', async () => {
     const url = git.url('shop.git');
-    const anonymous = await stack.http.post('/api/v1/stacks/analyze').set(auth(ws.ownerToken)).send({ repository_url: url, branch: 'main' });
+    const anonymous = await stack.http
+      .post('/api/v1/stacks/analyze')
+      .set(auth(ws.ownerToken))
+      .send({ repository_url: url, branch: 'main' });
     expect(anonymous.status).toBe(422);
     expect(anonymous.body.detail).toMatch(/could not clone/);
-    const cred = await stack.http.post('/api/v1/container_registry_credentials').set(auth(ws.ownerToken))
+    const cred = await stack.http
+      .post('/api/v1/container_registry_credentials')
+      .set(auth(ws.ownerToken))
       .send({ name: 'gitlab-bot', registry: 'gitlab', username: 'deploy-bot', token: TOKEN });
-    const res = await stack.http.post('/api/v1/stacks/analyze').set(auth(ws.ownerToken)).send({ repository_url: url, branch: 'main', credential_id: cred.body.uuid });
+    const res = await stack.http
+      .post('/api/v1/stacks/analyze')
+      .set(auth(ws.ownerToken))
+      .send({ repository_url: url, branch: 'main', credential_id: cred.body.uuid });
     expect(res.status).toBe(200);
     expect(res.body.commit_sha).toBe(source.head());
     expect(res.body.manifest.required_variables).toEqual(['DB_PASSWORD', 'SECRET_KEY_BASE']);
     expect(git.seenAuthorizations).toContain(`Basic ${Buffer.from(`deploy-bot:${TOKEN}`).toString('base64')}`);
-    const wrong = await stack.http.post('/api/v1/container_registry_credentials').set(auth(ws.ownerToken))
+    const wrong = await stack.http
+      .post('/api/v1/container_registry_credentials')
+      .set(auth(ws.ownerToken))
       .send({ name: 'wrong', registry: 'gitlab', username: 'deploy-bot', token: 'glpat-wrong-token-000000' });
-    expect((await stack.http.post('/api/v1/stacks/analyze').set(auth(ws.ownerToken)).send({ repository_url: url, branch: 'main', credential_id: wrong.body.uuid })).status).toBe(422);
+    expect(
+      (
+        await stack.http
+          .post('/api/v1/stacks/analyze')
+          .set(auth(ws.ownerToken))
+          .send({ repository_url: url, branch: 'main', credential_id: wrong.body.uuid })
+      ).status,
+    ).toBe(422);
     expectNoSecretLeaks(stack, [TOKEN, Buffer.from(`deploy-bot:${TOKEN}`).toString('base64')]);
   });
 });

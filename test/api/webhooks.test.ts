@@ -4,7 +4,14 @@ import { tableCounts } from '../support/db';
 import { seedWorkspace, tokenWith, type Workspace } from '../support/fixtures';
 import { pathFor } from '../support/routes';
 import { startStack, type TestStack } from '../support/stack';
-import { insertApp, RECEIVER_ALLOW, startDnsServer, startReceiver, type DnsServer, type Receiver } from '../support/webhooks';
+import {
+  insertApp,
+  RECEIVER_ALLOW,
+  startDnsServer,
+  startReceiver,
+  type DnsServer,
+  type Receiver,
+} from '../support/webhooks';
 
 /** Webhook management: the record, the secret shown once, destination and scoping rules at create/update. */
 let stack: TestStack;
@@ -27,14 +34,19 @@ afterAll(async () => {
   await dns?.close();
 });
 
-const create = (body: Record<string, unknown>, headers = auth) => stack.http.post('/api/v1/webhooks').set(headers).send(body);
+const create = (body: Record<string, unknown>, headers = auth) =>
+  stack.http.post('/api/v1/webhooks').set(headers).send(body);
 
 describe('webhook management', () => {
   it('AUTH-14 workspace:general is needed for every webhook route, and enough for all of them', async () => {
     const webhookRoutes = routes.filter((r) => r.path.startsWith('/webhooks'));
     expect(webhookRoutes.length).toBeGreaterThanOrEqual(8);
     const general = await tokenWith(stack.ds, ws.uuid, ['workspace:general']);
-    const everythingElse = await tokenWith(stack.ds, ws.uuid, PERMISSIONS.filter((p) => p !== 'workspace:general'));
+    const everythingElse = await tokenWith(
+      stack.ds,
+      ws.uuid,
+      PERMISSIONS.filter((p) => p !== 'workspace:general'),
+    );
     for (const r of webhookRoutes) {
       const call = (token: string) => {
         const req = stack.http[r.method](pathFor(r)).set('Authorization', `Bearer ${token}`);
@@ -43,10 +55,16 @@ describe('webhook management', () => {
       const denied = await call(everythingElse);
       expect([r.path, denied.status]).toEqual([r.path, 403]);
       const allowed = await call(general);
-      expect([r.path, allowed.status < 500 && allowed.status !== 403 && allowed.status !== 401]).toEqual([r.path, true]);
+      expect([r.path, allowed.status < 500 && allowed.status !== 403 && allowed.status !== 401]).toEqual([
+        r.path,
+        true,
+      ]);
     }
     const made = await create({ url: receiver.url }, { Authorization: `Bearer ${general}` }).expect(201);
-    await stack.http.get(`/api/v1/webhooks/${made.body.uuid}`).set('Authorization', `Bearer ${everythingElse}`).expect(403);
+    await stack.http
+      .get(`/api/v1/webhooks/${made.body.uuid}`)
+      .set('Authorization', `Bearer ${everythingElse}`)
+      .expect(403);
   });
 
   it('WH-10 the whsec_ secret (24+ random bytes) is shown once, at creation, stored sealed, and never again', async () => {
@@ -58,11 +76,25 @@ describe('webhook management', () => {
     expect(res.headers.location).toBe(`/api/v1/webhooks/${res.body.uuid}`);
     const shown = await stack.http.get(`/api/v1/webhooks/${res.body.uuid}`).set(auth).expect(200);
     expect(shown.body).not.toHaveProperty('secret');
-    expect(Object.keys(shown.body).sort()).toEqual(['app_uuids', 'consecutive_failures', 'created_at', 'description', 'enabled', 'events',
-      'include_review_apps', 'updated_at', 'url', 'uuid']);
+    expect(Object.keys(shown.body).sort()).toEqual([
+      'app_uuids',
+      'consecutive_failures',
+      'created_at',
+      'description',
+      'enabled',
+      'events',
+      'include_review_apps',
+      'updated_at',
+      'url',
+      'uuid',
+    ]);
     const listed = await stack.http.get('/api/v1/webhooks').set(auth).expect(200);
     expect(listed.body.find((w: { uuid: string }) => w.uuid === res.body.uuid)).not.toHaveProperty('secret');
-    await stack.http.put(`/api/v1/webhooks/${res.body.uuid}`).set(auth).send({ description: 'still hidden' }).expect(200);
+    await stack.http
+      .put(`/api/v1/webhooks/${res.body.uuid}`)
+      .set(auth)
+      .send({ description: 'still hidden' })
+      .expect(200);
     // No rotation: there is no route that returns or replaces the secret.
     expect(routes.filter((r) => r.path.startsWith('/webhooks') && /secret|rotate/.test(r.path))).toEqual([]);
     const [row] = await stack.ds.query(`SELECT secret_sealed FROM webhooks WHERE uuid = $1`, [res.body.uuid]);
@@ -81,14 +113,24 @@ describe('webhook management', () => {
     expect(again.body).toEqual(first.body);
     const [stored] = await stack.ds.query(`SELECT body::text AS body FROM idempotency_keys WHERE key = 'wh-create-1'`);
     expect(stored.body).not.toContain(first.body.secret.slice(6));
-    const [{ count }] = await stack.ds.query(`SELECT count(*)::int AS count FROM webhooks WHERE workspace_uuid = $1 AND uuid = $2`, [ws.uuid, first.body.uuid]);
+    const [{ count }] = await stack.ds.query(
+      `SELECT count(*)::int AS count FROM webhooks WHERE workspace_uuid = $1 AND uuid = $2`,
+      [ws.uuid, first.body.uuid],
+    );
     expect(count).toBe(1);
   });
 
   it('creates with defaults: all events, workspace-wide, review apps off, enabled, no failures', async () => {
     const res = await create({ url: receiver.url }).expect(201);
-    expect(res.body).toMatchObject({ url: receiver.url, description: '', events: [], app_uuids: [], include_review_apps: false,
-      enabled: true, consecutive_failures: 0 });
+    expect(res.body).toMatchObject({
+      url: receiver.url,
+      description: '',
+      events: [],
+      app_uuids: [],
+      include_review_apps: false,
+      enabled: true,
+      consecutive_failures: 0,
+    });
   });
 
   it('WH-18 ping cannot be subscribed to (422); an unknown event type is a 400', async () => {
@@ -100,22 +142,66 @@ describe('webhook management', () => {
     const ok = await create({ url: receiver.url, events: ['deploy_ended', 'deploy_ended', 'quota_alert'] }).expect(201);
     expect(ok.body.events).toEqual(['deploy_ended', 'quota_alert']);
     const wh = ok.body.uuid;
-    await stack.http.put(`/api/v1/webhooks/${wh}`).set(auth).send({ events: ['ping'] }).expect(422);
+    await stack.http
+      .put(`/api/v1/webhooks/${wh}`)
+      .set(auth)
+      .send({ events: ['ping'] })
+      .expect(422);
   });
 
   const REFUSED = [
-    'http://127.0.0.1/hook', 'http://127.0.0.3:8080/', 'http://127.1/', 'http://2130706433/', 'http://0x7f.0.0.1/', 'http://017700000001/',
-    'http://[::1]/', 'http://[::ffff:127.0.0.1]/', 'http://[::ffff:127.0.0.2]/', 'http://[::ffff:7f00:2]/', 'http://[64:ff9b::7f00:2]/',
-    'http://[2002:7f00:2::]/', 'http://[::127.0.0.2]/',
-    'http://10.0.0.1/', 'http://172.16.5.4/', 'http://172.31.255.255/', 'http://192.168.1.1/',
-    'http://169.254.169.254/latest/meta-data/', 'http://169.254.0.1/', 'http://100.64.0.1/', 'http://100.127.255.254/',
-    'http://0.0.0.0/', 'http://0.1.2.3/', 'http://224.0.0.1/', 'http://239.255.255.250/', 'http://255.255.255.255/', 'http://240.0.0.1/',
-    'http://192.0.2.1/', 'http://198.18.0.1/',
-    'http://[::]/', 'http://[fc00::1]/', 'http://[fd12:3456::1]/', 'http://[fe80::1]/', 'http://[ff02::1]/', 'http://[::ffff:10.0.0.1]/',
-    'http://[::ffff:169.254.169.254]/', 'http://[64:ff9b::a00:1]/', 'http://[2002:a00:1::]/', 'http://[2001::1]/',
-    'http://localhost/', 'http://localhost:8080/hook', 'http://LOCALHOST./', 'http://api.localhost/', 'http://printer.local/',
-    'http://metadata.google.internal/', 'http://svc.cluster.internal/', 'http://intranet/',
-    'ftp://hooks.berth.test/', 'file:///etc/passwd', 'javascript:alert(1)', 'http://user:pass@hooks.berth.test/', 'not a url',
+    'http://127.0.0.1/hook',
+    'http://127.0.0.3:8080/',
+    'http://127.1/',
+    'http://2130706433/',
+    'http://0x7f.0.0.1/',
+    'http://017700000001/',
+    'http://[::1]/',
+    'http://[::ffff:127.0.0.1]/',
+    'http://[::ffff:127.0.0.2]/',
+    'http://[::ffff:7f00:2]/',
+    'http://[64:ff9b::7f00:2]/',
+    'http://[2002:7f00:2::]/',
+    'http://[::127.0.0.2]/',
+    'http://10.0.0.1/',
+    'http://172.16.5.4/',
+    'http://172.31.255.255/',
+    'http://192.168.1.1/',
+    'http://169.254.169.254/latest/meta-data/',
+    'http://169.254.0.1/',
+    'http://100.64.0.1/',
+    'http://100.127.255.254/',
+    'http://0.0.0.0/',
+    'http://0.1.2.3/',
+    'http://224.0.0.1/',
+    'http://239.255.255.250/',
+    'http://255.255.255.255/',
+    'http://240.0.0.1/',
+    'http://192.0.2.1/',
+    'http://198.18.0.1/',
+    'http://[::]/',
+    'http://[fc00::1]/',
+    'http://[fd12:3456::1]/',
+    'http://[fe80::1]/',
+    'http://[ff02::1]/',
+    'http://[::ffff:10.0.0.1]/',
+    'http://[::ffff:169.254.169.254]/',
+    'http://[64:ff9b::a00:1]/',
+    'http://[2002:a00:1::]/',
+    'http://[2001::1]/',
+    'http://localhost/',
+    'http://localhost:8080/hook',
+    'http://LOCALHOST./',
+    'http://api.localhost/',
+    'http://printer.local/',
+    'http://metadata.google.internal/',
+    'http://svc.cluster.internal/',
+    'http://intranet/',
+    'ftp://hooks.berth.test/',
+    'file:///etc/passwd',
+    'javascript:alert(1)',
+    'http://user:pass@hooks.berth.test/',
+    'not a url',
   ];
 
   it('WH-19 every private range, loopback form and internal name is refused at create with 422, and nothing is written', async () => {
@@ -167,13 +253,23 @@ describe('webhook management', () => {
     const mine = await insertApp(stack.ds, ws.uuid, ws.resourceUuid);
     const before = await tableCounts(stack.ds);
     const res = await create({ url: receiver.url, app_uuids: [mine, foreign] }).expect(422);
-    expect(res.body.errors).toEqual([{ path: 'body.app_uuids', message: `${foreign} is not an app of this workspace` }]);
+    expect(res.body.errors).toEqual([
+      { path: 'body.app_uuids', message: `${foreign} is not an app of this workspace` },
+    ]);
     await create({ url: receiver.url, app_uuids: ['00000000-0000-4000-8000-000000000001'] }).expect(422);
     expect(await tableCounts(stack.ds)).toEqual(before);
     const scoped = await create({ url: receiver.url, app_uuids: [mine, mine], include_review_apps: true }).expect(201);
     expect(scoped.body).toMatchObject({ app_uuids: [mine], include_review_apps: true });
-    await stack.http.put(`/api/v1/webhooks/${scoped.body.uuid}`).set(auth).send({ app_uuids: [foreign] }).expect(422);
-    const widened = await stack.http.put(`/api/v1/webhooks/${scoped.body.uuid}`).set(auth).send({ app_uuids: [] }).expect(200);
+    await stack.http
+      .put(`/api/v1/webhooks/${scoped.body.uuid}`)
+      .set(auth)
+      .send({ app_uuids: [foreign] })
+      .expect(422);
+    const widened = await stack.http
+      .put(`/api/v1/webhooks/${scoped.body.uuid}`)
+      .set(auth)
+      .send({ app_uuids: [] })
+      .expect(200);
     expect(widened.body.app_uuids).toEqual([]);
   });
 
@@ -182,27 +278,51 @@ describe('webhook management', () => {
     expect(res.body).toMatchObject({ include_review_apps: true, enabled: false });
     await create({ url: receiver.url, include_review_apps: 'yes' }).expect(400);
     await create({ url: receiver.url, enabled: 1 }).expect(400);
-    const updated = await stack.http.put(`/api/v1/webhooks/${res.body.uuid}`).set(auth).send({ include_review_apps: '0' }).expect(200);
+    const updated = await stack.http
+      .put(`/api/v1/webhooks/${res.body.uuid}`)
+      .set(auth)
+      .send({ include_review_apps: '0' })
+      .expect(200);
     expect(updated.body.include_review_apps).toBe(false);
   });
 
   it('updates only the fields sent; re-enabling with enabled: true resets the failure count', async () => {
     const made = (await create({ url: receiver.url, description: 'a', events: ['deploy_started'] }).expect(201)).body;
-    const described = await stack.http.put(`/api/v1/webhooks/${made.uuid}`).set(auth).send({ description: 'b' }).expect(200);
+    const described = await stack.http
+      .put(`/api/v1/webhooks/${made.uuid}`)
+      .set(auth)
+      .send({ description: 'b' })
+      .expect(200);
     expect(described.body).toMatchObject({ description: 'b', events: ['deploy_started'], url: receiver.url });
     expect(Date.parse(described.body.updated_at)).toBeGreaterThanOrEqual(Date.parse(made.updated_at));
-    await stack.ds.query(`UPDATE webhooks SET enabled = false, consecutive_failures = 3, disabled_at = now() WHERE uuid = $1`, [made.uuid]);
-    const stillDisabled = await stack.http.put(`/api/v1/webhooks/${made.uuid}`).set(auth).send({ description: 'c' }).expect(200);
+    await stack.ds.query(
+      `UPDATE webhooks SET enabled = false, consecutive_failures = 3, disabled_at = now() WHERE uuid = $1`,
+      [made.uuid],
+    );
+    const stillDisabled = await stack.http
+      .put(`/api/v1/webhooks/${made.uuid}`)
+      .set(auth)
+      .send({ description: 'c' })
+      .expect(200);
     expect(stillDisabled.body).toMatchObject({ enabled: false, consecutive_failures: 3 });
-    const reenabled = await stack.http.put(`/api/v1/webhooks/${made.uuid}`).set(auth).send({ enabled: true }).expect(200);
+    const reenabled = await stack.http
+      .put(`/api/v1/webhooks/${made.uuid}`)
+      .set(auth)
+      .send({ enabled: true })
+      .expect(200);
     expect(reenabled.body).toMatchObject({ enabled: true, consecutive_failures: 0 });
-    const disabled = await stack.http.put(`/api/v1/webhooks/${made.uuid}`).set(auth).send({ enabled: false }).expect(200);
+    const disabled = await stack.http
+      .put(`/api/v1/webhooks/${made.uuid}`)
+      .set(auth)
+      .send({ enabled: false })
+      .expect(200);
     expect(disabled.body.enabled).toBe(false);
   });
 
   it('lists newest first with page headers; show and delete answer 404 for another workspace', async () => {
     const other = await seedWorkspace(stack.ds);
-    const theirs = (await create({ url: receiver.url }, { Authorization: `Bearer ${other.ownerToken}` }).expect(201)).body.uuid;
+    const theirs = (await create({ url: receiver.url }, { Authorization: `Bearer ${other.ownerToken}` }).expect(201))
+      .body.uuid;
     const a = (await create({ url: receiver.url, description: 'first' }).expect(201)).body.uuid;
     const b = (await create({ url: receiver.url, description: 'second' }).expect(201)).body.uuid;
     const list = await stack.http.get('/api/v1/webhooks?per_page=2').set(auth).expect(200);

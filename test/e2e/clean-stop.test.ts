@@ -51,7 +51,9 @@ function processTable(): Map<number, { ppid: number; state: string }> {
       const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
       const [state, ppid] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
       table.set(Number(entry), { ppid: Number(ppid), state: state! });
-    } catch { /* exited meanwhile */ }
+    } catch {
+      /* exited meanwhile */
+    }
   }
   return table;
 }
@@ -86,22 +88,39 @@ let started: ChildProcess | undefined;
 async function npmStart(): Promise<Berth> {
   const env: NodeJS.ProcessEnv = {
     ...process.env,
-    BERTH_DATA_DIR: dataDir, BERTH_BOOTSTRAP_TOKEN: TOKEN, PORT: String(ports.api), BERTH_PG_PORT: String(ports.pg),
-    BERTH_TEMPORAL_PORT: String(ports.temporal), BERTH_TEMPORAL_UI_PORT: String(ports.ui), BERTH_S3_PORT: String(ports.s3),
-    BERTH_INGRESS_PORT: String(ports.ingress), BERTH_SIM_INGRESS_PORT: String(ports.ingress), BERTH_WEBHOOK_ALLOW_CIDRS: RECEIVER_ALLOW, BERTH_GIT_ALLOW_FILE_URLS: '1',
-    BERTH_PROVIDER_LATENCY_MS: '100', LOG_LEVEL: 'warn',
+    BERTH_DATA_DIR: dataDir,
+    BERTH_BOOTSTRAP_TOKEN: TOKEN,
+    PORT: String(ports.api),
+    BERTH_PG_PORT: String(ports.pg),
+    BERTH_TEMPORAL_PORT: String(ports.temporal),
+    BERTH_TEMPORAL_UI_PORT: String(ports.ui),
+    BERTH_S3_PORT: String(ports.s3),
+    BERTH_INGRESS_PORT: String(ports.ingress),
+    BERTH_SIM_INGRESS_PORT: String(ports.ingress),
+    BERTH_WEBHOOK_ALLOW_CIDRS: RECEIVER_ALLOW,
+    BERTH_GIT_ALLOW_FILE_URLS: '1',
+    BERTH_PROVIDER_LATENCY_MS: '100',
+    LOG_LEVEL: 'warn',
   };
-  for (const name of ['DATABASE_URL', 'TEMPORAL_ADDRESS', 'BERTH_S3_ENDPOINT', 'BERTH_PROVIDER', 'BERTH_HOST']) delete env[name];
+  for (const name of ['DATABASE_URL', 'TEMPORAL_ADDRESS', 'BERTH_S3_ENDPOINT', 'BERTH_PROVIDER', 'BERTH_HOST'])
+    delete env[name];
   if (process.env[TEST_ENV.cli]) env.TEMPORAL_CLI = process.env[TEST_ENV.cli];
   const npm = spawn('npm', ['start'], { cwd: ROOT, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   started = npm;
   let out = '';
-  npm.stdout!.on('data', (c: Buffer) => { out += c.toString('utf8'); });
-  npm.stderr!.on('data', (c: Buffer) => { out += c.toString('utf8'); });
-  await eventually(async () => {
-    if (npm.exitCode !== null) throw new Error(`npm start ended (${npm.exitCode}):\n${out}`);
-    return out.includes('Ctrl-C stops everything');
-  }, { what: `the npm start banner; output so far:\n${out}`, timeoutMs: 150_000, intervalMs: 250 });
+  npm.stdout!.on('data', (c: Buffer) => {
+    out += c.toString('utf8');
+  });
+  npm.stderr!.on('data', (c: Buffer) => {
+    out += c.toString('utf8');
+  });
+  await eventually(
+    async () => {
+      if (npm.exitCode !== null) throw new Error(`npm start ended (${npm.exitCode}):\n${out}`);
+      return out.includes('Ctrl-C stops everything');
+    },
+    { what: `the npm start banner; output so far:\n${out}`, timeoutMs: 150_000, intervalMs: 250 },
+  );
   return { npm, api: `http://127.0.0.1:${ports.api}`, ports: Object.values(ports), output: () => out };
 }
 
@@ -113,22 +132,41 @@ async function deliveriesInFlight(api: string): Promise<void> {
   const auth = { Authorization: `Bearer ${TOKEN}` };
   const receiver = await startReceiver();
   try {
-    const webhook = (await request(api).post('/api/v1/webhooks').set(auth).send({ url: receiver.url, description: 'clean stop' }).expect(201)).body;
+    const webhook = (
+      await request(api)
+        .post('/api/v1/webhooks')
+        .set(auth)
+        .send({ url: receiver.url, description: 'clean stop' })
+        .expect(201)
+    ).body;
     const ping = (await request(api).post(`/api/v1/webhooks/${webhook.uuid}/test`).set(auth).expect(200)).body;
     expect(ping.status).toBe('delivered');
     expect(receiver.hits).toHaveLength(1);
     await receiver.close();
 
     const resource = (await request(api).get('/api/v1/resources').set(auth).expect(200)).body[0];
-    const app = (await request(api).post('/api/v1/apps').set(auth).send({
-      name: `stop-${randomBytes(3).toString('hex')}`, resource_id: resource.uuid, deployment_method: 'public_git', deployment_config: { repository: repo.url },
-    }).expect(201)).body;
+    const app = (
+      await request(api)
+        .post('/api/v1/apps')
+        .set(auth)
+        .send({
+          name: `stop-${randomBytes(3).toString('hex')}`,
+          resource_id: resource.uuid,
+          deployment_method: 'public_git',
+          deployment_config: { repository: repo.url },
+        })
+        .expect(201)
+    ).body;
     // a public_git app deploys its branch head once created: its deploy events go to the webhook
     expect(app.uuid).toBeDefined();
-    await eventually(async () => {
-      const listed = (await request(api).get(`/api/v1/webhooks/${webhook.uuid}/deliveries`).set(auth).expect(200)).body as Array<{ status: string; attempts: number }>;
-      return listed.some((d) => d.status === 'pending' && d.attempts > 0);
-    }, { what: 'a delivery retrying against the receiver that went away', timeoutMs: 60_000, intervalMs: 250 });
+    await eventually(
+      async () => {
+        const listed = (await request(api).get(`/api/v1/webhooks/${webhook.uuid}/deliveries`).set(auth).expect(200))
+          .body as Array<{ status: string; attempts: number }>;
+        return listed.some((d) => d.status === 'pending' && d.attempts > 0);
+      },
+      { what: 'a delivery retrying against the receiver that went away', timeoutMs: 60_000, intervalMs: 250 },
+    );
   } finally {
     await receiver.close().catch(() => {});
   }
@@ -143,8 +181,13 @@ async function expectAllGone(pids: number[], berth: Berth, signalledAt: number):
     if (alive.length === 0 && held.length === 0) break;
     if (Date.now() > deadline) {
       const table = processTable();
-      const left = alive.map((pid) => `${pid} (${table.get(pid)?.state}) ${readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ').slice(0, 100)}`);
-      throw new Error(`after ${STOP_WITHIN_MS} ms still running: ${left.join('; ') || 'none'}; ports held: ${held.join(', ') || 'none'}\n${berth.output().slice(-2000)}`);
+      const left = alive.map(
+        (pid) =>
+          `${pid} (${table.get(pid)?.state}) ${readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ').slice(0, 100)}`,
+      );
+      throw new Error(
+        `after ${STOP_WITHIN_MS} ms still running: ${left.join('; ') || 'none'}; ports held: ${held.join(', ') || 'none'}\n${berth.output().slice(-2000)}`,
+      );
     }
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -156,7 +199,14 @@ beforeAll(async () => {
 });
 afterEach(() => {
   // A failed run leaves nothing behind for the next one.
-  if (started?.pid) for (const pid of tree(started.pid).reverse()) { try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ } }
+  if (started?.pid)
+    for (const pid of tree(started.pid).reverse()) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        /* gone */
+      }
+    }
   started = undefined;
 });
 afterAll(() => {
@@ -193,7 +243,9 @@ describe('clean stop of npm start', () => {
   it('when berth itself is killed (SIGKILL), its watchdog stops PostgreSQL and Temporal: nothing outlives it by 10 s', async () => {
     const berth = await npmStart();
     const pids = tree(berth.npm.pid!);
-    const berthPid = pids.find((pid) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').startsWith('node\0bin/berth.js\0dev'));
+    const berthPid = pids.find((pid) =>
+      readFileSync(`/proc/${pid}/cmdline`, 'utf8').startsWith('node\0bin/berth.js\0dev'),
+    );
     expect(berthPid).toBeDefined();
     const signalledAt = Date.now();
     process.kill(berthPid!, 'SIGKILL');

@@ -25,26 +25,48 @@ afterAll(async () => {
 describe('crash between commit and workflow start', () => {
   it('the reconciler starts the workflow of an entity whose request was killed after commit', async () => {
     const ws = await seedWorkspace(stack.ds);
-    const project = (await stack.http.post('/api/v1/projects').set('Authorization', `Bearer ${ws.ownerToken}`).send({ name: `crash-${randomBytes(3).toString('hex')}` })).body;
+    const project = (
+      await stack.http
+        .post('/api/v1/projects')
+        .set('Authorization', `Bearer ${ws.ownerToken}`)
+        .send({ name: `crash-${randomBytes(3).toString('hex')}` })
+    ).body;
     const port = await api.start();
-    const pending = request(`http://127.0.0.1:${port}`).delete(`/api/v1/projects/${project.uuid}`).set('Authorization', `Bearer ${ws.ownerToken}`).then(() => 'answered', () => 'killed');
+    const pending = request(`http://127.0.0.1:${port}`)
+      .delete(`/api/v1/projects/${project.uuid}`)
+      .set('Authorization', `Bearer ${ws.ownerToken}`)
+      .then(
+        () => 'answered',
+        () => 'killed',
+      );
 
     // The transaction commits (project deleting, outbox row written), then the start hangs.
-    const op = await eventually(async () => (await stack.ds.query(
-      `SELECT o.uuid, o.started_at, p.state FROM operations o JOIN projects p ON p.uuid = o.resource_uuid WHERE o.resource_uuid = $1`, [project.uuid]))[0],
-    { what: 'committed outbox row' });
+    const op = await eventually(
+      async () =>
+        (
+          await stack.ds.query(
+            `SELECT o.uuid, o.started_at, p.state FROM operations o JOIN projects p ON p.uuid = o.resource_uuid WHERE o.resource_uuid = $1`,
+            [project.uuid],
+          )
+        )[0],
+      { what: 'committed outbox row' },
+    );
     expect(op.state).toBe('deleting');
     expect(op.started_at).toBeNull();
     await api.kill();
     expect(await pending).toBe('killed');
 
     // Nothing started the workflow: it does not exist on the server.
-    await expect(stack.temporal.workflow.getHandle(`project-delete/${project.uuid}`).describe()).rejects.toThrow(/not found/i);
+    await expect(stack.temporal.workflow.getHandle(`project-delete/${project.uuid}`).describe()).rejects.toThrow(
+      /not found/i,
+    );
 
     // A worker's reconciler recovers it.
     await stack.startWorker();
-    await eventually(async () => (await stack.ds.query(`SELECT 1 FROM projects WHERE uuid = $1`, [project.uuid])).length === 0,
-      { what: 'project deleted by the recovered workflow', timeoutMs: 30_000 });
+    await eventually(
+      async () => (await stack.ds.query(`SELECT 1 FROM projects WHERE uuid = $1`, [project.uuid])).length === 0,
+      { what: 'project deleted by the recovered workflow', timeoutMs: 30_000 },
+    );
     const [row] = await stack.ds.query(`SELECT started_at, start_attempts FROM operations WHERE uuid = $1`, [op.uuid]);
     expect(row.started_at).not.toBeNull();
     const handle = stack.temporal.workflow.getHandle(`project-delete/${project.uuid}`);

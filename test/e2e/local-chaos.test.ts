@@ -1,4 +1,9 @@
-import { addonServerKilled, appProcessKilled, startLocalPlane, type LocalPlane } from '../../chaos/scenarios/local-data-plane';
+import {
+  addonServerKilled,
+  appProcessKilled,
+  startLocalPlane,
+  type LocalPlane,
+} from '../../chaos/scenarios/local-data-plane';
 
 /**
  * The local data plane under faults (the chaos suite's local data plane scenario, also run

@@ -32,16 +32,24 @@ function viaIngress(app: { public_url: string }) {
 /** Whether something accepts TCP connections on the loopback port. */
 function accepts(port: number): Promise<boolean> {
   return new Promise((resolve) => {
-    const socket = connect({ host: '127.0.0.1', port }, () => { socket.destroy(); resolve(true); });
+    const socket = connect({ host: '127.0.0.1', port }, () => {
+      socket.destroy();
+      resolve(true);
+    });
     socket.on('error', () => resolve(false));
   });
 }
 
 async function deploymentsDone(appUuid: string, count: number): Promise<any[]> {
-  return eventually(async () => {
-    const list = (await api.get(`/api/v1/apps/${appUuid}/deployments`).set(auth).expect(200)).body as any[];
-    return list.length >= count && list.every((d) => ['completed', 'failed', 'cancelled'].includes(d.state)) ? list : undefined;
-  }, { what: `${count} deployment(s) ended`, timeoutMs: 240_000 });
+  return eventually(
+    async () => {
+      const list = (await api.get(`/api/v1/apps/${appUuid}/deployments`).set(auth).expect(200)).body as any[];
+      return list.length >= count && list.every((d) => ['completed', 'failed', 'cancelled'].includes(d.state))
+        ? list
+        : undefined;
+    },
+    { what: `${count} deployment(s) ended`, timeoutMs: 240_000 },
+  );
 }
 
 beforeAll(async () => {
@@ -59,14 +67,29 @@ afterAll(async () => {
 describe('issue 14 on the local driver', () => {
   it('a postgres add-on becomes healthy; a pg client writes with its connection_url; the deployed app reads the same table through its environment and answers through the ingress', async () => {
     const source = repo(appFixture('pg-reader'));
-    const app = (await api.post('/api/v1/apps').set(auth)
-      .send({ name: 'reader', resource_id: resource, deployment_method: 'public_git', deployment_config: { repository: source.url, branch: 'main' } }).expect(201)).body;
+    const app = (
+      await api
+        .post('/api/v1/apps')
+        .set(auth)
+        .send({
+          name: 'reader',
+          resource_id: resource,
+          deployment_method: 'public_git',
+          deployment_config: { repository: source.url, branch: 'main' },
+        })
+        .expect(201)
+    ).body;
     await deploymentsDone(app.uuid, 1);
-    const created = (await api.post(`/api/v1/apps/${app.uuid}/addons`).set(auth).send({ type: 'postgres', label: 'notes' }).expect(201)).body;
-    const addon = await eventually(async () => {
-      const res = await api.get(`/api/v1/apps/${app.uuid}/addons/${created.uuid}`).set(auth).expect(200);
-      return res.body.state === 'healthy' ? res.body : undefined;
-    }, { what: 'the add-on healthy', timeoutMs: 120_000 });
+    const created = (
+      await api.post(`/api/v1/apps/${app.uuid}/addons`).set(auth).send({ type: 'postgres', label: 'notes' }).expect(201)
+    ).body;
+    const addon = await eventually(
+      async () => {
+        const res = await api.get(`/api/v1/apps/${app.uuid}/addons/${created.uuid}`).set(auth).expect(200);
+        return res.body.state === 'healthy' ? res.body : undefined;
+      },
+      { what: 'the add-on healthy', timeoutMs: 120_000 },
+    );
 
     const client = new Client({ connectionString: addon.connection_details.internal.connection_url });
     await client.connect();
@@ -82,52 +105,83 @@ describe('issue 14 on the local driver', () => {
     const [latest] = await deploymentsDone(app.uuid, 2);
     expect(latest.state).toBe('completed');
     const shown = (await api.get(`/api/v1/apps/${app.uuid}`).set(auth).expect(200)).body;
-    const res = await eventually(async () => {
-      const r = await viaIngress(shown);
-      return r.status === 200 ? r : undefined;
-    }, { what: 'the app answering from its database', timeoutMs: 60_000 });
+    const res = await eventually(
+      async () => {
+        const r = await viaIngress(shown);
+        return r.status === 200 ? r : undefined;
+      },
+      { what: 'the app answering from its database', timeoutMs: 60_000 },
+    );
     expect(res.text).toBe('hello,world\n');
   });
 
   it('a stack from a compose file (a build: web service and a postgres image) serves through the ingress and reaches its database', async () => {
     const source = repo(stackFixture('web-db'));
-    const created = (await api.post('/api/v1/stacks').set(auth)
-      .send({ name: 'shop', resource_id: resource, repository_url: source.url, branch: 'main' }).expect(201)).body;
-    const stack = await eventually(async () => {
-      const s = (await api.get(`/api/v1/stacks/${created.uuid}`).set(auth).expect(200)).body;
-      return s.latest_deployment && ['completed', 'failed'].includes(s.latest_deployment.state) ? s : undefined;
-    }, { what: 'the stack deployed', timeoutMs: 300_000 });
+    const created = (
+      await api
+        .post('/api/v1/stacks')
+        .set(auth)
+        .send({ name: 'shop', resource_id: resource, repository_url: source.url, branch: 'main' })
+        .expect(201)
+    ).body;
+    const stack = await eventually(
+      async () => {
+        const s = (await api.get(`/api/v1/stacks/${created.uuid}`).set(auth).expect(200)).body;
+        return s.latest_deployment && ['completed', 'failed'].includes(s.latest_deployment.state) ? s : undefined;
+      },
+      { what: 'the stack deployed', timeoutMs: 300_000 },
+    );
     expect(stack.latest_deployment).toMatchObject({ state: 'completed', validation_errors: {} });
     expect(stack.state).toBe('running');
     const web = stack.services.find((s: any) => s.compose_service_name === 'web');
-    expect(stack.services.find((s: any) => s.compose_service_name === 'db')).toMatchObject({ item_type: 'addon', compose_service_type: 'postgres', status: 'running' });
+    expect(stack.services.find((s: any) => s.compose_service_name === 'db')).toMatchObject({
+      item_type: 'addon',
+      compose_service_type: 'postgres',
+      status: 'running',
+    });
     const app = (await api.get(`/api/v1/apps/${web.item_uuid}`).set(auth).expect(200)).body;
     expect(new URL(app.public_url).host.startsWith(`${web.item_name}.`)).toBe(true);
-    const res = await eventually(async () => {
-      const r = await viaIngress(app);
-      return r.status === 200 ? r : undefined;
-    }, { what: 'the stack web service answering', timeoutMs: 60_000 });
+    const res = await eventually(
+      async () => {
+        const r = await viaIngress(app);
+        return r.status === 200 ? r : undefined;
+      },
+      { what: 'the stack web service answering', timeoutMs: 60_000 },
+    );
     expect(res.text).toMatch(/^postgresql:\/\/127\.0\.0\.1:\d+\/app: postgres answers\n$/);
 
     // deleting the stack removes its services from the machine: no route, no database server
     const dbPort = Number(/:(\d+)\/app:/.exec(res.text)![1]);
     await api.delete(`/api/v1/stacks/${created.uuid}`).set(auth).expect(204);
-    await eventually(async () => (await viaIngress(app)).status === 404 && !(await accepts(dbPort)), { what: 'the stack\'s services gone', timeoutMs: 60_000 });
+    await eventually(async () => (await viaIngress(app)).status === 404 && !(await accepts(dbPort)), {
+      what: "the stack's services gone",
+      timeoutMs: 60_000,
+    });
   });
 
   it('a stack service the local driver cannot run is a validation error that names it', async () => {
     const source = repo({
       'compose.yaml': 'services:\n  proxy:\n    image: nginx:1.27\n  db:\n    image: postgres:16\n',
     });
-    const created = (await api.post('/api/v1/stacks').set(auth)
-      .send({ name: 'edge', resource_id: resource, repository_url: source.url, branch: 'main' }).expect(201)).body;
-    const stack = await eventually(async () => {
-      const s = (await api.get(`/api/v1/stacks/${created.uuid}`).set(auth).expect(200)).body;
-      return s.latest_deployment && ['completed', 'failed'].includes(s.latest_deployment.state) ? s : undefined;
-    }, { what: 'the stack validated', timeoutMs: 120_000 });
+    const created = (
+      await api
+        .post('/api/v1/stacks')
+        .set(auth)
+        .send({ name: 'edge', resource_id: resource, repository_url: source.url, branch: 'main' })
+        .expect(201)
+    ).body;
+    const stack = await eventually(
+      async () => {
+        const s = (await api.get(`/api/v1/stacks/${created.uuid}`).set(auth).expect(200)).body;
+        return s.latest_deployment && ['completed', 'failed'].includes(s.latest_deployment.state) ? s : undefined;
+      },
+      { what: 'the stack validated', timeoutMs: 120_000 },
+    );
     expect(stack.latest_deployment.state).toBe('failed');
     expect(stack.latest_deployment.validation_errors).toEqual({
-      services: [expect.stringMatching(/^proxy: image "nginx:1\.27" is not a managed database or cache image .*build:/)],
+      services: [
+        expect.stringMatching(/^proxy: image "nginx:1\.27" is not a managed database or cache image .*build:/),
+      ],
     });
     expect(stack.services).toEqual([]);
   });

@@ -26,14 +26,26 @@ let free: string;
 
 function git(dir: string, ...args: string[]): string {
   return execFileSync('git', ['-C', dir, ...args], {
-    env: { ...process.env, GIT_AUTHOR_NAME: 'Dev', GIT_AUTHOR_EMAIL: 'dev@example.test', GIT_COMMITTER_NAME: 'Dev', GIT_COMMITTER_EMAIL: 'dev@example.test', GIT_CONFIG_NOSYSTEM: '1', HOME: dir, GIT_TERMINAL_PROMPT: '0' },
+    env: {
+      ...process.env,
+      GIT_AUTHOR_NAME: 'Dev',
+      GIT_AUTHOR_EMAIL: 'dev@example.test',
+      GIT_COMMITTER_NAME: 'Dev',
+      GIT_COMMITTER_EMAIL: 'dev@example.test',
+      GIT_CONFIG_NOSYSTEM: '1',
+      HOME: dir,
+      GIT_TERMINAL_PROMPT: '0',
+    },
     encoding: 'utf8',
     stdio: ['ignore', 'pipe', 'pipe'],
   });
 }
 
 /** A working copy of a fixture app, as a developer has it before `git push`. */
-function workingCopy(fixture: string, extra: Record<string, string> = {}): { dir: string; commit(files: Record<string, string>, message: string): void; dispose(): void } {
+function workingCopy(
+  fixture: string,
+  extra: Record<string, string> = {},
+): { dir: string; commit(files: Record<string, string>, message: string): void; dispose(): void } {
   const dir = mkdtempSync(path.join(tmpdir(), `berth-wc-${fixture}-`));
   cpSync(path.join(FIXTURES, fixture), dir, { recursive: true });
   for (const [name, text] of Object.entries(extra)) writeFileSync(path.join(dir, name), text);
@@ -57,7 +69,13 @@ function push(dir: string, gitUrl: string): string {
 }
 
 async function createApp(name: string, resource: string, body: Record<string, unknown> = {}): Promise<any> {
-  return (await api.post('/api/v1/apps').set(auth).send({ name, resource_id: resource, deployment_method: 'git_push', ...body }).expect(201)).body;
+  return (
+    await api
+      .post('/api/v1/apps')
+      .set(auth)
+      .send({ name, resource_id: resource, deployment_method: 'git_push', ...body })
+      .expect(201)
+  ).body;
 }
 
 async function appState(uuid: string): Promise<string> {
@@ -86,7 +104,16 @@ beforeAll(async () => {
   await api.post('/api/v1/webhooks').set(auth).send({ url: receiver.url }).expect(201);
   const resources = (await api.get('/api/v1/resources').set(auth).expect(200)).body;
   standard = resources[0].uuid;
-  const created = await berth.cli(['resource', 'create', '--name', 'free-tier', '--region', resources[0].region.code, '--plan', 'free']);
+  const created = await berth.cli([
+    'resource',
+    'create',
+    '--name',
+    'free-tier',
+    '--region',
+    resources[0].region.code,
+    '--plan',
+    'free',
+  ]);
   expect(created).toMatchObject({ code: 0 });
   free = created.stdout.trim().split('\n').pop()!.trim();
 });
@@ -122,20 +149,35 @@ describe('the local driver hosts pushed apps', () => {
     const res = await viaIngress(web).expect(200);
     expect(res.text).toBe('hello from e2e-web v1\n');
     const logs = (await api.get(`/api/v1/apps/${web.uuid}/logs`).query({ tail: 50 }).set(auth).expect(200)).body;
-    expect(logs.map((l: any) => l.message)).toEqual(expect.arrayContaining([expect.stringMatching(/^e2e-web listening on \d+$/)]));
+    expect(logs.map((l: any) => l.message)).toEqual(
+      expect.arrayContaining([expect.stringMatching(/^e2e-web listening on \d+$/)]),
+    );
   });
 
   it('restart changes the serving process; stop leaves nothing listening', async () => {
     const before = (await viaIngress(web, '/pid').expect(200)).text.trim();
     const port = Number((await viaIngress(web, '/port').expect(200)).text.trim());
     await api.patch(`/api/v1/apps/${web.uuid}/state`).set(auth).send({ action: 'restart' }).expect(202);
-    const after = await eventually(async () => {
-      const r = await viaIngress(web, '/pid');
-      return r.status === 200 && r.text.trim() !== before ? r.text.trim() : undefined;
-    }, { what: 'a new process', timeoutMs: 60_000 });
+    const after = await eventually(
+      async () => {
+        const r = await viaIngress(web, '/pid');
+        return r.status === 200 && r.text.trim() !== before ? r.text.trim() : undefined;
+      },
+      { what: 'a new process', timeoutMs: 60_000 },
+    );
     expect(Number(after)).toBeGreaterThan(0);
     // the old replica is stopped once the new one serves
-    await eventually(async () => { try { process.kill(Number(before), 0); return false; } catch { return true; } }, { what: 'the old process gone', timeoutMs: 20_000 });
+    await eventually(
+      async () => {
+        try {
+          process.kill(Number(before), 0);
+          return false;
+        } catch {
+          return true;
+        }
+      },
+      { what: 'the old process gone', timeoutMs: 20_000 },
+    );
 
     const servingPort = Number((await viaIngress(web, '/port').expect(200)).text.trim());
     await eventually(async () => ['running'].includes(await appState(web.uuid)), { what: 'running after restart' });
@@ -144,7 +186,10 @@ describe('the local driver hosts pushed apps', () => {
     for (const p of new Set([port, servingPort])) {
       const refused = await new Promise<boolean>((resolve) => {
         const s = connect(p, '127.0.0.1');
-        s.once('connect', () => { s.destroy(); resolve(false); });
+        s.once('connect', () => {
+          s.destroy();
+          resolve(false);
+        });
         s.once('error', () => resolve(true));
       });
       expect(refused).toBe(true);
@@ -155,22 +200,36 @@ describe('the local driver hosts pushed apps', () => {
   });
 
   it('EVT-02 a pushed release that exits at boot fails its deployment with the reason, and the previous release still serves', async () => {
-    wc.commit({ 'server.js': "console.error('boot failed: missing DATABASE_URL'); process.exit(1);\n" }, 'break the boot');
+    wc.commit(
+      { 'server.js': "console.error('boot failed: missing DATABASE_URL'); process.exit(1);\n" },
+      'break the boot',
+    );
     const out = push(wc.dir, web.git_url);
     expect(out).toMatch(/failed: /);
     const [d] = await deployments(web.uuid);
     expect(d.state).toBe('failed');
-    const ended = await eventually(async () => eventsOf('deploy_ended', web.uuid).find((e) => e.data.deployment_id === d.uuid), { what: 'deploy_ended' });
+    const ended = await eventually(
+      async () => eventsOf('deploy_ended', web.uuid).find((e) => e.data.deployment_id === d.uuid),
+      { what: 'deploy_ended' },
+    );
     expect(ended.data.state).toBe('failed');
     expect(ended.data.message).toMatch(/exit|boot/i);
     expect((await viaIngress(web).expect(200)).text).toBe('hello from e2e-web v1\n');
   });
 
   it('APP-05 basic auth answers 401 without and 200 with credentials; a private app is not routed', async () => {
-    await api.put(`/api/v1/apps/${web.uuid}/security`).set(auth).send({ basic_auth_enabled: true, basic_auth_username: 'guest', basic_auth_password: 'let-me-in-please' }).expect(200);
+    await api
+      .put(`/api/v1/apps/${web.uuid}/security`)
+      .set(auth)
+      .send({ basic_auth_enabled: true, basic_auth_username: 'guest', basic_auth_password: 'let-me-in-please' })
+      .expect(200);
     await eventually(async () => (await viaIngress(web)).status === 401, { what: '401' });
     await viaIngress(web).auth('guest', 'let-me-in-please').expect(200);
-    await api.put(`/api/v1/apps/${web.uuid}/security`).set(auth).send({ basic_auth_enabled: false, private_access: true }).expect(200);
+    await api
+      .put(`/api/v1/apps/${web.uuid}/security`)
+      .set(auth)
+      .send({ basic_auth_enabled: false, private_access: true })
+      .expect(200);
     await eventually(async () => (await viaIngress(web)).status === 404, { what: 'not routed' });
     await api.put(`/api/v1/apps/${web.uuid}/security`).set(auth).send({ private_access: false }).expect(200);
     await eventually(async () => (await viaIngress(web)).status === 200, { what: 'routed again' });
@@ -178,20 +237,28 @@ describe('the local driver hosts pushed apps', () => {
 
   it('a TCP client on the external port reaches the app', async () => {
     const internalPort = Number(web.internal_url.split(':').pop());
-    const port = (await api.post(`/api/v1/apps/${web.uuid}/ports`).set(auth).send({ port: internalPort, public: true }).expect(201)).body;
+    const port = (
+      await api.post(`/api/v1/apps/${web.uuid}/ports`).set(auth).send({ port: internalPort, public: true }).expect(201)
+    ).body;
     expect(port.external_port).not.toBe(internalPort);
-    const answer = await eventually(() => new Promise<string | undefined>((resolve) => {
-      const s = connect(port.external_port, '127.0.0.1');
-      let text = '';
-      s.once('connect', () => s.write('GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'));
-      s.on('data', (d) => { text += d.toString(); });
-      s.once('end', () => resolve(text));
-      s.once('error', () => resolve(undefined));
-    }), { what: 'the forwarded port' });
+    const answer = await eventually(
+      () =>
+        new Promise<string | undefined>((resolve) => {
+          const s = connect(port.external_port, '127.0.0.1');
+          let text = '';
+          s.once('connect', () => s.write('GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'));
+          s.on('data', (d) => {
+            text += d.toString();
+          });
+          s.once('end', () => resolve(text));
+          s.once('error', () => resolve(undefined));
+        }),
+      { what: 'the forwarded port' },
+    );
     expect(answer).toMatch(/hello from e2e-web/);
   });
 
-  it('an app process cannot read Berth\'s secret key nor its databases, and one allocating past its ram quota is killed and reported', async () => {
+  it("an app process cannot read Berth's secret key nor its databases, and one allocating past its ram quota is killed and reported", async () => {
     const denied = await viaIngress(web, `/read?path=${encodeURIComponent(path.join(berth.dataDir, 'secret.key'))}`);
     expect(denied.status).toBe(403);
     expect(denied.text).toMatch(/EACCES/);
@@ -202,25 +269,44 @@ describe('the local driver hosts pushed apps', () => {
     const pid = (await viaIngress(web, '/pid').expect(200)).text.trim();
     const quotaMb = web.quota.ram_size / 2 ** 20;
     await viaIngress(web, `/alloc?mb=${Math.ceil(quotaMb * 2)}`).catch(() => undefined);
-    await eventually(async () => {
-      const logs = (await api.get(`/api/v1/apps/${web.uuid}/logs`).query({ tail: 200 }).set(auth).expect(200)).body;
-      return logs.some((l: any) => /ram quota/.test(l.message));
-    }, { what: 'the OOM kill in the app log', timeoutMs: 60_000 });
-    await eventually(async () => {
-      const r = await viaIngress(web, '/pid');
-      return r.status === 200 && r.text.trim() !== pid;
-    }, { what: 'a restarted replica', timeoutMs: 60_000 });
+    await eventually(
+      async () => {
+        const logs = (await api.get(`/api/v1/apps/${web.uuid}/logs`).query({ tail: 200 }).set(auth).expect(200)).body;
+        return logs.some((l: any) => /ram quota/.test(l.message));
+      },
+      { what: 'the OOM kill in the app log', timeoutMs: 60_000 },
+    );
+    await eventually(
+      async () => {
+        const r = await viaIngress(web, '/pid');
+        return r.status === 200 && r.text.trim() !== pid;
+      },
+      { what: 'a restarted replica', timeoutMs: 60_000 },
+    );
   });
 
   it('EVT-05 a crashing app yields app_crash_loop and then app_stopped', async () => {
     const crash = await createApp('crash', standard);
-    await api.put(`/api/v1/apps/${crash.uuid}/variables`).set(auth).send({ variables: [{ key: 'CRASH_AFTER_MS', value: '4000' }] }).expect(200);
+    await api
+      .put(`/api/v1/apps/${crash.uuid}/variables`)
+      .set(auth)
+      .send({ variables: [{ key: 'CRASH_AFTER_MS', value: '4000' }] })
+      .expect(200);
     const copy = workingCopy('crash-loop');
     push(copy.dir, crash.git_url);
-    const loop = await eventually(async () => eventsOf('app_crash_loop', crash.uuid)[0], { what: 'app_crash_loop', timeoutMs: 120_000 });
-    const stopped = await eventually(async () => eventsOf('app_stopped', crash.uuid)[0], { what: 'app_stopped', timeoutMs: 180_000 });
+    const loop = await eventually(async () => eventsOf('app_crash_loop', crash.uuid)[0], {
+      what: 'app_crash_loop',
+      timeoutMs: 120_000,
+    });
+    const stopped = await eventually(async () => eventsOf('app_stopped', crash.uuid)[0], {
+      what: 'app_stopped',
+      timeoutMs: 180_000,
+    });
     for (const e of [loop, stopped]) {
-      expect(e.data).toMatchObject({ resource_name: 'local-1', labels: expect.arrayContaining(['berth.driver=local']) });
+      expect(e.data).toMatchObject({
+        resource_name: 'local-1',
+        labels: expect.arrayContaining(['berth.driver=local']),
+      });
       expect(e.data.message).toMatch(/exited with code 3/);
     }
     await eventually(async () => (await appState(crash.uuid)) === 'stopped', { what: 'stopped' });
@@ -235,12 +321,28 @@ describe('the local driver hosts pushed apps', () => {
     const pid = Number((await viaIngress(nap, '/pid').expect(200)).text.trim());
     const stateEvents = () => eventsOf('app_state_changed', nap.uuid).length + eventsOf('app_stopped', nap.uuid).length;
     const eventsBefore = stateEvents();
-    await eventually(async () => (await appState(nap.uuid)) === 'sleeping', { what: 'sleeping', timeoutMs: (IDLE_S + 60) * 1000 });
-    await eventually(async () => { try { process.kill(pid, 0); return false; } catch { return true; } }, { what: 'process gone' });
+    await eventually(async () => (await appState(nap.uuid)) === 'sleeping', {
+      what: 'sleeping',
+      timeoutMs: (IDLE_S + 60) * 1000,
+    });
+    await eventually(
+      async () => {
+        try {
+          process.kill(pid, 0);
+          return false;
+        } catch {
+          return true;
+        }
+      },
+      { what: 'process gone' },
+    );
     const woke = await viaIngress(nap);
     expect(woke.status).toBe(503);
     expect(woke.headers['retry-after']).toBeDefined();
-    await eventually(async () => (await viaIngress(nap)).status === 200, { what: 'served after waking', timeoutMs: 60_000 });
+    await eventually(async () => (await viaIngress(nap)).status === 200, {
+      what: 'served after waking',
+      timeoutMs: 60_000,
+    });
     expect(stateEvents()).toBe(eventsBefore);
     copy.dispose();
     wc.dispose();

@@ -24,12 +24,18 @@ describe('add-ons on the local data driver, through the API', () => {
   });
 
   it('ADD-03 a postgres service becomes healthy and its connection_url works with pg', async () => {
-    const created = await stack.http.post('/api/v1/services').set(owner()).send({ type: 'postgres', label: 'orders', resource_id: ws.resourceUuid });
+    const created = await stack.http
+      .post('/api/v1/services')
+      .set(owner())
+      .send({ type: 'postgres', label: 'orders', resource_id: ws.resourceUuid });
     expect(created.status).toBe(201);
-    const svc = await eventually(async () => {
-      const res = await stack.http.get(`/api/v1/services/${created.body.uuid}`).set(owner());
-      return res.body.state === 'healthy' ? res.body : null;
-    }, { timeoutMs: 60_000, what: 'service healthy' });
+    const svc = await eventually(
+      async () => {
+        const res = await stack.http.get(`/api/v1/services/${created.body.uuid}`).set(owner());
+        return res.body.state === 'healthy' ? res.body : null;
+      },
+      { timeoutMs: 60_000, what: 'service healthy' },
+    );
     const url = new URL(svc.connection_details.internal.connection_url);
     expect(url.hostname).toBe('127.0.0.1');
     expect(Number(url.port)).toBe(svc.connection_details.internal.port);
@@ -40,11 +46,16 @@ describe('add-ons on the local data driver, through the API', () => {
     await c.query(`INSERT INTO notes VALUES ('hello')`);
     expect((await c.query('SELECT body FROM notes')).rows).toEqual([{ body: 'hello' }]);
     await c.end();
-    expectNoSecretLeaks(stack, [svc.connection_details.internal.password], { allowInResponses: [svc.connection_details.internal.password] });
+    expectNoSecretLeaks(stack, [svc.connection_details.internal.password], {
+      allowInResponses: [svc.connection_details.internal.password],
+    });
   });
 
   it('creating a valkey add-on without its server binary is a 422 naming what to install', async () => {
-    const res = await stack.http.post('/api/v1/services').set(owner()).send({ type: 'valkey', label: 'cache', resource_id: ws.resourceUuid });
+    const res = await stack.http
+      .post('/api/v1/services')
+      .set(owner())
+      .send({ type: 'valkey', label: 'cache', resource_id: ws.resourceUuid });
     expect(res.status).toBe(422);
     expect(res.body.detail).toMatch(/valkey-server \(or redis-server\)/);
     expect(res.body.errors).toEqual([expect.objectContaining({ path: 'body.type' })]);

@@ -8,7 +8,13 @@ import { processAlive } from '../../activities/provider/local/data/engine';
 /** A `pg` client on the endpoint the driver reports, with the spec's generated credentials. */
 async function connect(h: LocalDataHarness, spec: ClusterSpec, id = spec.id): Promise<Client> {
   const { endpoint } = await h.driver.status(id);
-  const c = new Client({ host: endpoint!.host, port: endpoint!.port, user: spec.username!, password: spec.password!, database: spec.database! });
+  const c = new Client({
+    host: endpoint!.host,
+    port: endpoint!.port,
+    user: spec.username!,
+    password: spec.password!,
+    database: spec.database!,
+  });
   await c.connect();
   return c;
 }
@@ -19,13 +25,21 @@ async function values(c: Client): Promise<number[]> {
 
 describe('local driver: PostgreSQL clusters', () => {
   let h: LocalDataHarness;
-  beforeAll(async () => { h = await localDataHarness(); });
-  afterAll(async () => { await h.close(); });
+  beforeAll(async () => {
+    h = await localDataHarness();
+  });
+  afterAll(async () => {
+    await h.close();
+  });
 
   it('ADD-03 a postgres add-on is a real cluster: its connection details work with pg; public access and stop/start move the server', async () => {
     const spec = specFor('postgres');
     await h.driver.provision(spec);
-    expect(await h.driver.status(spec.id)).toMatchObject({ status: 'healthy', ready: true, endpoint: { host: '127.0.0.1' } });
+    expect(await h.driver.status(spec.id)).toMatchObject({
+      status: 'healthy',
+      ready: true,
+      endpoint: { host: '127.0.0.1' },
+    });
     const c = await connect(h, spec);
     await c.query('CREATE TABLE t (v int)');
     await c.query('INSERT INTO t VALUES (1), (2)');
@@ -39,13 +53,24 @@ describe('local driver: PostgreSQL clusters', () => {
       expect(uid).toBeGreaterThanOrEqual(200_000);
     }
     await c.end();
-    const bad = new Client({ ...(await h.driver.status(spec.id)).endpoint, user: spec.username!, password: 'wrong-password', database: spec.database! });
+    const bad = new Client({
+      ...(await h.driver.status(spec.id)).endpoint,
+      user: spec.username!,
+      password: 'wrong-password',
+      database: spec.database!,
+    });
     await expect(bad.connect()).rejects.toThrow(/password authentication failed/);
 
     // public access: also listens on the configured host (127.0.0.2), and no longer once off
     const onPublic = async () => {
       const ep = (await h.driver.status(spec.id)).endpoint!;
-      const pc = new Client({ host: ep.public_host, port: ep.port, user: spec.username!, password: spec.password!, database: spec.database! });
+      const pc = new Client({
+        host: ep.public_host,
+        port: ep.port,
+        user: spec.username!,
+        password: spec.password!,
+        database: spec.database!,
+      });
       await pc.connect();
       await pc.end();
     };
@@ -65,7 +90,14 @@ describe('local driver: PostgreSQL clusters', () => {
 
     // Berth stops: its servers stop; a new driver on the same state starts them again
     const ep = (await h.driver.status(spec.id)).endpoint!;
-    const direct = () => new Client({ host: ep.host, port: ep.port, user: spec.username!, password: spec.password!, database: spec.database! });
+    const direct = () =>
+      new Client({
+        host: ep.host,
+        port: ep.port,
+        user: spec.username!,
+        password: spec.password!,
+        database: spec.database!,
+      });
     await h.driver.close();
     await expect(direct().connect()).rejects.toThrow(/ECONNREFUSED/);
     const next = h.reopen();
@@ -92,7 +124,10 @@ describe('local driver: PostgreSQL clusters', () => {
     expect(h.logLines.join('\n')).toMatch(/local database server died: starting it again/);
     // a first start may have found the old server's backends still attached to its shared
     // memory: a later check starts it then
-    await eventually(async () => (await h.driver.status(spec.id)).status === 'healthy', { timeoutMs: 30_000, what: 'healthy again' });
+    await eventually(async () => (await h.driver.status(spec.id)).status === 'healthy', {
+      timeoutMs: 30_000,
+      what: 'healthy again',
+    });
     const again = await connect(h, spec);
     expect(await values(again)).toEqual([1]);
     expect(await postmasterPid(again)).not.toBe(pid);
@@ -141,7 +176,12 @@ describe('local driver: PostgreSQL clusters', () => {
     expect(window!.earliest.getTime()).toBeLessThan(T.getTime());
 
     const copy = specFor('postgres', { username: spec.username, database: spec.database });
-    const res = await h.driver.restore({ sourceId: spec.id, targetId: copy.id, from: { targetTime: T }, targetSpec: copy });
+    const res = await h.driver.restore({
+      sourceId: spec.id,
+      targetId: copy.id,
+      from: { targetTime: T },
+      targetSpec: copy,
+    });
     expect(res.restored).toBe(T.toISOString());
     const n = await connect(h, copy);
     expect(await values(n)).toEqual([1, 2]);

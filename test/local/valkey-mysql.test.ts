@@ -4,8 +4,12 @@ import { localDataHarness, specFor, type LocalDataHarness } from '../support/loc
 
 describe('local driver: valkey and mysql servers', () => {
   let h: LocalDataHarness;
-  beforeAll(async () => { h = await localDataHarness(); });
-  afterAll(async () => { await h.close(); });
+  beforeAll(async () => {
+    h = await localDataHarness();
+  });
+  afterAll(async () => {
+    await h.close();
+  });
 
   it('valkey: SET and GET with the generated password over the reported endpoint; reset empties it; a wrong password is refused', async () => {
     expect(h.driver.supports('valkey')).toBeNull();
@@ -15,11 +19,22 @@ describe('local driver: valkey and mysql servers', () => {
     expect(s).toMatchObject({ status: 'healthy', ready: true });
     const { host, port } = s.endpoint!;
     expect(port).not.toBe(6379);
-    expect(await resp(host, port, [['AUTH', 'default', spec.password!], ['SET', 'greeting', 'hello'], ['GET', 'greeting']])).toEqual(['+OK', '+OK', '$5', 'hello']);
+    expect(
+      await resp(host, port, [
+        ['AUTH', 'default', spec.password!],
+        ['SET', 'greeting', 'hello'],
+        ['GET', 'greeting'],
+      ]),
+    ).toEqual(['+OK', '+OK', '$5', 'hello']);
     expect((await resp(host, port, [['AUTH', 'default', 'wrong-password']]))[0]).toMatch(/^-(WRONGPASS|ERR)/);
     expect((await resp(host, port, [['GET', 'greeting']]))[0]).toMatch(/^-NOAUTH/);
     await h.driver.reset(spec.id);
-    expect(await resp(host, port, [['AUTH', 'default', spec.password!], ['GET', 'greeting']])).toEqual(['+OK', '$-1']);
+    expect(
+      await resp(host, port, [
+        ['AUTH', 'default', spec.password!],
+        ['GET', 'greeting'],
+      ]),
+    ).toEqual(['+OK', '$-1']);
     await h.driver.delete(spec.id);
     await expect(resp(host, port, [['PING']])).rejects.toThrow();
   });
@@ -30,8 +45,25 @@ describe('local driver: valkey and mysql servers', () => {
     await h.driver.provision(spec);
     const s = await h.driver.status(spec.id);
     expect(s).toMatchObject({ status: 'healthy', ready: true });
-    const sql = (q: string, password = spec.password!) => run(['mariadb', '--no-defaults', '-h', s.endpoint!.host, '-P', String(s.endpoint!.port), '-u', spec.username!,
-      '-N', '-B', spec.database!, '-e', q], { env: { ...process.env, MYSQL_PWD: password } });
+    const sql = (q: string, password = spec.password!) =>
+      run(
+        [
+          'mariadb',
+          '--no-defaults',
+          '-h',
+          s.endpoint!.host,
+          '-P',
+          String(s.endpoint!.port),
+          '-u',
+          spec.username!,
+          '-N',
+          '-B',
+          spec.database!,
+          '-e',
+          q,
+        ],
+        { env: { ...process.env, MYSQL_PWD: password } },
+      );
     await sql('CREATE TABLE t (v int); INSERT INTO t VALUES (1), (2)');
     expect((await sql('SELECT v FROM t ORDER BY v')).trim().split('\n')).toEqual(['1', '2']);
     await expect(sql('SELECT 1', 'wrong-password')).rejects.toThrow(/Access denied/);

@@ -23,7 +23,10 @@ describe('record replay histories', () => {
     it(scenario.name, async () => {
       const history = await scenario.record(stack);
       const json = historyToJSON(history as temporal.api.history.v1.History);
-      writeFileSync(path.join(__dirname, 'histories', `${scenario.name}.json`), `${JSON.stringify(JSON.parse(json), null, 2)}\n`);
+      writeFileSync(
+        path.join(__dirname, 'histories', `${scenario.name}.json`),
+        `${JSON.stringify(JSON.parse(json), null, 2)}\n`,
+      );
     });
   }
 });

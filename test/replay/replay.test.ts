@@ -9,10 +9,13 @@ import { scenarios } from './scenarios';
 const DIR = path.join(__dirname, 'histories');
 
 function load() {
-  return readdirSync(DIR).filter((f) => f.endsWith('.json')).sort().map((file) => {
-    const json = JSON.parse(readFileSync(path.join(DIR, file), 'utf8'));
-    return { file, json, history: historyFromJSON(json) };
-  });
+  return readdirSync(DIR)
+    .filter((f) => f.endsWith('.json'))
+    .sort()
+    .map((file) => {
+      const json = JSON.parse(readFileSync(path.join(DIR, file), 'utf8'));
+      return { file, json, history: historyFromJSON(json) };
+    });
 }
 
 function workflowTypeOf(json: any): string {
@@ -21,7 +24,11 @@ function workflowTypeOf(json: any): string {
 
 async function replay(items: Array<{ workflowId: string; history: ReturnType<typeof historyFromJSON> }>) {
   const results = [];
-  for await (const result of Worker.runReplayHistories({ workflowBundle: { codePath: testEnv('workflowBundle') } }, items)) results.push(result);
+  for await (const result of Worker.runReplayHistories(
+    { workflowBundle: { codePath: testEnv('workflowBundle') } },
+    items,
+  ))
+    results.push(result);
   return results;
 }
 
@@ -54,7 +61,15 @@ describe('replay of recorded histories', () => {
 
   it('every workflow type exported from workflows/ has at least one history, and every scenario its file', () => {
     const exported = readFileSync(path.join(__dirname, '..', '..', 'workflows', 'index.ts'), 'utf8');
-    const types = [...exported.matchAll(/export\s*\{([^}]*)\}/g)].flatMap((m) => m[1]!.split(',')).map((s) => s.trim().split(/\s+as\s+/).pop()!).filter(Boolean);
+    const types = [...exported.matchAll(/export\s*\{([^}]*)\}/g)]
+      .flatMap((m) => m[1]!.split(','))
+      .map((s) =>
+        s
+          .trim()
+          .split(/\s+as\s+/)
+          .pop()!,
+      )
+      .filter(Boolean);
     expect(types.length).toBeGreaterThan(0);
     const recorded = new Set(histories.map((h) => workflowTypeOf(h.json)));
     expect(types.filter((t) => !recorded.has(t))).toEqual([]);

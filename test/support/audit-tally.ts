@@ -15,5 +15,8 @@ export function tallyAudit(r: RouteDef): void {
 /** The mutating routes no test has sent an accepted request to (their audit entries unchecked). */
 export function unauditedRoutes(dir: string): string[] {
   const seen = new Set(readdirSync(dir).flatMap((f) => readFileSync(path.join(dir, f), 'utf8').split('\n')));
-  return routes.filter((r) => r.method !== 'get').map(key).filter((k) => !seen.has(k));
+  return routes
+    .filter((r) => r.method !== 'get')
+    .map(key)
+    .filter((k) => !seen.has(k));
 }

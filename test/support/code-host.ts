@@ -35,10 +35,18 @@ export function pullRequestPayload(e: PullRequestEvent): Record<string, unknown>
 }
 
 /** A GitHub-shaped push delivery body. */
-export function pushPayload(branch: string, after: string, options: { deleted?: boolean } = {}): Record<string, unknown> {
+export function pushPayload(
+  branch: string,
+  after: string,
+  options: { deleted?: boolean } = {},
+): Record<string, unknown> {
   return {
-    ref: `refs/heads/${branch}`, before: '0'.repeat(40), after, deleted: options.deleted ?? false,
-    pusher: { name: 'octocat' }, repository: { full_name: 'acme/shop', default_branch: 'main' },
+    ref: `refs/heads/${branch}`,
+    before: '0'.repeat(40),
+    after,
+    deleted: options.deleted ?? false,
+    pusher: { name: 'octocat' },
+    repository: { full_name: 'acme/shop', default_branch: 'main' },
   };
 }
 
@@ -46,10 +54,21 @@ export function pushPayload(branch: string, after: string, options: { deleted?: 
  * Delivers an event to the app's code-host endpoint the way a code host does: the raw JSON
  * body signed with HMAC-SHA256 in X-Hub-Signature-256 (computed here independently of the API).
  */
-export function deliver(stack: TestStack, appUuid: string, secret: string, event: string, payload: unknown, options: { signature?: string } = {}) {
+export function deliver(
+  stack: TestStack,
+  appUuid: string,
+  secret: string,
+  event: string,
+  payload: unknown,
+  options: { signature?: string } = {},
+) {
   const body = JSON.stringify(payload);
   const signature = options.signature ?? `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
-  return stack.http.post(`/api/v1/code_host/apps/${appUuid}/events`)
-    .set('Content-Type', 'application/json').set('X-GitHub-Event', event).set('X-GitHub-Delivery', randomBytes(8).toString('hex'))
-    .set('X-Hub-Signature-256', signature).send(body);
+  return stack.http
+    .post(`/api/v1/code_host/apps/${appUuid}/events`)
+    .set('Content-Type', 'application/json')
+    .set('X-GitHub-Event', event)
+    .set('X-GitHub-Delivery', randomBytes(8).toString('hex'))
+    .set('X-Hub-Signature-256', signature)
+    .send(body);
 }

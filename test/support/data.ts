@@ -5,12 +5,17 @@ import type { TestStack } from './stack';
 import type { Workspace } from './fixtures';
 
 /** An app row inserted directly (the apps routes live in another area). */
-export async function insertApp(ds: DataSource, ws: Workspace, options: { projectId?: string | null; resourceUuid?: string } = {}): Promise<string> {
+export async function insertApp(
+  ds: DataSource,
+  ws: Workspace,
+  options: { projectId?: string | null; resourceUuid?: string } = {},
+): Promise<string> {
   const uuid = randomUUID();
   const name = `app-${randomBytes(4).toString('hex')}`;
   await ds.query(
     `INSERT INTO apps (uuid, workspace_uuid, project_id, resource_uuid, name, service_name, label, state) VALUES ($1, $2, $3, $4, $5, $6, $7, 'running')`,
-    [uuid, ws.uuid, options.projectId ?? null, options.resourceUuid ?? ws.resourceUuid, name, name.slice(0, 8), name]);
+    [uuid, ws.uuid, options.projectId ?? null, options.resourceUuid ?? ws.resourceUuid, name, name.slice(0, 8), name],
+  );
   return uuid;
 }
 

@@ -44,7 +44,8 @@ export async function freshDatabase(): Promise<TestDatabase> {
 /** Row counts of every table, to prove a request wrote nothing. */
 export async function tableCounts(ds: DataSource): Promise<Record<string, number>> {
   const tables: Array<{ tablename: string }> = await ds.query(
-    `SELECT tablename FROM pg_tables WHERE schemaname = 'public' AND tablename NOT IN ('migrations', 'typeorm_metadata')`);
+    `SELECT tablename FROM pg_tables WHERE schemaname = 'public' AND tablename NOT IN ('migrations', 'typeorm_metadata')`,
+  );
   const counts: Record<string, number> = {};
   for (const { tablename } of tables) {
     const [{ n }] = await ds.query(`SELECT count(*)::int AS n FROM "${tablename}"`);

@@ -40,7 +40,13 @@ export async function startDnsServer(): Promise<TestDnsServer> {
           response.header.rcode = 3; // NXDOMAIN
         } else if (question.type === Packet.TYPE.TXT && (counts.get(name) ?? 0) > (record.afterLookups ?? 0)) {
           for (const value of record.values) {
-            response.answers.push({ name: question.name, type: Packet.TYPE.TXT, class: Packet.CLASS.IN, ttl: 0, data: value } as never);
+            response.answers.push({
+              name: question.name,
+              type: Packet.TYPE.TXT,
+              class: Packet.CLASS.IN,
+              ttl: 0,
+              data: value,
+            } as never);
           }
         }
       }

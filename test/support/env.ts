@@ -18,6 +18,9 @@ export const TOOLS_DATA_DIR = path.join(ROOT, '.berth');
 
 export function testEnv(name: keyof typeof TEST_ENV): string {
   const value = process.env[TEST_ENV[name]];
-  if (!value) throw new Error(`${TEST_ENV[name]} is not set: run the tests with \`npm test\` (jest's global setup starts the stack)`);
+  if (!value)
+    throw new Error(
+      `${TEST_ENV[name]} is not set: run the tests with \`npm test\` (jest's global setup starts the stack)`,
+    );
   return value;
 }

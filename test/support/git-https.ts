@@ -19,12 +19,34 @@ export interface PrivateGitServer {
  * handed to git), HTTP Basic auth with one username and token, and the real
  * `git http-backend` (CGI) serving the bare repositories under projectRoot.
  */
-export async function startPrivateGitServer(projectRoot: string, user: { username: string; token: string }): Promise<PrivateGitServer> {
+export async function startPrivateGitServer(
+  projectRoot: string,
+  user: { username: string; token: string },
+): Promise<PrivateGitServer> {
   const certDir = mkdtempSync(path.join(tmpdir(), 'berth-tls-'));
   const key = path.join(certDir, 'key.pem');
   const cert = path.join(certDir, 'cert.pem');
-  execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-days', '1',
-    '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-keyout',
+      key,
+      '-out',
+      cert,
+      '-days',
+      '1',
+      '-subj',
+      '/CN=127.0.0.1',
+      '-addext',
+      'subjectAltName=IP:127.0.0.1',
+    ],
+    { stdio: 'ignore' },
+  );
   const execPath = execFileSync('git', ['--exec-path'], { encoding: 'utf8' }).trim();
   const expected = `Basic ${Buffer.from(`${user.username}:${user.token}`).toString('base64')}`;
   const seen: string[] = [];
@@ -38,9 +60,16 @@ export async function startPrivateGitServer(projectRoot: string, user: { usernam
     const url = new URL(req.url ?? '/', 'https://127.0.0.1');
     const cgi = spawn(path.join(execPath, 'git-http-backend'), [], {
       env: {
-        PATH: process.env.PATH, GIT_PROJECT_ROOT: projectRoot, GIT_HTTP_EXPORT_ALL: '1', REQUEST_METHOD: req.method ?? 'GET',
-        PATH_INFO: decodeURIComponent(url.pathname), QUERY_STRING: url.search.slice(1), CONTENT_TYPE: req.headers['content-type'] ?? '',
-        REMOTE_USER: user.username, REMOTE_ADDR: '127.0.0.1', GIT_HTTP_MAX_REQUEST_BUFFER: '10M',
+        PATH: process.env.PATH,
+        GIT_PROJECT_ROOT: projectRoot,
+        GIT_HTTP_EXPORT_ALL: '1',
+        REQUEST_METHOD: req.method ?? 'GET',
+        PATH_INFO: decodeURIComponent(url.pathname),
+        QUERY_STRING: url.search.slice(1),
+        CONTENT_TYPE: req.headers['content-type'] ?? '',
+        REMOTE_USER: user.username,
+        REMOTE_ADDR: '127.0.0.1',
+        GIT_HTTP_MAX_REQUEST_BUFFER: '10M',
         ...(req.headers['git-protocol'] ? { GIT_PROTOCOL: String(req.headers['git-protocol']) } : {}),
       },
     });

@@ -49,7 +49,11 @@ export default async function globalSetup(): Promise<void> {
   const postgres = (async () => {
     let adminUrl = process.env.BERTH_TEST_DATABASE_URL;
     if (!adminUrl) {
-      const pg = await startEmbeddedPostgres({ dir: path.join(runDir, 'postgres'), port: await freePort(), database: 'berth_test' });
+      const pg = await startEmbeddedPostgres({
+        dir: path.join(runDir, 'postgres'),
+        port: await freePort(),
+        database: 'berth_test',
+      });
       stops.push(async () => {
         await pg.stop();
       });

@@ -4,7 +4,13 @@ import { chmodSync, cpSync, existsSync, mkdtempSync, readFileSync, rmSync, write
 import os from 'node:os';
 import path from 'node:path';
 import type { BuildStatus } from '../../platform/drivers/apps';
-import type { AppEventSink, Backend, IngressRoutes, LocalBuilder, ReleaseManifest } from '../../activities/provider/local/contracts';
+import type {
+  AppEventSink,
+  Backend,
+  IngressRoutes,
+  LocalBuilder,
+  ReleaseManifest,
+} from '../../activities/provider/local/contracts';
 import { appUid, localLayout, releaseImage, type LocalLayout } from '../../platform/local-layout';
 import { ROOT } from './env';
 
@@ -33,7 +39,10 @@ export class FixtureBuilder implements LocalBuilder {
   /** The fixture the app's next builds take (default: the source's repository as a fixture name). */
   readonly fixtures = new Map<string, string>();
 
-  constructor(private readonly layout: LocalLayout, private readonly uidSwitch: boolean) {}
+  constructor(
+    private readonly layout: LocalLayout,
+    private readonly uidSwitch: boolean,
+  ) {}
 
   /** Builds the fixture as a release of the app at once; answers the release id. */
   release(appUuid: string, fixture: string): string {
@@ -50,10 +59,17 @@ export class FixtureBuilder implements LocalBuilder {
     const dir = this.layout.releaseDir(appUuid, releaseId);
     cpSync(from, dir, { recursive: true });
     const procfile = path.join(dir, 'Procfile');
-    const web = existsSync(procfile) ? /^web:\s*(.+)$/m.exec(readFileSync(procfile, 'utf8'))?.[1] ?? null : null;
+    const web = existsSync(procfile) ? (/^web:\s*(.+)$/m.exec(readFileSync(procfile, 'utf8'))?.[1] ?? null) : null;
     const manifest: ReleaseManifest = {
-      releaseId, appUuid, commitSha: null, kind: web ? 'process' : 'static', stack: web ? 'procfile' : 'static', web,
-      staticRoot: web ? null : '.', path: ['node_modules/.bin'], builtAt: new Date().toISOString(),
+      releaseId,
+      appUuid,
+      commitSha: null,
+      kind: web ? 'process' : 'static',
+      stack: web ? 'procfile' : 'static',
+      web,
+      staticRoot: web ? null : '.',
+      path: ['node_modules/.bin'],
+      builtAt: new Date().toISOString(),
     };
     writeFileSync(this.layout.releaseManifest(appUuid, releaseId), JSON.stringify(manifest));
     if (this.uidSwitch) execFileSync('chown', ['-R', `0:${appUid(appUuid)}`, dir]);
@@ -108,7 +124,12 @@ export class RecordingIngress implements IngressRoutes {
   }
 }
 
-export type RecordedEvent = { appUuid: string; kind: 'health' | 'liveStatus' | 'traffic'; value: string; detail?: string };
+export type RecordedEvent = {
+  appUuid: string;
+  kind: 'health' | 'liveStatus' | 'traffic';
+  value: string;
+  detail?: string;
+};
 
 /** The app workflows' signals as a list. */
 export class RecordingSink implements AppEventSink {

@@ -8,9 +8,21 @@ import { detectIsolation } from '../../activities/provider/local/isolation';
 import { localLayout } from '../../platform/local-layout';
 import { createLogger } from '../../platform/logger';
 
-const [dataDir, appsDir, appUuid, deploymentUuid, repository, commitSha] = process.argv.slice(2) as [string, string, string, string, string, string];
+const [dataDir, appsDir, appUuid, deploymentUuid, repository, commitSha] = process.argv.slice(2) as [
+  string,
+  string,
+  string,
+  string,
+  string,
+  string,
+];
 const builder = new LocalReleaseBuilder({
-  layout: localLayout({ dataDir, appsDir }), isolation: detectIsolation(), logger: createLogger('warn'), allowFileUrls: true,
+  layout: localLayout({ dataDir, appsDir }),
+  isolation: detectIsolation(),
+  logger: createLogger('warn'),
+  allowFileUrls: true,
 });
-void builder.start({ appUuid, deploymentUuid, source: { repository, commitSha } }).then(() => process.stdout.write('started\n'));
+void builder
+  .start({ appUuid, deploymentUuid, source: { repository, commitSha } })
+  .then(() => process.stdout.write('started\n'));
 setInterval(() => undefined, 60_000);

@@ -25,7 +25,9 @@ export interface LocalDataHarness {
  * root 0711 outside the 0700 data dir, as when Berth is root), the configured host
  * 127.0.0.2 (where publicly accessible databases listen too): real servers.
  */
-export async function localDataHarness(options: { binaries?: LocalDataOptions['binaries']; db?: TestDatabase } = {}): Promise<LocalDataHarness> {
+export async function localDataHarness(
+  options: { binaries?: LocalDataOptions['binaries']; db?: TestDatabase } = {},
+): Promise<LocalDataHarness> {
   const { binaries } = options;
   const db = options.db ?? (await freshDatabase());
   const base = mkdtempSync(path.join(os.tmpdir(), 'berth-data-'));
@@ -33,11 +35,22 @@ export async function localDataHarness(options: { binaries?: LocalDataOptions['b
   const layout = localLayout({ dataDir: path.join(base, 'berth'), appsDir: path.join(base, 'apps') });
   const { logger, lines } = captureLogger();
   const secretBox = new SecretBox([{ kid: 't', key: randomBytes(32) }]);
-  const make = () => createLocalData({ dataSource: db.ds, secretBox, layout, isolation: detectIsolation(), logger, host: '127.0.0.2', binaries });
+  const make = () =>
+    createLocalData({
+      dataSource: db.ds,
+      secretBox,
+      layout,
+      isolation: detectIsolation(),
+      logger,
+      host: '127.0.0.2',
+      binaries,
+    });
   const driver = make();
   const reopened: LocalData[] = [];
   return {
-    db, driver, logLines: lines,
+    db,
+    driver,
+    logLines: lines,
     reopen() {
       const d = make();
       reopened.push(d);
@@ -56,8 +69,15 @@ export async function localDataHarness(options: { binaries?: LocalDataOptions['b
 export function specFor(engine: ClusterSpec['engine'], extra: Partial<ClusterSpec> = {}): ClusterSpec {
   const name = `db_${randomBytes(4).toString('hex')}`;
   return {
-    id: `c-${randomBytes(8).toString('hex')}`, engine, cpuSize: 1, ramSize: 512 * 2 ** 20, publicAccess: false, backups: false,
-    password: randomBytes(24).toString('base64url'), username: engine === 'valkey' ? 'default' : name, database: engine === 'valkey' ? null : name,
+    id: `c-${randomBytes(8).toString('hex')}`,
+    engine,
+    cpuSize: 1,
+    ramSize: 512 * 2 ** 20,
+    publicAccess: false,
+    backups: false,
+    password: randomBytes(24).toString('base64url'),
+    username: engine === 'valkey' ? 'default' : name,
+    database: engine === 'valkey' ? null : name,
     ...extra,
   };
 }
@@ -69,6 +89,7 @@ export function specFor(engine: ClusterSpec['engine'], extra: Partial<ClusterSpe
 export async function postmasterPid(c: Client): Promise<number> {
   const backend = (await c.query('SELECT pg_backend_pid() AS pid')).rows[0].pid as number;
   const ppid = Number(/^PPid:\s+(\d+)/m.exec(readFileSync(`/proc/${backend}/status`, 'utf8'))?.[1]);
-  if (!/postgres/.test(readFileSync(`/proc/${ppid}/cmdline`, 'utf8'))) throw new Error(`the parent ${ppid} of backend ${backend} is not a postgres server`);
+  if (!/postgres/.test(readFileSync(`/proc/${ppid}/cmdline`, 'utf8')))
+    throw new Error(`the parent ${ppid} of backend ${backend} is not a postgres server`);
   return ppid;
 }

@@ -12,6 +12,7 @@ export function sampleParam(name: string, route?: RouteDef): string {
 /** The route's path under /api/v1 with the given (or sample) parameter values. */
 export function pathFor(route: RouteDef, values: Record<string, string> = {}): string {
   let p = route.path;
-  for (const name of pathParams(route.path)) p = p.replace(`{${name}}`, encodeURIComponent(values[name] ?? sampleParam(name, route)));
+  for (const name of pathParams(route.path))
+    p = p.replace(`{${name}}`, encodeURIComponent(values[name] ?? sampleParam(name, route)));
   return `/api/v1${p}`;
 }

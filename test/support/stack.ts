@@ -29,7 +29,11 @@ import { testEnv } from './env';
 /** Every log line written during a test, to assert on (and to scan for secrets). */
 export function captureLogger(level = 'debug'): { logger: Logger; lines: string[] } {
   const lines: string[] = [];
-  const logger = createLogger(level, { write: (s: string) => { lines.push(s); } });
+  const logger = createLogger(level, {
+    write: (s: string) => {
+      lines.push(s);
+    },
+  });
   return { logger, lines };
 }
 
@@ -58,27 +62,53 @@ export interface TestStack {
  * The real stack for one test file: its own database, the suite's Temporal dev server
  * on a task queue of its own, the API served over real HTTP, logs captured.
  */
-export async function startStack(options: { env?: NodeJS.ProcessEnv; objectStore?: ObjectStoreOptions; secretKeyring?: string } = {}): Promise<TestStack> {
+export async function startStack(
+  options: { env?: NodeJS.ProcessEnv; objectStore?: ObjectStoreOptions; secretKeyring?: string } = {},
+): Promise<TestStack> {
   const db = await freshDatabase();
   const taskQueue = `test-${randomBytes(6).toString('hex')}`;
   const config: Config = {
-    ...loadConfig({ BERTH_PROVIDER: 'simulated', BERTH_PROVIDER_LATENCY_MS: '0', BERTH_RATE_LIMIT: '100000/60s', ...options.env }),
+    ...loadConfig({
+      BERTH_PROVIDER: 'simulated',
+      BERTH_PROVIDER_LATENCY_MS: '0',
+      BERTH_RATE_LIMIT: '100000/60s',
+      ...options.env,
+    }),
     databaseUrl: db.url,
     temporalAddress: testEnv('temporalAddress'),
     taskQueue,
     reconcileIntervalMs: 500,
   };
   const { logger, lines } = captureLogger();
-  const secretBox = options.secretKeyring ? SecretBox.fromKeyring(options.secretKeyring) : new SecretBox([{ kid: 'test', key: randomBytes(32) }]);
+  const secretBox = options.secretKeyring
+    ? SecretBox.fromKeyring(options.secretKeyring)
+    : new SecretBox([{ kid: 'test', key: randomBytes(32) }]);
   const connection = Connection.lazy({ address: config.temporalAddress! });
   const temporal = new Client({ connection, namespace: config.temporalNamespace });
   const outbox = new Outbox(db.ds, temporal, { taskQueue, logger });
-  const provider = createSimulatedProvider({ dataSource: db.ds, faultRate: 0, latencyMs: 0, objectStore: options.objectStore });
+  const provider = createSimulatedProvider({
+    dataSource: db.ds,
+    faultRate: 0,
+    latencyMs: 0,
+    objectStore: options.objectStore,
+  });
   const layout = localLayout({ dataDir: mkdtempSync(path.join(tmpdir(), 'berth-data-')) });
   const tokenCache = new TokenCache<TokenRow>(db.url, logger);
-  const apiDeps: ApiDeps = { dataSource: db.ds, temporal, outbox, secretBox, logger, config, storage: provider.storage, localLayout: layout, data: provider.data, tokenCache,
+  const apiDeps: ApiDeps = {
+    dataSource: db.ds,
+    temporal,
+    outbox,
+    secretBox,
+    logger,
+    config,
+    storage: provider.storage,
+    localLayout: layout,
+    data: provider.data,
+    tokenCache,
     validateResponses: true,
-    verifyAudit: true, onAuditVerified: tallyAudit };
+    verifyAudit: true,
+    onAuditVerified: tallyAudit,
+  };
   const activityDeps: ActivityDeps = { dataSource: db.ds, logger, config, secretBox, provider, temporal };
   const responseBodies: string[] = [];
   const handler = createApp(apiDeps).callback();
@@ -86,7 +116,10 @@ export async function startStack(options: { env?: NodeJS.ProcessEnv; objectStore
     const chunks: Buffer[] = [];
     const write = res.write.bind(res) as (...a: any[]) => boolean;
     const end = res.end.bind(res) as (...a: any[]) => typeof res;
-    res.write = ((chunk: any, ...rest: any[]) => { if (chunk) chunks.push(Buffer.from(chunk)); return write(chunk, ...rest); }) as typeof res.write;
+    res.write = ((chunk: any, ...rest: any[]) => {
+      if (chunk) chunks.push(Buffer.from(chunk));
+      return write(chunk, ...rest);
+    }) as typeof res.write;
     res.end = ((chunk?: any, ...rest: any[]) => {
       if (chunk && typeof chunk !== 'function') chunks.push(Buffer.from(chunk));
       responseBodies.push(Buffer.concat(chunks).toString('utf8'));
@@ -100,13 +133,31 @@ export async function startStack(options: { env?: NodeJS.ProcessEnv; objectStore
   const workers: WorkerHandle[] = [];
   let native: NativeConnection | undefined;
   return {
-    db, ds: db.ds, config, logger, logLines: lines, secretBox, temporal, outbox, taskQueue, apiDeps, activityDeps, server, responseBodies,
+    db,
+    ds: db.ds,
+    config,
+    logger,
+    logLines: lines,
+    secretBox,
+    temporal,
+    outbox,
+    taskQueue,
+    apiDeps,
+    activityDeps,
+    server,
+    responseBodies,
     http: request(server),
     async startWorker(opts = {}) {
       native ??= await NativeConnection.connect({ address: config.temporalAddress! });
       const handle = await startWorker({
-        connection: native, namespace: config.temporalNamespace, taskQueue, deps: activityDeps, outbox, logger,
-        reconcileIntervalMs: config.reconcileIntervalMs, workflowBundle: { codePath: testEnv('workflowBundle') },
+        connection: native,
+        namespace: config.temporalNamespace,
+        taskQueue,
+        deps: activityDeps,
+        outbox,
+        logger,
+        reconcileIntervalMs: config.reconcileIntervalMs,
+        workflowBundle: { codePath: testEnv('workflowBundle') },
         activities: opts.activities,
       });
       workers.push(handle);
@@ -124,7 +175,10 @@ export async function startStack(options: { env?: NodeJS.ProcessEnv; objectStore
 }
 
 /** Polls until `check` returns a truthy value (real time; for real-server tests). */
-export async function eventually<T>(check: () => Promise<T | undefined | null | false>, options: { timeoutMs?: number; intervalMs?: number; what?: string } = {}): Promise<T> {
+export async function eventually<T>(
+  check: () => Promise<T | undefined | null | false>,
+  options: { timeoutMs?: number; intervalMs?: number; what?: string } = {},
+): Promise<T> {
   const deadline = Date.now() + (options.timeoutMs ?? 20_000);
   for (;;) {
     const value = await check();
@@ -140,7 +194,11 @@ export async function eventually<T>(check: () => Promise<T | undefined | null | 
  */
 export async function resultOnceStarted<T = unknown>(client: Client, workflowId: string): Promise<T> {
   const handle = client.workflow.getHandle(workflowId);
-  const started = () => handle.describe().then(() => true, (e: unknown) => (e instanceof WorkflowNotFoundError ? false : Promise.reject(e)));
+  const started = () =>
+    handle.describe().then(
+      () => true,
+      (e: unknown) => (e instanceof WorkflowNotFoundError ? false : Promise.reject(e)),
+    );
   await eventually(started, { what: `workflow ${workflowId} to start` });
   return handle.result() as Promise<T>;
 }
@@ -149,7 +207,11 @@ export async function resultOnceStarted<T = unknown>(client: Client, workflowId:
  * Asserts that no response body the API sent and no log line contains any of the
  * secrets (plain values, as the client sent or received them once).
  */
-export function expectNoSecretLeaks(stack: TestStack, secrets: readonly string[], options: { allowInResponses?: readonly string[] } = {}): void {
+export function expectNoSecretLeaks(
+  stack: TestStack,
+  secrets: readonly string[],
+  options: { allowInResponses?: readonly string[] } = {},
+): void {
   const leaks: string[] = [];
   for (const secret of secrets) {
     if (!secret || secret.length < 6) throw new Error(`secret too short to scan for: "${secret}"`);

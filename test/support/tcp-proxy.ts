@@ -26,16 +26,28 @@ export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'
     if (mode === 'blackhole') return;
     const upstream = connect(targetPort, targetHost);
     open.add(upstream);
-    upstream.on('close', () => { open.delete(upstream); client.destroy(); });
+    upstream.on('close', () => {
+      open.delete(upstream);
+      client.destroy();
+    });
     upstream.on('error', () => client.destroy());
     client.on('close', () => upstream.destroy());
     client.pipe(upstream).pipe(client);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const cutAll = () => { for (const s of open) s.destroy(); open.clear(); };
+  const cutAll = () => {
+    for (const s of open) s.destroy();
+    open.clear();
+  };
   return {
     port: (server.address() as AddressInfo).port,
-    setMode(next) { mode = next; cutAll(); },
-    close: async () => { cutAll(); await new Promise<void>((resolve) => server.close(() => resolve())); },
+    setMode(next) {
+      mode = next;
+      cutAll();
+    },
+    close: async () => {
+      cutAll();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
   };
 }

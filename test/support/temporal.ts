@@ -31,7 +31,11 @@ const GENTLE_KEEPALIVE: ConnectionPlugin = {
   name: 'gentle-keepalive',
   configureConnection: (options: ConnectionOptions) => ({
     ...options,
-    channelArgs: { ...options.channelArgs, 'grpc.keepalive_time_ms': 600_000, 'grpc.keepalive_permit_without_calls': 0 },
+    channelArgs: {
+      ...options.channelArgs,
+      'grpc.keepalive_time_ms': 600_000,
+      'grpc.keepalive_permit_without_calls': 0,
+    },
   }),
 };
 
@@ -57,7 +61,9 @@ export async function timeSkipping(deps: ActivityDeps): Promise<TimeSkipping> {
   const env = await startTimeSkippingServer();
   await env.connection.operatorService.addSearchAttributes({
     namespace: env.namespace ?? 'default',
-    searchAttributes: Object.fromEntries(SEARCH_ATTRIBUTES.map((k) => [k.name, temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD])),
+    searchAttributes: Object.fromEntries(
+      SEARCH_ATTRIBUTES.map((k) => [k.name, temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD]),
+    ),
   });
   const taskQueue = `ts-${randomBytes(6).toString('hex')}`;
   const outbox = new Outbox(deps.dataSource, env.client, { taskQueue, logger: deps.logger });

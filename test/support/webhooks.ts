@@ -50,7 +50,12 @@ export async function startReceiver(respond?: Receiver['respond']): Promise<Rece
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      const hit: Hit = { at: Date.now(), path: req.url ?? '/', headers: req.headers, body: Buffer.concat(chunks).toString('utf8') };
+      const hit: Hit = {
+        at: Date.now(),
+        path: req.url ?? '/',
+        headers: req.headers,
+        body: Buffer.concat(chunks).toString('utf8'),
+      };
       hits.push(hit);
       void Promise.resolve(receiver.respond(hit, hits.length - 1)).then((answer) => {
         if (res.destroyed) return;
@@ -95,15 +100,26 @@ export async function startDnsServer(): Promise<DnsServer> {
       }
       const wantV6 = question!.type === Packet.TYPE.AAAA;
       for (const address of addresses.filter((a) => a.includes(':') === wantV6)) {
-        response.answers.push({ name: question!.name, type: wantV6 ? Packet.TYPE.AAAA : Packet.TYPE.A, class: Packet.CLASS.IN, ttl: 0, address } as never);
+        response.answers.push({
+          name: question!.name,
+          type: wantV6 ? Packet.TYPE.AAAA : Packet.TYPE.A,
+          class: Packet.CLASS.IN,
+          ttl: 0,
+          address,
+        } as never);
       }
       send(response);
     },
   });
-  const { udp } = await server.listen({ udp: { port: 0, address: '127.0.0.1' }, tcp: { port: 0, address: '127.0.0.1' } }) as unknown as { udp: AddressInfo };
+  const { udp } = (await server.listen({
+    udp: { port: 0, address: '127.0.0.1' },
+    tcp: { port: 0, address: '127.0.0.1' },
+  })) as unknown as { udp: AddressInfo };
   return {
     address: `127.0.0.1:${udp.port}`,
-    set: (name, addresses) => { table.set(name.toLowerCase(), addresses); },
+    set: (name, addresses) => {
+      table.set(name.toLowerCase(), addresses);
+    },
     queries,
     close: () => server.close(),
   };
@@ -148,16 +164,34 @@ export async function startSmtpReceiver(): Promise<SmtpReceiver> {
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.server.address() as AddressInfo;
-  return { url: `smtp://127.0.0.1:${port}`, messages, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+  return {
+    url: `smtp://127.0.0.1:${port}`,
+    messages,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
 }
 
 /** An app row (the apps area owns the routes; webhooks only need the scoping columns). */
-export async function insertApp(ds: DataSource, workspaceUuid: string, resourceUuid: string, options: { previewParentUuid?: string; label?: string } = {}): Promise<string> {
+export async function insertApp(
+  ds: DataSource,
+  workspaceUuid: string,
+  resourceUuid: string,
+  options: { previewParentUuid?: string; label?: string } = {},
+): Promise<string> {
   const uuid = randomUUID();
   const name = `app-${uuid.slice(0, 8)}`;
   await ds.query(
     `INSERT INTO apps (uuid, workspace_uuid, resource_uuid, name, service_name, label, state, preview_parent_uuid)
      VALUES ($1, $2, $3, $4, $5, $6, 'running', $7)`,
-    [uuid, workspaceUuid, resourceUuid, name, name.replace(/-[^-]+$/, ''), options.label ?? name, options.previewParentUuid ?? null]);
+    [
+      uuid,
+      workspaceUuid,
+      resourceUuid,
+      name,
+      name.replace(/-[^-]+$/, ''),
+      options.label ?? name,
+      options.previewParentUuid ?? null,
+    ],
+  );
   return uuid;
 }

@@ -4,8 +4,11 @@ import { attemptScopedUuid } from '../../activities/attempt-id';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 const execution = { workflowId: 'preview/p/pr-1', runId: 'run-1' };
 const inActivity = (info: { attempt?: number; activityId?: string; runId?: string }, perActivity?: boolean) =>
-  new MockActivityEnvironment({ attempt: info.attempt ?? 1, activityId: info.activityId ?? '7', workflowExecution: { ...execution, runId: info.runId ?? execution.runId } })
-    .run(async () => attemptScopedUuid('preview-deploy', { perActivity }));
+  new MockActivityEnvironment({
+    attempt: info.attempt ?? 1,
+    activityId: info.activityId ?? '7',
+    workflowExecution: { ...execution, runId: info.runId ?? execution.runId },
+  }).run(async () => attemptScopedUuid('preview-deploy', { perActivity }));
 
 describe('attempt-scoped ids', () => {
   it('every retry of one activity execution gets the same uuid; another activity or run another', async () => {

@@ -9,7 +9,15 @@ const compose = parse(readFileSync(file, 'utf8'), { merge: true });
 
 describe('docker-compose.yml (the production shape)', () => {
   it('runs postgres, Temporal on that postgres, the UI, migrations, the API and workers', () => {
-    expect(Object.keys(compose.services).sort()).toEqual(['api', 'migrate', 'postgres', 'temporal', 'temporal-setup', 'temporal-ui', 'worker']);
+    expect(Object.keys(compose.services).sort()).toEqual([
+      'api',
+      'migrate',
+      'postgres',
+      'temporal',
+      'temporal-setup',
+      'temporal-ui',
+      'worker',
+    ]);
     const temporal = compose.services.temporal;
     expect(temporal.environment).toMatchObject({ DB: 'postgres12', POSTGRES_SEEDS: 'postgres' });
     expect(compose.services['temporal-ui'].ports).toContain('8233:8080');
@@ -40,12 +48,18 @@ describe('docker-compose.yml (the production shape)', () => {
     const names = new Set(Object.keys(compose.services));
     for (const [name, service] of Object.entries<any>(compose.services)) {
       const deps = Array.isArray(service.depends_on) ? service.depends_on : Object.keys(service.depends_on ?? {});
-      for (const dep of deps) expect({ service: name, dependsOn: dep, exists: names.has(dep) }).toMatchObject({ exists: true });
-      if (service.image) expect({ service: name, image: service.image }).toMatchObject({ image: expect.stringMatching(/:[\w.-]+$/) });
+      for (const dep of deps)
+        expect({ service: name, dependsOn: dep, exists: names.has(dep) }).toMatchObject({ exists: true });
+      if (service.image)
+        expect({ service: name, image: service.image }).toMatchObject({ image: expect.stringMatching(/:[\w.-]+$/) });
       if (service.build) expect(['api', 'worker', 'migrate']).toContain(name);
     }
     const commands = ['api', 'worker', 'migrate'].map((n) => compose.services[n].command);
-    expect(commands).toEqual([['node', 'bin/berth.js', 'api'], ['node', 'bin/berth.js', 'worker'], ['node', 'bin/berth.js', 'migrate']]);
+    expect(commands).toEqual([
+      ['node', 'bin/berth.js', 'api'],
+      ['node', 'bin/berth.js', 'worker'],
+      ['node', 'bin/berth.js', 'migrate'],
+    ]);
     // the local driver runs apps on one machine: the scaled-out shape says which driver it runs
     expect(compose.services.worker.environment.BERTH_PROVIDER).toMatch(/simulated/);
   });

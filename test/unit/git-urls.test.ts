@@ -31,9 +31,20 @@ describe('git repository URLs (domain/git-urls.ts)', () => {
   });
 
   it.each([
-    ['main', true], ['feature/login', true], ['release-2.0', true], ['v1.2_rc', true],
-    ['-rf', false], ['/main', false], ['main/', false], ['main.', false], ['a..b', false], ['a//b', false], ['a@{1}', false],
-    ['has space', false], ['', false], ['x'.repeat(201), false],
+    ['main', true],
+    ['feature/login', true],
+    ['release-2.0', true],
+    ['v1.2_rc', true],
+    ['-rf', false],
+    ['/main', false],
+    ['main/', false],
+    ['main.', false],
+    ['a..b', false],
+    ['a//b', false],
+    ['a@{1}', false],
+    ['has space', false],
+    ['', false],
+    ['x'.repeat(201), false],
   ] as const)('branch %s is valid: %s', (name, valid) => {
     expect(BRANCH.test(name)).toBe(valid);
   });

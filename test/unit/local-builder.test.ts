@@ -24,7 +24,12 @@ const repos: LocalRepo[] = [];
 const isolation = detectIsolation();
 
 function newBuilder(options: { allowFileUrls?: boolean } = {}): LocalReleaseBuilder {
-  return new LocalReleaseBuilder({ layout, isolation, logger: captureLogger().logger, allowFileUrls: options.allowFileUrls ?? true });
+  return new LocalReleaseBuilder({
+    layout,
+    isolation,
+    logger: captureLogger().logger,
+    allowFileUrls: options.allowFileUrls ?? true,
+  });
 }
 
 beforeAll(() => {
@@ -60,11 +65,18 @@ function logOf(deploymentUuid: string): string[] {
 }
 
 /** Builds a repository's head; answers the deployment, its final status and the release. */
-async function build(repo: LocalRepo, options: { appUuid?: string; source?: string; b?: LocalReleaseBuilder; context?: string } = {}) {
+async function build(
+  repo: LocalRepo,
+  options: { appUuid?: string; source?: string; b?: LocalReleaseBuilder; context?: string } = {},
+) {
   const appUuid = options.appUuid ?? randomUUID();
   const deploymentUuid = randomUUID();
   const b = options.b ?? builder;
-  await b.start({ appUuid, deploymentUuid, source: { repository: options.source ?? repo.dir, commitSha: repo.head(), context: options.context } });
+  await b.start({
+    appUuid,
+    deploymentUuid,
+    source: { repository: options.source ?? repo.dir, commitSha: repo.head(), context: options.context },
+  });
   const status = await settled(b, deploymentUuid);
   const image = status.status === 'succeeded' ? parseReleaseImage(status.image) : null;
   const releaseDir = image ? layout.releaseDir(appUuid, image.releaseId) : null;
@@ -93,7 +105,8 @@ function childrenOf(pid: number): number[] {
   }
 }
 
-const alive = (pid: number) => existsSync(`/proc/${pid}`) && !/^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, 'utf8'));
+const alive = (pid: number) =>
+  existsSync(`/proc/${pid}`) && !/^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, 'utf8'));
 
 describe('local builder: detection and release', () => {
   it('a Procfile web: line wins for the command; the language install still runs; the tree has no .git', async () => {
@@ -102,20 +115,37 @@ describe('local builder: detection and release', () => {
     expect(r.status).toEqual({ status: 'succeeded', image: releaseImage(r.appUuid, r.image!.releaseId) });
     expect(r.image!.releaseId).toMatch(new RegExp(`^\\d{8}T\\d{6}-${repo.head().slice(0, 7)}$`));
     expect(await builder.manifest(r.appUuid, r.image!.releaseId)).toMatchObject({
-      releaseId: r.image!.releaseId, appUuid: r.appUuid, commitSha: repo.head(), kind: 'process', stack: 'procfile',
-      web: 'node main.js --port $PORT', staticRoot: null, path: ['node_modules/.bin'],
+      releaseId: r.image!.releaseId,
+      appUuid: r.appUuid,
+      commitSha: repo.head(),
+      kind: 'process',
+      stack: 'procfile',
+      web: 'node main.js --port $PORT',
+      staticRoot: null,
+      path: ['node_modules/.bin'],
     });
     expect(existsSync(path.join(r.releaseDir!, 'main.js'))).toBe(true);
     expect(existsSync(path.join(r.releaseDir!, '.git'))).toBe(false);
-    expect(r.log).toEqual(expect.arrayContaining(['Procfile: web: node main.js --port $PORT', '$ npm install', `release ${r.image!.releaseId} built`]));
+    expect(r.log).toEqual(
+      expect.arrayContaining([
+        'Procfile: web: node main.js --port $PORT',
+        '$ npm install',
+        `release ${r.image!.releaseId} built`,
+      ]),
+    );
     expect(r.log.at(-1)).toBe(`release ${r.image!.releaseId} built`);
   });
 
-  it('Node without dependencies: npm install, npm run build, command npm start; as root the release is the app uid\'s and closed to others', async () => {
+  it("Node without dependencies: npm install, npm run build, command npm start; as root the release is the app uid's and closed to others", async () => {
     const repo = repoOf(appFixture('node-hello'));
     const r = await build(repo);
     expect(r.status.status).toBe('succeeded');
-    expect(await builder.manifest(r.appUuid, r.image!.releaseId)).toMatchObject({ kind: 'process', stack: 'node', web: 'npm start', path: ['node_modules/.bin'] });
+    expect(await builder.manifest(r.appUuid, r.image!.releaseId)).toMatchObject({
+      kind: 'process',
+      stack: 'node',
+      web: 'npm start',
+      path: ['node_modules/.bin'],
+    });
     expect(r.log).toEqual(expect.arrayContaining(['$ npm install', '$ npm run build']));
     const stamp = path.join(r.releaseDir!, 'build-stamp.txt');
     expect(readFileSync(stamp, 'utf8')).toBe('built by npm run build\n');
@@ -130,11 +160,19 @@ describe('local builder: detection and release', () => {
     }
   });
 
-  it('without a uid switch (Berth not root) the steps run as Berth\'s own user, the release still closed to others', async () => {
-    const plain = new LocalReleaseBuilder({ layout, isolation: { uidSwitch: false, cgroups: false, cgroupRoot: isolation.cgroupRoot, summary: 'test' },
-      logger: captureLogger().logger, allowFileUrls: true });
+  it("without a uid switch (Berth not root) the steps run as Berth's own user, the release still closed to others", async () => {
+    const plain = new LocalReleaseBuilder({
+      layout,
+      isolation: { uidSwitch: false, cgroups: false, cgroupRoot: isolation.cgroupRoot, summary: 'test' },
+      logger: captureLogger().logger,
+      allowFileUrls: true,
+    });
     const files = appFixture('node-hello');
-    files['package.json'] = JSON.stringify({ name: 'plain', version: '1.0.0', scripts: { build: 'echo "uid=$(id -u)"', start: 'node server.js' } });
+    files['package.json'] = JSON.stringify({
+      name: 'plain',
+      version: '1.0.0',
+      scripts: { build: 'echo "uid=$(id -u)"', start: 'node server.js' },
+    });
     const r = await build(repoOf(files), { b: plain });
     expect(r.status.status).toBe('succeeded');
     expect(r.log).toContain(`uid=${process.getuid!()}`);
@@ -144,8 +182,13 @@ describe('local builder: detection and release', () => {
 
   it('npm ci when a lock file exists', async () => {
     const files = appFixture('node-hello');
-    files['package-lock.json'] = JSON.stringify({ name: 'node-hello', version: '1.0.0', lockfileVersion: 3, requires: true,
-      packages: { '': { name: 'node-hello', version: '1.0.0' } } });
+    files['package-lock.json'] = JSON.stringify({
+      name: 'node-hello',
+      version: '1.0.0',
+      lockfileVersion: 3,
+      requires: true,
+      packages: { '': { name: 'node-hello', version: '1.0.0' } },
+    });
     const r = await build(repoOf(files));
     expect(r.status.status).toBe('succeeded');
     expect(r.log).toContain('$ npm ci');
@@ -155,7 +198,12 @@ describe('local builder: detection and release', () => {
   it('Python with an empty requirements.txt: a virtualenv, pip install, command python app.py', async () => {
     const r = await build(repoOf(appFixture('python-hello')));
     expect(r.status.status).toBe('succeeded');
-    expect(await builder.manifest(r.appUuid, r.image!.releaseId)).toMatchObject({ kind: 'process', stack: 'python', web: 'python app.py', path: ['.venv/bin'] });
+    expect(await builder.manifest(r.appUuid, r.image!.releaseId)).toMatchObject({
+      kind: 'process',
+      stack: 'python',
+      web: 'python app.py',
+      path: ['.venv/bin'],
+    });
     expect(existsSync(path.join(r.releaseDir!, '.venv', 'bin', 'python'))).toBe(true);
     expect(r.log).toEqual(expect.arrayContaining(['$ python3 -m venv .venv']));
     expect(r.log.some((l) => l.includes('pip install') && l.includes('-r requirements.txt'))).toBe(true);
@@ -170,7 +218,13 @@ describe('local builder: detection and release', () => {
   it('a static folder (public/index.html) is a static release the ingress serves', async () => {
     const r = await build(repoOf(appFixture('static-site')));
     expect(r.status.status).toBe('succeeded');
-    expect(await builder.manifest(r.appUuid, r.image!.releaseId)).toMatchObject({ kind: 'static', stack: 'static', web: null, staticRoot: 'public', path: [] });
+    expect(await builder.manifest(r.appUuid, r.image!.releaseId)).toMatchObject({
+      kind: 'static',
+      stack: 'static',
+      web: null,
+      staticRoot: 'public',
+      path: [],
+    });
     expect(readFileSync(path.join(r.releaseDir!, 'public', 'index.html'), 'utf8')).toContain('hello from static-site');
   });
 
@@ -181,7 +235,7 @@ describe('local builder: detection and release', () => {
     expect(readdirSync(path.join(layout.appDir(r.appUuid), 'releases'))).toEqual([]);
   });
 
-  it('symbolic links to the machine\'s files are never read nor taken for a static site', async () => {
+  it("symbolic links to the machine's files are never read nor taken for a static site", async () => {
     const repo = repoOf({ 'README.md': '# links only\n' });
     symlinkSync('/etc/passwd', path.join(repo.dir, 'package.json'));
     symlinkSync('/etc/passwd', path.join(repo.dir, 'Procfile'));
@@ -192,34 +246,53 @@ describe('local builder: detection and release', () => {
     expect(r.log.join('\n')).not.toContain('root:');
   });
 
-  it('a build context (a stack service\'s build: folder) makes the release of that folder alone; one outside the tree or through a link fails', async () => {
+  it("a build context (a stack service's build: folder) makes the release of that folder alone; one outside the tree or through a link fails", async () => {
     const repo = repoOf({ 'index.html': '<p>root</p>', 'web/public/index.html': '<p>web</p>' });
     const r = await build(repo, { context: './web/' });
     expect(r.status.status).toBe('succeeded');
     expect(readdirSync(r.releaseDir!)).toEqual(['public']);
     expect(readFileSync(path.join(r.releaseDir!, 'public', 'index.html'), 'utf8')).toBe('<p>web</p>');
     expect(existsSync(path.join(r.releaseDir!, 'index.html'))).toBe(false);
-    expect((await build(repo, { context: '../web' })).status).toEqual({ status: 'failed', reason: 'the build context "../web" leads outside the repository' });
+    expect((await build(repo, { context: '../web' })).status).toEqual({
+      status: 'failed',
+      reason: 'the build context "../web" leads outside the repository',
+    });
     symlinkSync('/etc', path.join(repo.dir, 'etc'));
     repo.commit({});
     const linked = await build(repo, { context: 'etc' });
-    expect(linked.status).toEqual({ status: 'failed', reason: `the build context "etc" is not a folder of commit ${repo.head()}` });
+    expect(linked.status).toEqual({
+      status: 'failed',
+      reason: `the build context "etc" is not a folder of commit ${repo.head()}`,
+    });
   });
 
-  it('build steps run as the app\'s uid inside the build\'s own cgroup', async () => {
+  it("build steps run as the app's uid inside the build's own cgroup", async () => {
     const files = appFixture('node-hello');
-    files['package.json'] = JSON.stringify({ name: 'who', version: '1.0.0', scripts: { build: 'echo "uid=$(id -u)"; cat /proc/self/cgroup', start: 'node server.js' } });
+    files['package.json'] = JSON.stringify({
+      name: 'who',
+      version: '1.0.0',
+      scripts: { build: 'echo "uid=$(id -u)"; cat /proc/self/cgroup', start: 'node server.js' },
+    });
     const r = await build(repoOf(files));
     expect(r.status.status).toBe('succeeded');
     expect(r.log).toContain(`uid=${isRoot ? appUid(r.appUuid) : process.getuid!()}`);
-    if (isolation.cgroups) expect(r.log).toEqual(expect.arrayContaining([expect.stringMatching(new RegExp(`memory:/berth/build-${r.deploymentUuid}$`))]));
+    if (isolation.cgroups)
+      expect(r.log).toEqual(
+        expect.arrayContaining([expect.stringMatching(new RegExp(`memory:/berth/build-${r.deploymentUuid}$`))]),
+      );
   });
 
   it('a process a build step leaves in the background (even in a session of its own) ends with the build', async () => {
     const marker = `daemon-${randomUUID().slice(0, 8)}`;
     const files = appFixture('node-hello');
-    files['package.json'] = JSON.stringify({ name: 'daemon', version: '1.0.0',
-      scripts: { build: `setsid sh -c 'sleep 120; echo ${marker}' >/dev/null 2>&1 < /dev/null &`, start: 'node server.js' } });
+    files['package.json'] = JSON.stringify({
+      name: 'daemon',
+      version: '1.0.0',
+      scripts: {
+        build: `setsid sh -c 'sleep 120; echo ${marker}' >/dev/null 2>&1 < /dev/null &`,
+        start: 'node server.js',
+      },
+    });
     const r = await build(repoOf(files));
     expect(r.status.status).toBe('succeeded');
     if (isolation.cgroups) {
@@ -230,7 +303,11 @@ describe('local builder: detection and release', () => {
 
   it('a failing build step fails the build with how it ended, its output in the log', async () => {
     const files = appFixture('node-hello');
-    files['package.json'] = JSON.stringify({ name: 'x', version: '1.0.0', scripts: { build: 'echo broken-build-output >&2; exit 3', start: 'node server.js' } });
+    files['package.json'] = JSON.stringify({
+      name: 'x',
+      version: '1.0.0',
+      scripts: { build: 'echo broken-build-output >&2; exit 3', start: 'node server.js' },
+    });
     const r = await build(repoOf(files));
     expect(r.status).toEqual({ status: 'failed', reason: 'npm run build exited with code 3' });
     expect(r.log).toContain('broken-build-output');
@@ -247,15 +324,24 @@ describe('local builder: detection and release', () => {
     expect(s.status).toBe('succeeded');
     const release = layout.releaseDir(appUuid, parseReleaseImage((s as { image: string }).image)!.releaseId);
     expect(existsSync(path.join(release, 'index.html'))).toBe(false);
-    expect((await builder.manifest(appUuid, parseReleaseImage((s as { image: string }).image)!.releaseId))!.commitSha).toBe(first);
+    expect(
+      (await builder.manifest(appUuid, parseReleaseImage((s as { image: string }).image)!.releaseId))!.commitSha,
+    ).toBe(first);
 
     const refused = await build(repo, { source: repo.url, b: newBuilder({ allowFileUrls: false }) });
     expect(refused.status.status).toBe('failed');
     expect((refused.status as { reason: string }).reason).toMatch(/only https repositories/);
 
     const missing = randomUUID();
-    await builder.start({ appUuid, deploymentUuid: missing, source: { repository: repo.dir, commitSha: 'f'.repeat(40) } });
-    expect(await settled(builder, missing)).toEqual({ status: 'failed', reason: `commit ${'f'.repeat(40)} is not in ${repo.dir}` });
+    await builder.start({
+      appUuid,
+      deploymentUuid: missing,
+      source: { repository: repo.dir, commitSha: 'f'.repeat(40) },
+    });
+    expect(await settled(builder, missing)).toEqual({
+      status: 'failed',
+      reason: `commit ${'f'.repeat(40)} is not in ${repo.dir}`,
+    });
   });
 
   it('start is idempotent per deployment', async () => {
@@ -267,7 +353,9 @@ describe('local builder: detection and release', () => {
     await settled(builder, deploymentUuid);
     await builder.start({ appUuid, deploymentUuid, source: { repository: repo.dir, commitSha: repo.head() } });
     expect(await builder.status(deploymentUuid)).toMatchObject({ status: 'succeeded' });
-    expect(readdirSync(path.join(layout.appDir(appUuid), 'releases')).filter((f) => !f.endsWith('.json'))).toHaveLength(1);
+    expect(readdirSync(path.join(layout.appDir(appUuid), 'releases')).filter((f) => !f.endsWith('.json'))).toHaveLength(
+      1,
+    );
     expect(logOf(deploymentUuid).filter((l) => l.startsWith('building commit'))).toHaveLength(1);
   });
 });
@@ -276,7 +364,11 @@ describe('local builder: cancel, restart, copy', () => {
   it('cancel kills the whole process group of a build held by a slow step; the status reads cancelled', async () => {
     const marker = `slow-build-${randomUUID().slice(0, 8)}`;
     const files = appFixture('node-hello');
-    files['package.json'] = JSON.stringify({ name: 'slow', version: '1.0.0', scripts: { build: `sleep 30 && echo ${marker}`, start: 'node server.js' } });
+    files['package.json'] = JSON.stringify({
+      name: 'slow',
+      version: '1.0.0',
+      scripts: { build: `sleep 30 && echo ${marker}`, start: 'node server.js' },
+    });
     const repo = repoOf(files);
     const appUuid = randomUUID();
     const deploymentUuid = randomUUID();
@@ -301,8 +393,16 @@ describe('local builder: cancel, restart, copy', () => {
   it('a build left building by a restart reads failed (interrupted) in a new builder', async () => {
     const deploymentUuid = randomUUID();
     const appUuid = randomUUID();
-    writeBuildRecord(layout, { deploymentUuid, appUuid, commitSha: 'a'.repeat(40), status: 'building', releaseId: null, reason: null,
-      startedAt: new Date().toISOString(), finishedAt: null });
+    writeBuildRecord(layout, {
+      deploymentUuid,
+      appUuid,
+      commitSha: 'a'.repeat(40),
+      status: 'building',
+      releaseId: null,
+      reason: null,
+      startedAt: new Date().toISOString(),
+      finishedAt: null,
+    });
     const restarted = newBuilder();
     expect(await restarted.status(deploymentUuid)).toEqual({ status: 'failed', reason: INTERRUPTED });
     expect(await newBuilder().status(deploymentUuid)).toEqual({ status: 'failed', reason: INTERRUPTED });
@@ -312,14 +412,30 @@ describe('local builder: cancel, restart, copy', () => {
   it('a Berth process killed mid-build: a new builder reads failed (interrupted) and ends what the build left (processes, half-made release)', async () => {
     const marker = `orphan-build-${randomUUID().slice(0, 8)}`;
     const files = appFixture('node-hello');
-    files['package.json'] = JSON.stringify({ name: 'orphan', version: '1.0.0', scripts: { build: `sleep 60 && echo ${marker}`, start: 'node server.js' } });
+    files['package.json'] = JSON.stringify({
+      name: 'orphan',
+      version: '1.0.0',
+      scripts: { build: `sleep 60 && echo ${marker}`, start: 'node server.js' },
+    });
     const repo = repoOf(files);
     const appUuid = randomUUID();
     const deploymentUuid = randomUUID();
     // node itself with tsx's loader (not the tsx launcher, whose child would outlive the kill)
-    const berth = spawn(process.execPath,
-      ['--require', require.resolve('tsx/cjs'), path.join(__dirname, '..', 'support', 'local-build-process.ts'), dataDir, appsDir, appUuid, deploymentUuid, repo.dir, repo.head()],
-      { stdio: 'ignore' });
+    const berth = spawn(
+      process.execPath,
+      [
+        '--require',
+        require.resolve('tsx/cjs'),
+        path.join(__dirname, '..', 'support', 'local-build-process.ts'),
+        dataDir,
+        appsDir,
+        appUuid,
+        deploymentUuid,
+        repo.dir,
+        repo.head(),
+      ],
+      { stdio: 'ignore' },
+    );
     const exited = new Promise((r) => berth.on('exit', r));
     try {
       const deadline = Date.now() + 60_000;
@@ -349,11 +465,18 @@ describe('local builder: cancel, restart, copy', () => {
     const target = randomUUID();
     const copiedId = await builder.copyRelease(r.appUuid, r.image!.releaseId, target);
     const copied = layout.releaseDir(target, copiedId);
-    expect(await builder.manifest(target, copiedId)).toMatchObject({ releaseId: copiedId, appUuid: target, stack: 'python', web: 'python app.py' });
+    expect(await builder.manifest(target, copiedId)).toMatchObject({
+      releaseId: copiedId,
+      appUuid: target,
+      stack: 'python',
+      web: 'python app.py',
+    });
     expect(readFileSync(path.join(copied, 'app.py'), 'utf8')).toContain('python-hello');
     const pip = readFileSync(path.join(copied, '.venv', 'bin', 'pip'), 'utf8');
     expect(pip.split('\n')[0]).toMatch(new RegExp(`^#!${path.join(copied, '.venv', 'bin', 'python')}3?$`));
-    expect(execFileSync(path.join(copied, '.venv', 'bin', 'pip'), ['--version'], { encoding: 'utf8' })).toContain(path.join(copied, '.venv'));
+    expect(execFileSync(path.join(copied, '.venv', 'bin', 'pip'), ['--version'], { encoding: 'utf8' })).toContain(
+      path.join(copied, '.venv'),
+    );
     expect(statSync(copied).mode & 0o077).toBe(0);
     if (isRoot) expect(statSync(path.join(copied, 'app.py')).uid).toBe(appUid(target));
   });
@@ -367,10 +490,24 @@ describe('local builder: private https repositories and limits', () => {
     execFileSync('git', ['clone', '--quiet', '--bare', repo.dir, path.join(root, 'site.git')]);
     const git = await startPrivateGitServer(root, { username: 'deploy-bot', token });
     try {
-      const b = new LocalReleaseBuilder({ layout, isolation, logger: captureLogger().logger, allowFileUrls: false, gitCaFile: git.caFile });
+      const b = new LocalReleaseBuilder({
+        layout,
+        isolation,
+        logger: captureLogger().logger,
+        allowFileUrls: false,
+        gitCaFile: git.caFile,
+      });
       const appUuid = randomUUID();
       const ok = randomUUID();
-      await b.start({ appUuid, deploymentUuid: ok, source: { repository: git.url('site.git'), commitSha: repo.head(), credential: { username: 'deploy-bot', token } } });
+      await b.start({
+        appUuid,
+        deploymentUuid: ok,
+        source: {
+          repository: git.url('site.git'),
+          commitSha: repo.head(),
+          credential: { username: 'deploy-bot', token },
+        },
+      });
       expect(await settled(b, ok)).toMatchObject({ status: 'succeeded' });
       expect(git.seenAuthorizations).toContain(`Basic ${Buffer.from(`deploy-bot:${token}`).toString('base64')}`);
       const written = readFileSync(layout.buildLogFile(ok), 'utf8') + readFileSync(buildRecordFile(layout, ok), 'utf8');
@@ -378,8 +515,15 @@ describe('local builder: private https repositories and limits', () => {
       expect(written).not.toContain(Buffer.from(`deploy-bot:${token}`).toString('base64'));
 
       const anonymous = randomUUID();
-      await b.start({ appUuid, deploymentUuid: anonymous, source: { repository: git.url('site.git'), commitSha: repo.head() } });
-      expect(await settled(b, anonymous)).toMatchObject({ status: 'failed', reason: expect.stringMatching(/git fetch exited with code \d+: .*Authentication failed/i) });
+      await b.start({
+        appUuid,
+        deploymentUuid: anonymous,
+        source: { repository: git.url('site.git'), commitSha: repo.head() },
+      });
+      expect(await settled(b, anonymous)).toMatchObject({
+        status: 'failed',
+        reason: expect.stringMatching(/git fetch exited with code \d+: .*Authentication failed/i),
+      });
     } finally {
       await git.close();
       rmSync(root, { recursive: true, force: true });
@@ -389,8 +533,18 @@ describe('local builder: private https repositories and limits', () => {
   it('a build past its time limit is killed and fails with the reason', async () => {
     const marker = `endless-build-${randomUUID().slice(0, 8)}`;
     const files = appFixture('node-hello');
-    files['package.json'] = JSON.stringify({ name: 'endless', version: '1.0.0', scripts: { build: `sleep 60 && echo ${marker}`, start: 'node server.js' } });
-    const b = new LocalReleaseBuilder({ layout, isolation, logger: captureLogger().logger, allowFileUrls: true, timeoutMs: 4000 });
+    files['package.json'] = JSON.stringify({
+      name: 'endless',
+      version: '1.0.0',
+      scripts: { build: `sleep 60 && echo ${marker}`, start: 'node server.js' },
+    });
+    const b = new LocalReleaseBuilder({
+      layout,
+      isolation,
+      logger: captureLogger().logger,
+      allowFileUrls: true,
+      timeoutMs: 4000,
+    });
     const r = await build(repoOf(files), { b });
     expect(r.status).toEqual({ status: 'failed', reason: 'the build took longer than 4 seconds' });
     expect(processesWith(marker)).toEqual([]);
@@ -399,11 +553,21 @@ describe('local builder: private https repositories and limits', () => {
 
 describe('local builder: what it refuses', () => {
   it('container images and Dockerfiles are refused with the reason; git commits and local releases are not', () => {
-    expect(localBuildRefusal({ method: 'container_registry', image: 'nginx:1', commitSha: null }, 'auto'))
-      .toBe('the local driver runs no container images (method container_registry); a driver that runs images (kubernetes, planned) would');
-    expect(localBuildRefusal({ method: 'github', image: null, commitSha: 'a'.repeat(40) }, 'dockerfile')).toMatch(/builds no Dockerfiles/);
-    expect(localBuildRefusal({ method: 'parent_image', image: 'nginx:1', commitSha: null }, 'auto')).toMatch(/runs no container images/);
-    expect(localBuildRefusal({ method: 'parent_image', image: releaseImage(randomUUID(), '20261123T190102-abcdef1'), commitSha: null }, 'auto')).toBeNull();
+    expect(localBuildRefusal({ method: 'container_registry', image: 'nginx:1', commitSha: null }, 'auto')).toBe(
+      'the local driver runs no container images (method container_registry); a driver that runs images (kubernetes, planned) would',
+    );
+    expect(localBuildRefusal({ method: 'github', image: null, commitSha: 'a'.repeat(40) }, 'dockerfile')).toMatch(
+      /builds no Dockerfiles/,
+    );
+    expect(localBuildRefusal({ method: 'parent_image', image: 'nginx:1', commitSha: null }, 'auto')).toMatch(
+      /runs no container images/,
+    );
+    expect(
+      localBuildRefusal(
+        { method: 'parent_image', image: releaseImage(randomUUID(), '20261123T190102-abcdef1'), commitSha: null },
+        'auto',
+      ),
+    ).toBeNull();
     expect(localBuildRefusal({ method: 'git_push', image: null, commitSha: 'a'.repeat(40) }, 'auto')).toBeNull();
   });
 });

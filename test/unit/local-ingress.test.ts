@@ -14,16 +14,30 @@ import { seedWorkspace, type Workspace } from '../support/fixtures';
 import { startObjectStore } from '../support/object-store';
 import { captureLogger } from '../support/stack';
 
-interface Answer { status: number; headers: IncomingHttpHeaders; body: string }
+interface Answer {
+  status: number;
+  headers: IncomingHttpHeaders;
+  body: string;
+}
 
 /** A real request to the ingress with the Host it is routed by. */
-function get(ingress: LocalIngress, host: string, urlPath = '/', headers: Record<string, string> = {}): Promise<Answer> {
+function get(
+  ingress: LocalIngress,
+  host: string,
+  urlPath = '/',
+  headers: Record<string, string> = {},
+): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port: ingress.port, path: urlPath, headers: { host, ...headers }, agent: false }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
-    });
+    const req = request(
+      { host: '127.0.0.1', port: ingress.port, path: urlPath, headers: { host, ...headers }, agent: false },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () =>
+          resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }),
+        );
+      },
+    );
     req.on('error', reject);
     req.end();
   });
@@ -33,8 +47,18 @@ function get(ingress: LocalIngress, host: string, urlPath = '/', headers: Record
 async function backend(name: string): Promise<{ server: Server; port: number }> {
   const server = createServer((req, res) => {
     res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(JSON.stringify({ name, path: req.url, host: req.headers.host, forwarded: {
-      for: req.headers['x-forwarded-for'], proto: req.headers['x-forwarded-proto'], host: req.headers['x-forwarded-host'] } }));
+    res.end(
+      JSON.stringify({
+        name,
+        path: req.url,
+        host: req.headers.host,
+        forwarded: {
+          for: req.headers['x-forwarded-for'],
+          proto: req.headers['x-forwarded-proto'],
+          host: req.headers['x-forwarded-host'],
+        },
+      }),
+    );
   });
   server.on('upgrade', (_req, socket: Socket) => {
     socket.write('HTTP/1.1 101 Switching Protocols\r\nconnection: Upgrade\r\nupgrade: websocket\r\n\r\n');
@@ -56,7 +80,9 @@ describe('local ingress (real HTTP through undici, WebSocket through http-proxy-
   const events: AppEventSink = {
     health: async () => undefined,
     liveStatus: async () => undefined,
-    traffic: async (appUuid) => { traffic.push(appUuid); },
+    traffic: async (appUuid) => {
+      traffic.push(appUuid);
+    },
   };
   const hostOf = (app: AppRow) => `${app.name}.local.berth.localhost`;
   const running = async (): Promise<AppRow> => {
@@ -65,10 +91,20 @@ describe('local ingress (real HTTP through undici, WebSocket through http-proxy-
     return app;
   };
 
-  const addDomain = (app: AppRow, name: string, status: string) => db.ds.query(
-    `INSERT INTO domains (uuid, workspace_uuid, app_uuid, name, verification_status, verification_token, dns_target)
+  const addDomain = (app: AppRow, name: string, status: string) =>
+    db.ds.query(
+      `INSERT INTO domains (uuid, workspace_uuid, app_uuid, name, verification_status, verification_token, dns_target)
      VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-    [randomUUID(), ws.uuid, app.uuid, name, status, status === 'verified' ? null : 'token', status === 'verified' ? hostOf(app) : null]);
+      [
+        randomUUID(),
+        ws.uuid,
+        app.uuid,
+        name,
+        status,
+        status === 'verified' ? null : 'token',
+        status === 'verified' ? hostOf(app) : null,
+      ],
+    );
 
   beforeAll(async () => {
     db = await freshDatabase();
@@ -76,7 +112,12 @@ describe('local ingress (real HTTP through undici, WebSocket through http-proxy-
     a = await backend('a');
     b = await backend('b');
     ingress = await startLocalIngress({
-      dataSource: db.ds, secretBox: box, logger: captureLogger().logger, events, port: 0, trafficSignalIntervalMs: 60_000,
+      dataSource: db.ds,
+      secretBox: box,
+      logger: captureLogger().logger,
+      events,
+      port: 0,
+      trafficSignalIntervalMs: 60_000,
     });
     siteDir = await mkdtemp(path.join(tmpdir(), 'berth-ingress-'));
   });
@@ -89,7 +130,7 @@ describe('local ingress (real HTTP through undici, WebSocket through http-proxy-
     await db?.drop();
   });
 
-  it('routes by the public URL host (port stripped, any case) and adds X-Forwarded-For/Proto/Host, dropping the client\'s own', async () => {
+  it("routes by the public URL host (port stripped, any case) and adds X-Forwarded-For/Proto/Host, dropping the client's own", async () => {
     const app = await running();
     const res = await get(ingress, `${hostOf(app).toUpperCase()}:443`, '/hello?x=1', { 'x-forwarded-for': '6.6.6.6' });
     expect(res.status).toBe(200);
@@ -113,7 +154,10 @@ describe('local ingress (real HTTP through undici, WebSocket through http-proxy-
 
   it('spreads requests round-robin over the backends the driver set, and follows a new set', async () => {
     const app = await running();
-    ingress.routes.setBackends(app.uuid, [{ kind: 'process', host: '127.0.0.1', port: a.port }, { kind: 'process', host: '127.0.0.1', port: b.port }]);
+    ingress.routes.setBackends(app.uuid, [
+      { kind: 'process', host: '127.0.0.1', port: a.port },
+      { kind: 'process', host: '127.0.0.1', port: b.port },
+    ]);
     const names = [];
     for (let i = 0; i < 4; i++) names.push(JSON.parse((await get(ingress, hostOf(app))).body).name);
     expect(names).toEqual(['a', 'b', 'a', 'b']);
@@ -125,10 +169,12 @@ describe('local ingress (real HTTP through undici, WebSocket through http-proxy-
     expect(gone.headers['retry-after']).toBe('5');
   });
 
-  it('HTTP Basic auth: 401 with WWW-Authenticate without or with wrong credentials, 200 with the app\'s own', async () => {
+  it("HTTP Basic auth: 401 with WWW-Authenticate without or with wrong credentials, 200 with the app's own", async () => {
     const app = await running();
-    await db.ds.query(`UPDATE apps SET basic_auth_enabled = true, basic_auth_username = 'ann', basic_auth_password_sealed = $2 WHERE uuid = $1`,
-      [app.uuid, box.seal('s3cret:with-colon')]);
+    await db.ds.query(
+      `UPDATE apps SET basic_auth_enabled = true, basic_auth_username = 'ann', basic_auth_password_sealed = $2 WHERE uuid = $1`,
+      [app.uuid, box.seal('s3cret:with-colon')],
+    );
     const basic = (u: string, p: string) => ({ authorization: `Basic ${Buffer.from(`${u}:${p}`).toString('base64')}` });
     const none = await get(ingress, hostOf(app));
     expect(none.status).toBe(401);
@@ -196,12 +242,23 @@ describe('local ingress (real HTTP through undici, WebSocket through http-proxy-
     const app = await insertApp(db.ds, ws);
     ingress.routes.setBackends(app.uuid, [{ kind: 'static', root }]);
     const home = await get(ingress, hostOf(app));
-    expect([home.status, home.headers['content-type'], home.body]).toEqual([200, 'text/html; charset=utf-8', '<h1>home</h1>']);
+    expect([home.status, home.headers['content-type'], home.body]).toEqual([
+      200,
+      'text/html; charset=utf-8',
+      '<h1>home</h1>',
+    ]);
     expect((await get(ingress, hostOf(app), '/docs/')).body).toBe('<h1>docs</h1>');
     expect((await get(ingress, hostOf(app), '/docs')).headers.location).toBe('/docs/');
     expect((await get(ingress, hostOf(app), '/app.css')).headers['content-type']).toBe('text/css; charset=utf-8');
     expect((await get(ingress, hostOf(app), '/missing.html')).status).toBe(404);
-    for (const escape of ['/../secret.txt', '/%2e%2e/secret.txt', '/docs/..%2f..%2fsecret.txt', '/link.txt', '/up/secret.txt', '/%00']) {
+    for (const escape of [
+      '/../secret.txt',
+      '/%2e%2e/secret.txt',
+      '/docs/..%2f..%2fsecret.txt',
+      '/link.txt',
+      '/up/secret.txt',
+      '/%00',
+    ]) {
       const res = await get(ingress, hostOf(app), escape);
       expect([escape, res.status]).toEqual([escape, expect.any(Number)]);
       expect(res.status).toBeGreaterThanOrEqual(400);
@@ -225,23 +282,41 @@ describe('local ingress (real HTTP through undici, WebSocket through http-proxy-
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
-        res.writeHead(201, { 'set-cookie': ['a=1', 'b=2'], 'x-seen-keep-alive': String(req.headers['keep-alive']), 'keep-alive': 'timeout=9' });
+        res.writeHead(201, {
+          'set-cookie': ['a=1', 'b=2'],
+          'x-seen-keep-alive': String(req.headers['keep-alive']),
+          'keep-alive': 'timeout=9',
+        });
         res.end(`${req.method} ${req.headers['content-type']} ${Buffer.concat(chunks).toString('utf8')}`);
       });
     });
     await new Promise<void>((resolve) => echo.listen(0, '127.0.0.1', resolve));
-    ingress.routes.setBackends(app.uuid, [{ kind: 'process', host: '127.0.0.1', port: (echo.address() as AddressInfo).port }]);
-    const post = (headers: Record<string, string>, parts: string[]) => new Promise<Answer>((resolve, reject) => {
-      const req = request({ host: '127.0.0.1', port: ingress.port, path: '/in', method: 'POST', agent: false,
-        headers: { host: hostOf(app), 'content-type': 'text/plain', 'keep-alive': 'timeout=5', ...headers } }, (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
+    ingress.routes.setBackends(app.uuid, [
+      { kind: 'process', host: '127.0.0.1', port: (echo.address() as AddressInfo).port },
+    ]);
+    const post = (headers: Record<string, string>, parts: string[]) =>
+      new Promise<Answer>((resolve, reject) => {
+        const req = request(
+          {
+            host: '127.0.0.1',
+            port: ingress.port,
+            path: '/in',
+            method: 'POST',
+            agent: false,
+            headers: { host: hostOf(app), 'content-type': 'text/plain', 'keep-alive': 'timeout=5', ...headers },
+          },
+          (res) => {
+            const chunks: Buffer[] = [];
+            res.on('data', (c: Buffer) => chunks.push(c));
+            res.on('end', () =>
+              resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }),
+            );
+          },
+        );
+        req.on('error', reject);
+        for (const p of parts) req.write(p);
+        req.end();
       });
-      req.on('error', reject);
-      for (const p of parts) req.write(p);
-      req.end();
-    });
     try {
       const sized = await post({ 'content-length': '11' }, ['hello', ' world']);
       expect(sized).toMatchObject({ status: 201, body: 'POST text/plain hello world' });
@@ -257,15 +332,28 @@ describe('local ingress (real HTTP through undici, WebSocket through http-proxy-
   it('proxies a WebSocket (HTTP upgrade) to the backend', async () => {
     const app = await running();
     const socket = await new Promise<Socket>((resolve, reject) => {
-      const req = request({ host: '127.0.0.1', port: ingress.port, path: '/ws', agent: false,
-        headers: { host: hostOf(app), connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13',
-          'sec-websocket-key': randomBytes(16).toString('base64') } });
+      const req = request({
+        host: '127.0.0.1',
+        port: ingress.port,
+        path: '/ws',
+        agent: false,
+        headers: {
+          host: hostOf(app),
+          connection: 'Upgrade',
+          upgrade: 'websocket',
+          'sec-websocket-version': '13',
+          'sec-websocket-key': randomBytes(16).toString('base64'),
+        },
+      });
       req.on('upgrade', (_res, s: Socket) => resolve(s));
       req.on('response', (res) => reject(new Error(`no upgrade: ${res.statusCode}`)));
       req.on('error', reject);
       req.end();
     });
-    const echoed = await new Promise<string>((resolve) => { socket.once('data', (d: Buffer) => resolve(d.toString())); socket.write('ping'); });
+    const echoed = await new Promise<string>((resolve) => {
+      socket.once('data', (d: Buffer) => resolve(d.toString()));
+      socket.write('ping');
+    });
     socket.destroy();
     expect(echoed).toBe('a:ping');
   });
@@ -296,7 +384,10 @@ describe('local ingress: static sites from the object store', () => {
     store = await startObjectStore();
     storage = createObjectStoreStorage({ db: db.ds, store });
     ingress = await startLocalIngress({
-      dataSource: db.ds, secretBox: new SecretBox([{ kid: 't', key: randomBytes(32) }]), logger: captureLogger().logger, port: 0,
+      dataSource: db.ds,
+      secretBox: new SecretBox([{ kid: 't', key: randomBytes(32) }]),
+      logger: captureLogger().logger,
+      port: 0,
       events: { health: async () => undefined, liveStatus: async () => undefined, traffic: async () => undefined },
       sites: { domain: 'sites.test.localhost', storage },
     });
@@ -317,17 +408,23 @@ describe('local ingress: static sites from the object store', () => {
     await db?.drop();
   });
 
-  it('SIT-08 serves a static site\'s published content at its URL host <name>.<sites domain>', async () => {
+  it("SIT-08 serves a static site's published content at its URL host <name>.<sites domain>", async () => {
     const home = await get(ingress, 'DOCS.sites.test.localhost:8081');
-    expect([home.status, home.headers['content-type'], home.body]).toEqual([200, 'text/html; charset=utf-8', '<h1>docs home</h1>']);
+    expect([home.status, home.headers['content-type'], home.body]).toEqual([
+      200,
+      'text/html; charset=utf-8',
+      '<h1>docs home</h1>',
+    ]);
     expect((await get(ingress, 'docs.sites.test.localhost', '/guide/')).body).toBe('<h1>guide</h1>');
     expect((await get(ingress, 'docs.sites.test.localhost', '/guide')).headers.location).toBe('/guide/');
-    expect((await get(ingress, 'docs.sites.test.localhost', '/app.css')).headers['content-type']).toBe('text/css; charset=utf-8');
+    expect((await get(ingress, 'docs.sites.test.localhost', '/app.css')).headers['content-type']).toBe(
+      'text/css; charset=utf-8',
+    );
     expect((await get(ingress, 'docs.sites.test.localhost', '/missing.html')).status).toBe(404);
     expect((await get(ingress, 'other.sites.test.localhost')).status).toBe(404);
   });
 
-  it('a site path cannot reach objects outside the site\'s prefix', async () => {
+  it("a site path cannot reach objects outside the site's prefix", async () => {
     for (const escape of ['/../private.txt', '/%2e%2e/private.txt', '/guide/..%2f..%2fprivate.txt']) {
       const res = await get(ingress, 'docs.sites.test.localhost', escape);
       expect([escape, res.status]).toEqual([escape, 404]);

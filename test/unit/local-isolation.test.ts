@@ -8,7 +8,7 @@ const root = process.getuid?.() === 0;
 const gcc = spawnSync('gcc', ['--version']).status === 0;
 const itRootWithCc = root && gcc ? it : it.skip;
 
-describe('isolated commands with an app\'s environment', () => {
+describe("isolated commands with an app's environment", () => {
   let dir: string;
   beforeAll(() => {
     dir = mkdtempSync(path.join(tmpdir(), 'berth-iso-'));
@@ -18,21 +18,28 @@ describe('isolated commands with an app\'s environment', () => {
 
   // An app sets LD_PRELOAD to a library of its own: loaded by the root part of the command
   // (the shell that joins the cgroups, setpriv), it would run the app's code as root.
-  itRootWithCc('an app\'s LD_PRELOAD never reaches the root part, and the app still gets it', () => {
+  itRootWithCc("an app's LD_PRELOAD never reaches the root part, and the app still gets it", () => {
     const marker = path.join(dir, 'ran-as-root');
     const source = path.join(dir, 'evil.c');
-    writeFileSync(source, `#include <stdio.h>
+    writeFileSync(
+      source,
+      `#include <stdio.h>
 #include <unistd.h>
 __attribute__((constructor)) static void run(void) {
   if (getuid() == 0) { FILE *f = fopen("${marker}", "w"); if (f) { fputs("root", f); fclose(f); } }
 }
-`);
+`,
+    );
     const lib = path.join(dir, 'evil.so');
     execFileSync('gcc', ['-shared', '-fPIC', '-o', lib, source]);
     chmodSync(lib, 0o755);
     const iso = { ...detectIsolation(), cgroups: false };
-    const { argv, env } = isolatedCommand(iso, { group: 'iso-test', uid: 200_123 },
-      ['/bin/sh', '-c', 'echo "preload=$LD_PRELOAD uid=$(id -u)"'], { PATH: '/usr/bin:/bin', LD_PRELOAD: lib, GREETING: 'hi' });
+    const { argv, env } = isolatedCommand(
+      iso,
+      { group: 'iso-test', uid: 200_123 },
+      ['/bin/sh', '-c', 'echo "preload=$LD_PRELOAD uid=$(id -u)"'],
+      { PATH: '/usr/bin:/bin', LD_PRELOAD: lib, GREETING: 'hi' },
+    );
     expect(env.LD_PRELOAD).toBeUndefined();
     const out = execFileSync(argv[0]!, argv.slice(1), { env, encoding: 'utf8' });
     expect(out.trim()).toBe(`preload=${lib} uid=200123`);

@@ -17,11 +17,14 @@ afterAll(async () => {
 function recordingClient() {
   const calls: { kind: 'start' | 'signalWithStart'; workflowType: string; options: Record<string, unknown> }[] = [];
   const state = { failing: false };
-  const record = (kind: 'start' | 'signalWithStart') => async (workflowType: string, options: Record<string, unknown>) => {
-    if (state.failing) throw new Error('14 UNAVAILABLE: connection refused');
-    calls.push({ kind, workflowType, options });
-  };
-  const client = { workflow: { start: record('start'), signalWithStart: record('signalWithStart') } } as unknown as Client;
+  const record =
+    (kind: 'start' | 'signalWithStart') => async (workflowType: string, options: Record<string, unknown>) => {
+      if (state.failing) throw new Error('14 UNAVAILABLE: connection refused');
+      calls.push({ kind, workflowType, options });
+    };
+  const client = {
+    workflow: { start: record('start'), signalWithStart: record('signalWithStart') },
+  } as unknown as Client;
   return { client, calls, state };
 }
 
@@ -41,11 +44,23 @@ describe('outbox', () => {
     const workspaceUuid = randomUUID();
     const appUuid = randomUUID();
     const deploymentUuid = randomUUID();
-    const op = await db.ds.transaction((m) => outbox.enqueue(m, {
-      operation: 'app-deploy', workflow: 'appDeploy', workspaceUuid, resourceUuid: appUuid, subId: deploymentUuid, args: [{ deploymentUuid }],
-    }));
+    const op = await db.ds.transaction((m) =>
+      outbox.enqueue(m, {
+        operation: 'app-deploy',
+        workflow: 'appDeploy',
+        workspaceUuid,
+        resourceUuid: appUuid,
+        subId: deploymentUuid,
+        args: [{ deploymentUuid }],
+      }),
+    );
     expect(op.workflowId).toBe(`app-deploy/${appUuid}/${deploymentUuid}`);
-    expect(await row(op.uuid)).toMatchObject({ workflow_id: op.workflowId, workflow_type: 'appDeploy', args: [{ deploymentUuid }], started_at: null });
+    expect(await row(op.uuid)).toMatchObject({
+      workflow_id: op.workflowId,
+      workflow_type: 'appDeploy',
+      args: [{ deploymentUuid }],
+      started_at: null,
+    });
 
     const query = jest.spyOn(db.ds, 'query');
     try {
@@ -54,16 +69,23 @@ describe('outbox', () => {
     } finally {
       query.mockRestore();
     }
-    expect(calls).toEqual([{
-      kind: 'start', workflowType: 'appDeploy',
-      options: {
-        workflowId: op.workflowId, taskQueue: 'outbox-test', args: [{ deploymentUuid }],
-        typedSearchAttributes: [
-          { key: BerthWorkspace, value: workspaceUuid }, { key: BerthResource, value: appUuid }, { key: BerthOperation, value: 'app-deploy' },
-        ],
-        workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
+    expect(calls).toEqual([
+      {
+        kind: 'start',
+        workflowType: 'appDeploy',
+        options: {
+          workflowId: op.workflowId,
+          taskQueue: 'outbox-test',
+          args: [{ deploymentUuid }],
+          typedSearchAttributes: [
+            { key: BerthWorkspace, value: workspaceUuid },
+            { key: BerthResource, value: appUuid },
+            { key: BerthOperation, value: 'app-deploy' },
+          ],
+          workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
+        },
       },
-    }]);
+    ]);
     expect((await row(op.uuid)).started_at).not.toBeNull();
 
     await outbox.dispatch(op);
@@ -74,28 +96,54 @@ describe('outbox', () => {
     const { client, calls } = recordingClient();
     const outbox = outboxWith(client);
     const webhookUuid = randomUUID();
-    const op = await db.ds.transaction((m) => outbox.enqueue(m, {
-      operation: 'webhook-delivery', workflow: 'webhookDelivery', workspaceUuid: randomUUID(), resourceUuid: webhookUuid, subId: 'evt-1',
-      args: [{ webhookUuid, eventId: 'evt-1' }], signal: { name: 'redeliver' },
-    }));
+    const op = await db.ds.transaction((m) =>
+      outbox.enqueue(m, {
+        operation: 'webhook-delivery',
+        workflow: 'webhookDelivery',
+        workspaceUuid: randomUUID(),
+        resourceUuid: webhookUuid,
+        subId: 'evt-1',
+        args: [{ webhookUuid, eventId: 'evt-1' }],
+        signal: { name: 'redeliver' },
+      }),
+    );
     await outbox.dispatch(op);
-    expect(calls).toMatchObject([{
-      kind: 'signalWithStart', workflowType: 'webhookDelivery',
-      options: { workflowId: `webhook-delivery/${webhookUuid}/evt-1`, signal: 'redeliver', signalArgs: [], workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE },
-    }]);
+    expect(calls).toMatchObject([
+      {
+        kind: 'signalWithStart',
+        workflowType: 'webhookDelivery',
+        options: {
+          workflowId: `webhook-delivery/${webhookUuid}/evt-1`,
+          signal: 'redeliver',
+          signalArgs: [],
+          workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
+        },
+      },
+    ]);
   });
 
   it('leaves a failed or never dispatched start to the reconciler, which starts it from the table', async () => {
     const { client, calls, state } = recordingClient();
     const outbox = outboxWith(client);
-    const enqueue = (projectUuid: string) => db.ds.transaction((m) => outbox.enqueue(m, {
-      operation: 'project-delete', workflow: 'projectDelete', workspaceUuid: randomUUID(), resourceUuid: projectUuid, args: [{ projectUuid }],
-    }));
+    const enqueue = (projectUuid: string) =>
+      db.ds.transaction((m) =>
+        outbox.enqueue(m, {
+          operation: 'project-delete',
+          workflow: 'projectDelete',
+          workspaceUuid: randomUUID(),
+          resourceUuid: projectUuid,
+          args: [{ projectUuid }],
+        }),
+      );
     const failed = await enqueue(randomUUID());
     state.failing = true;
     await outbox.dispatch(failed);
     state.failing = false;
-    expect(await row(failed.uuid)).toMatchObject({ started_at: null, start_attempts: 1, last_error: expect.stringMatching(/UNAVAILABLE/) });
+    expect(await row(failed.uuid)).toMatchObject({
+      started_at: null,
+      start_attempts: 1,
+      last_error: expect.stringMatching(/UNAVAILABLE/),
+    });
     const crashed = await enqueue(randomUUID()); // the process died after the commit: never dispatched
 
     expect(await outbox.reconcile(0)).toBe(2);

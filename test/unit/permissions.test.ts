@@ -1,7 +1,13 @@
 import { OPERATIONS, allows, PERMISSIONS } from '../../domain/permissions';
 import { canReachProject, type CallerIdentity } from '../../domain/projects';
 
-const caller = (over: Partial<CallerIdentity>): CallerIdentity => ({ builtinRole: null, permissions: new Set(), userUuid: 'u1', roleName: 'dev', ...over });
+const caller = (over: Partial<CallerIdentity>): CallerIdentity => ({
+  builtinRole: null,
+  permissions: new Set(),
+  userUuid: 'u1',
+  roleName: 'dev',
+  ...over,
+});
 
 describe('the permission table transcribes the contract', () => {
   it.each([
@@ -47,7 +53,10 @@ describe('the permission table transcribes the contract', () => {
   ] as const)('%s %s needs any of %j and nothing else', (_rule, operation, permissions) => {
     const requirement = OPERATIONS[operation];
     for (const p of PERMISSIONS) {
-      expect([p, allows({ builtinRole: null, permissions: new Set([p]) }, requirement)]).toEqual([p, (permissions as readonly string[]).includes(p)]);
+      expect([p, allows({ builtinRole: null, permissions: new Set([p]) }, requirement)]).toEqual([
+        p,
+        (permissions as readonly string[]).includes(p),
+      ]);
     }
   });
 
@@ -55,7 +64,8 @@ describe('the permission table transcribes the contract', () => {
     for (const requirement of Object.values(OPERATIONS)) {
       expect(allows({ builtinRole: 'owner', permissions: new Set() }, requirement)).toBe(true);
       expect(allows({ builtinRole: 'admin', permissions: new Set() }, requirement)).toBe(true);
-      if ('anyOf' in requirement || 'workspaceAdmin' in requirement) expect(allows({ builtinRole: null, permissions: new Set() }, requirement)).toBe(false);
+      if ('anyOf' in requirement || 'workspaceAdmin' in requirement)
+        expect(allows({ builtinRole: null, permissions: new Set() }, requirement)).toBe(false);
     }
   });
 });
@@ -67,7 +77,10 @@ describe('project restrictions', () => {
   });
 
   it('PRJ-04 a restriction admits the listed user, the listed role, the owner and admins only', () => {
-    const rules = [{ subject_type: 'user' as const, user_uuid: 'u2', role_name: null }, { subject_type: 'role' as const, user_uuid: null, role_name: 'ops' }];
+    const rules = [
+      { subject_type: 'user' as const, user_uuid: 'u2', role_name: null },
+      { subject_type: 'role' as const, user_uuid: null, role_name: 'ops' },
+    ];
     expect(canReachProject(caller({ userUuid: 'u2' }), rules)).toBe(true);
     expect(canReachProject(caller({ roleName: 'ops' }), rules)).toBe(true);
     expect(canReachProject(caller({ builtinRole: 'owner' }), rules)).toBe(true);
@@ -78,6 +91,10 @@ describe('project restrictions', () => {
 
   it('PRJ-05 a custom role never bypasses a restriction, whatever permissions it carries', () => {
     const all = new Set(PERMISSIONS);
-    expect(canReachProject(caller({ permissions: all, roleName: 'superuser' }), [{ subject_type: 'user', user_uuid: 'u9', role_name: null }])).toBe(false);
+    expect(
+      canReachProject(caller({ permissions: all, roleName: 'superuser' }), [
+        { subject_type: 'user', user_uuid: 'u9', role_name: null },
+      ]),
+    ).toBe(false);
   });
 });

@@ -17,7 +17,7 @@ describe('preview rules', () => {
     expect(branchPatternProblem('feature/**')).toBeNull();
   });
 
-  it('PRV-03 PRV-04 keys and app names: pr-<number> or the branch, suffixed to the parent\'s name', () => {
+  it("PRV-03 PRV-04 keys and app names: pr-<number> or the branch, suffixed to the parent's name", () => {
     expect(previewKey({ pullRequest: 12 })).toBe('pr-12');
     expect(previewKey({ branch: 'feature/x' })).toBe('branch-feature/x');
     expect(previewAppName('web-1a2b3c', { pullRequest: 12 })).toBe('web-1a2b3c-pr-12');
@@ -34,20 +34,23 @@ describe('preview rules', () => {
 
   it('X-Hub-Signature-256 is sha256=<hex HMAC-SHA256 of the raw body>, checked exactly', () => {
     const body = Buffer.from('{"zen":"Keep it logically awesome."}');
-    const header = `sha256=${createHmac('sha256', 'It\'s a Secret to Everybody').update(body).digest('hex')}`;
-    expect(signBody('It\'s a Secret to Everybody', body)).toBe(header);
-    expect(signatureMatches('It\'s a Secret to Everybody', body, header)).toBe(true);
-    expect(signatureMatches('It\'s a Secret to Everybody', body, header.toUpperCase().replace('SHA256', 'sha256'))).toBe(true);
+    const header = `sha256=${createHmac('sha256', "It's a Secret to Everybody").update(body).digest('hex')}`;
+    expect(signBody("It's a Secret to Everybody", body)).toBe(header);
+    expect(signatureMatches("It's a Secret to Everybody", body, header)).toBe(true);
+    expect(signatureMatches("It's a Secret to Everybody", body, header.toUpperCase().replace('SHA256', 'sha256'))).toBe(
+      true,
+    );
     expect(signatureMatches('another secret', body, header)).toBe(false);
-    expect(signatureMatches('It\'s a Secret to Everybody', Buffer.from(`${body} `), header)).toBe(false);
-    expect(signatureMatches('It\'s a Secret to Everybody', body, header.slice(0, -2))).toBe(false);
-    expect(signatureMatches('It\'s a Secret to Everybody', body, undefined)).toBe(false);
-    expect(signatureMatches('It\'s a Secret to Everybody', body, `sha1=${'0'.repeat(40)}`)).toBe(false);
+    expect(signatureMatches("It's a Secret to Everybody", Buffer.from(`${body} `), header)).toBe(false);
+    expect(signatureMatches("It's a Secret to Everybody", body, header.slice(0, -2))).toBe(false);
+    expect(signatureMatches("It's a Secret to Everybody", body, undefined)).toBe(false);
+    expect(signatureMatches("It's a Secret to Everybody", body, `sha1=${'0'.repeat(40)}`)).toBe(false);
   });
 
-  it('matches GitHub\'s published test vector', () => {
+  it("matches GitHub's published test vector", () => {
     // docs.github.com "Validating webhook deliveries": secret "It's a Secret to Everybody", payload "Hello, World!"
-    expect(signBody('It\'s a Secret to Everybody', 'Hello, World!'))
-      .toBe('sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17');
+    expect(signBody("It's a Secret to Everybody", 'Hello, World!')).toBe(
+      'sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17',
+    );
   });
 });

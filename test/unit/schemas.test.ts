@@ -4,7 +4,12 @@ import { arr, bool, obj, str, num } from '../../api/schemas/common';
 const schema = obj({ flag: bool(), name: str(), size: num() });
 
 describe('request schema builders', () => {
-  it.each([[true, true], [false, false], ['1', true], ['0', false]])('ERR-06 a boolean field accepts %p (as %p)', async (sent, expected) => {
+  it.each([
+    [true, true],
+    [false, false],
+    ['1', true],
+    ['0', false],
+  ])('ERR-06 a boolean field accepts %p (as %p)', async (sent, expected) => {
     await expect(schema.validate({ flag: sent })).resolves.toEqual({ flag: expected });
   });
 
@@ -12,9 +17,11 @@ describe('request schema builders', () => {
     await expect(schema.validate({ flag: sent })).rejects.toBeInstanceOf(yup.ValidationError);
   });
 
-  it('ERR-06 a boolean inside an array of objects accepts \'1\' and \'0\' too; the array refuses what is not one', async () => {
+  it("ERR-06 a boolean inside an array of objects accepts '1' and '0' too; the array refuses what is not one", async () => {
     const list = obj({ items: arr(obj({ flag: bool().required(), name: str() })) });
-    await expect(list.validate({ items: [{ flag: '1' }, { flag: '0', name: 'x' }] })).resolves.toEqual({ items: [{ flag: true }, { flag: false, name: 'x' }] });
+    await expect(list.validate({ items: [{ flag: '1' }, { flag: '0', name: 'x' }] })).resolves.toEqual({
+      items: [{ flag: true }, { flag: false, name: 'x' }],
+    });
     for (const bad of ['[{"flag":true}]', {}, [1], [{ flag: 'yes' }], [{ flag: true, name: 5 }]]) {
       await expect(list.validate({ items: bad })).rejects.toBeInstanceOf(yup.ValidationError);
     }

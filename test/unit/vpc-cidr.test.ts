@@ -1,7 +1,20 @@
 import fc from 'fast-check';
 import {
-  attachmentFqdn, cidr4, defaultSubnet, deriveVpcAddressing, formatCidr4, overlaps, parseCidr4, subnetProblems, subnetV6Of,
-  ulaPrefixOf, v6Overlaps, v6Within, vpcRangeProblems, vpnPoolAddresses, vpnPoolV4,
+  attachmentFqdn,
+  cidr4,
+  defaultSubnet,
+  deriveVpcAddressing,
+  formatCidr4,
+  overlaps,
+  parseCidr4,
+  subnetProblems,
+  subnetV6Of,
+  ulaPrefixOf,
+  v6Overlaps,
+  v6Within,
+  vpcRangeProblems,
+  vpnPoolAddresses,
+  vpnPoolV4,
 } from '../../domain/vpc';
 import { generateWireguardKeyPair, isWireguardKey, wireguardPublicKey } from '../../domain/wireguard';
 
@@ -21,22 +34,42 @@ describe('VPC ranges', () => {
   });
 
   it.each([
-    ['11.0.0.0/16'], ['9.255.252.0/22'], ['172.15.252.0/22'], ['172.32.0.0/16'], ['192.167.252.0/22'], ['192.169.0.0/16'],
-    ['100.64.0.0/16'], ['8.8.8.0/22'], ['0.0.0.0/0'], ['172.0.0.0/8'], ['192.168.0.0/15'], ['10.0.0.0/7'],
+    ['11.0.0.0/16'],
+    ['9.255.252.0/22'],
+    ['172.15.252.0/22'],
+    ['172.32.0.0/16'],
+    ['192.167.252.0/22'],
+    ['192.169.0.0/16'],
+    ['100.64.0.0/16'],
+    ['8.8.8.0/22'],
+    ['0.0.0.0/0'],
+    ['172.0.0.0/8'],
+    ['192.168.0.0/15'],
+    ['10.0.0.0/7'],
   ])('VPC-02 refuses %s: not inside RFC1918', (text) => {
     expect(rules(text)).toContain('rfc1918');
   });
 
   it.each([
-    ['10.0.0.0/22', true], ['10.0.0.0/21', true], ['10.0.0.0/16', true],
-    ['10.0.0.0/23', false], ['10.0.0.0/24', false], ['192.168.1.0/28', false], ['10.0.0.1/32', false],
+    ['10.0.0.0/22', true],
+    ['10.0.0.0/21', true],
+    ['10.0.0.0/16', true],
+    ['10.0.0.0/23', false],
+    ['10.0.0.0/24', false],
+    ['192.168.1.0/28', false],
+    ['10.0.0.1/32', false],
   ])('VPC-03 %s is accepted by size: %s (/22 is the smallest)', (text, ok) => {
     expect(rules(text).includes('too_small')).toBe(!ok);
   });
 
   it.each([
-    ['10.42.0.0/16', true], ['10.42.128.0/22', true], ['10.40.0.0/14', true], ['10.0.0.0/8', true],
-    ['10.44.0.0/16', false], ['10.224.0.0/16', false], ['10.41.252.0/22', false],
+    ['10.42.0.0/16', true],
+    ['10.42.128.0/22', true],
+    ['10.40.0.0/14', true],
+    ['10.0.0.0/8', true],
+    ['10.44.0.0/16', false],
+    ['10.224.0.0/16', false],
+    ['10.41.252.0/22', false],
   ])('VPC-04 %s overlaps a platform network: %s', (text, overlapping) => {
     expect(rules(text).includes('platform_network')).toBe(overlapping);
   });
@@ -46,7 +79,15 @@ describe('VPC ranges', () => {
   });
 
   it('refuses malformed ranges and ranges with host bits set', () => {
-    for (const bad of ['10.224.0.0', '10.224.0.0/33', '10.224.0.0/016', '010.224.0.0/16', '10.224.0.256/24', 'fd00::/48', ' 10.0.0.0/16']) {
+    for (const bad of [
+      '10.224.0.0',
+      '10.224.0.0/33',
+      '10.224.0.0/016',
+      '010.224.0.0/16',
+      '10.224.0.256/24',
+      'fd00::/48',
+      ' 10.0.0.0/16',
+    ]) {
       expect(rules(bad)).toEqual(['format']);
     }
     expect(rules('10.224.1.0/16')).toEqual(['network_address']);
@@ -68,11 +109,13 @@ describe('VPC ranges', () => {
   });
 
   it('VPC-09 the IPv6 range is stable per VPC across restarts (a function of the uuid only) and differs between VPCs', () => {
-    fc.assert(fc.property(fc.uuid({ version: 4 }), fc.uuid({ version: 4 }), (a, b) => {
-      expect(ulaPrefixOf(a)).toBe(ulaPrefixOf(a));
-      expect(ulaPrefixOf(a)).toMatch(/^fd[0-9a-f]{2}:[0-9a-f:]+\/48$/);
-      if (a.slice(-10) !== b.slice(-10)) expect(ulaPrefixOf(a)).not.toBe(ulaPrefixOf(b));
-    }));
+    fc.assert(
+      fc.property(fc.uuid({ version: 4 }), fc.uuid({ version: 4 }), (a, b) => {
+        expect(ulaPrefixOf(a)).toBe(ulaPrefixOf(a));
+        expect(ulaPrefixOf(a)).toMatch(/^fd[0-9a-f]{2}:[0-9a-f:]+\/48$/);
+        if (a.slice(-10) !== b.slice(-10)) expect(ulaPrefixOf(a)).not.toBe(ulaPrefixOf(b));
+      }),
+    );
     // A value computed by an earlier process is the value computed now.
     expect(ulaPrefixOf('00000000-0000-4000-8000-0123456789ab')).toBe('fd23:4567:89ab::/48');
   });
@@ -106,19 +149,24 @@ describe('subnets', () => {
 
   it('SUB-05 property: no two accepted subnets of a VPC overlap', () => {
     const vpcRange = cidr4('10.224.0.0/16');
-    const candidate = fc.record({ offset: fc.integer({ min: 0, max: 2 ** 16 - 1 }), prefix: fc.integer({ min: 14, max: 31 }) })
+    const candidate = fc
+      .record({ offset: fc.integer({ min: 0, max: 2 ** 16 - 1 }), prefix: fc.integer({ min: 14, max: 31 }) })
       .map(({ offset, prefix }) => {
         const m = prefix === 0 ? 0 : (0xffffffff << (32 - prefix)) >>> 0;
         return formatCidr4({ base: ((vpcRange.base + offset) & m) >>> 0, prefix });
       });
-    fc.assert(fc.property(fc.array(candidate, { maxLength: 40 }), (candidates) => {
-      const accepted: string[] = [];
-      for (const c of candidates) if (subnetProblems(vpc, c, accepted).length === 0) accepted.push(c);
-      for (let i = 0; i < accepted.length; i++) {
-        for (let j = i + 1; j < accepted.length; j++) expect(overlaps(cidr4(accepted[i]!), cidr4(accepted[j]!))).toBe(false);
-        expect(overlaps(cidr4(accepted[i]!), cidr4('10.224.0.0/24'))).toBe(false);
-      }
-    }), { numRuns: 300 });
+    fc.assert(
+      fc.property(fc.array(candidate, { maxLength: 40 }), (candidates) => {
+        const accepted: string[] = [];
+        for (const c of candidates) if (subnetProblems(vpc, c, accepted).length === 0) accepted.push(c);
+        for (let i = 0; i < accepted.length; i++) {
+          for (let j = i + 1; j < accepted.length; j++)
+            expect(overlaps(cidr4(accepted[i]!), cidr4(accepted[j]!))).toBe(false);
+          expect(overlaps(cidr4(accepted[i]!), cidr4('10.224.0.0/24'))).toBe(false);
+        }
+      }),
+      { numRuns: 300 },
+    );
   });
 
   it('SUB-03 a subnet /64 is derived inside the VPC /48, distinct for distinct subnets', () => {
@@ -140,7 +188,9 @@ describe('subnets', () => {
 
 describe('attachment names', () => {
   it('ATT-04 an attached workload gets an fqdn; a cron job gets none', () => {
-    expect(attachmentFqdn({ name: 'web-x1y2', cronJob: false }, 'default', 'local.berth.localhost')).toBe('web-x1y2.default.vpc.local.berth.localhost');
+    expect(attachmentFqdn({ name: 'web-x1y2', cronJob: false }, 'default', 'local.berth.localhost')).toBe(
+      'web-x1y2.default.vpc.local.berth.localhost',
+    );
     expect(attachmentFqdn({ name: 'nightly', cronJob: true }, 'default', 'local.berth.localhost')).toBeNull();
   });
 });
@@ -157,8 +207,12 @@ describe('WireGuard keys', () => {
 
   it('matches the RFC 7748 test vector', () => {
     // RFC 7748 section 6.1: Alice's private key and public key.
-    const priv = Buffer.from('77076d0a7318a57d3c16c17251b26645df4c2f87ebc0992ab177fba51db92c2a', 'hex').toString('base64');
-    const pub = Buffer.from('8520f0098930a754748b7ddcb43ef75a0dbf3a0d26381af4eba4a98eaa9b4e6a', 'hex').toString('base64');
+    const priv = Buffer.from('77076d0a7318a57d3c16c17251b26645df4c2f87ebc0992ab177fba51db92c2a', 'hex').toString(
+      'base64',
+    );
+    const pub = Buffer.from('8520f0098930a754748b7ddcb43ef75a0dbf3a0d26381af4eba4a98eaa9b4e6a', 'hex').toString(
+      'base64',
+    );
     expect(wireguardPublicKey(priv)).toBe(pub);
   });
 });

@@ -1,7 +1,12 @@
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { generateWebhookSecret, signWebhook, webhookHeaders } from '../../domain/webhook-signature';
 import { loadConfig } from '../../platform/config';
-import { WEBHOOK_MAX_ATTEMPTS, WEBHOOK_RETRY_DELAYS_MS, webhookAttemptOffsetMs, webhookRetryDelayMs } from '../../domain/webhooks';
+import {
+  WEBHOOK_MAX_ATTEMPTS,
+  WEBHOOK_RETRY_DELAYS_MS,
+  webhookAttemptOffsetMs,
+  webhookRetryDelayMs,
+} from '../../domain/webhooks';
 
 describe('Standard Webhooks signatures', () => {
   it('WH-09 reproduces the published Standard Webhooks test vector byte for byte', () => {
@@ -9,12 +14,23 @@ describe('Standard Webhooks signatures', () => {
     const secret = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
     const signature = signWebhook(secret, 'msg_p5jXN8AQM9LWM0D4loKWxJek', 1614265330, '{"test": 2432232314}');
     expect(signature).toBe('v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=');
-    expect(new StandardWebhook(secret).sign('msg_p5jXN8AQM9LWM0D4loKWxJek', new Date(1614265330 * 1000), '{"test": 2432232314}')).toBe(signature);
+    expect(
+      new StandardWebhook(secret).sign(
+        'msg_p5jXN8AQM9LWM0D4loKWxJek',
+        new Date(1614265330 * 1000),
+        '{"test": 2432232314}',
+      ),
+    ).toBe(signature);
   });
 
   it('WH-08 WH-09 a Berth signature verifies with the independent standardwebhooks package; any change breaks it', () => {
     const secret = generateWebhookSecret();
-    const body = JSON.stringify({ id: 'evt-1', type: 'deploy_started', timestamp: new Date().toISOString(), data: { app_id: 'a', message: 'é✓' } });
+    const body = JSON.stringify({
+      id: 'evt-1',
+      type: 'deploy_started',
+      timestamp: new Date().toISOString(),
+      data: { app_id: 'a', message: 'é✓' },
+    });
     const now = Math.floor(Date.now() / 1000);
     const headers = webhookHeaders(secret, 'evt-1', now, body);
     expect(Object.keys(headers).sort()).toEqual(['webhook-id', 'webhook-signature', 'webhook-timestamp']);
@@ -49,7 +65,12 @@ describe('the retry schedule', () => {
 
 describe('configuration', () => {
   it('a malformed BERTH_WEBHOOK_ALLOW_CIDRS stops the start with a clear message', () => {
-    expect(() => loadConfig({ BERTH_WEBHOOK_ALLOW_CIDRS: '127.0.0.2/32,not-a-range' })).toThrow(/"not-a-range" is not an address range/);
-    expect(loadConfig({ BERTH_WEBHOOK_ALLOW_CIDRS: '127.0.0.2/32, ::1/128' }).webhookAllowCidrs).toEqual(['127.0.0.2/32', '::1/128']);
+    expect(() => loadConfig({ BERTH_WEBHOOK_ALLOW_CIDRS: '127.0.0.2/32,not-a-range' })).toThrow(
+      /"not-a-range" is not an address range/,
+    );
+    expect(loadConfig({ BERTH_WEBHOOK_ALLOW_CIDRS: '127.0.0.2/32, ::1/128' }).webhookAllowCidrs).toEqual([
+      '127.0.0.2/32',
+      '::1/128',
+    ]);
   });
 });

@@ -20,18 +20,24 @@ afterAll(async () => {
   await stack?.close();
 });
 
-const stateOf = async (uuid: string) => (await stack.ds.query(`SELECT state FROM addons WHERE uuid = $1`, [uuid]))[0]?.state;
+const stateOf = async (uuid: string) =>
+  (await stack.ds.query(`SELECT state FROM addons WHERE uuid = $1`, [uuid]))[0]?.state;
 
 /** A postgres service row written by the API (its provisioning then runs on the time-skipping server). */
 async function serviceRow(body: Record<string, unknown> = {}): Promise<string> {
-  const res = await stack.http.post('/api/v1/services').set({ Authorization: `Bearer ${ws.ownerToken}` })
+  const res = await stack.http
+    .post('/api/v1/services')
+    .set({ Authorization: `Bearer ${ws.ownerToken}` })
     .send({ type: 'postgres', label: 'wf', resource_id: ws.resourceUuid, ...body });
   expect(res.status).toBe(201);
   return res.body.uuid;
 }
-const provision = (uuid: string) => ts.client.workflow.execute('addonProvision', {
-  taskQueue: ts.taskQueue, workflowId: `addon-provision/${uuid}`, args: [{ addonUuid: uuid }],
-});
+const provision = (uuid: string) =>
+  ts.client.workflow.execute('addonProvision', {
+    taskQueue: ts.taskQueue,
+    workflowId: `addon-provision/${uuid}`,
+    args: [{ addonUuid: uuid }],
+  });
 
 describe('addonProvision workflow', () => {
   it('ADD-03 moves pending -> processing -> creating -> healthy, polling the driver with backoff while it is not ready', async () => {
@@ -40,7 +46,11 @@ describe('addonProvision workflow', () => {
     const real = createActivities({ ...stack.activityDeps, temporal: ts.client });
     let polls = 0;
     const result = await ts.withWorker(() => provision(uuid), {
-      async transition(t: Parameters<typeof real.transition>[0]) { const r = await real.transition(t); seen.push(await stateOf(uuid)); return r; },
+      async transition(t: Parameters<typeof real.transition>[0]) {
+        const r = await real.transition(t);
+        seen.push(await stateOf(uuid));
+        return r;
+      },
       async refreshAddonStatus(id: string) {
         polls += 1;
         if (polls < 3) return { ready: false, status: 'creating' };
@@ -53,9 +63,20 @@ describe('addonProvision workflow', () => {
     expect(seen).toEqual(['pending', 'processing', 'creating', 'healthy']);
     expect(polls).toBe(3);
     // Each move is in the audit log, as the service the row is (source workflow).
-    const moves = await stack.ds.query(`SELECT action, diff FROM audit_events WHERE resource_uuid = $1 AND source = 'workflow' ORDER BY created_at`, [uuid]);
-    expect(moves.map((m: { action: string; diff: { state: { from: string; to: string } } }) => `${m.action} ${m.diff.state.from}->${m.diff.state.to}`))
-      .toEqual(['service.state pending->processing', 'service.state processing->creating', 'service.state creating->healthy']);
+    const moves = await stack.ds.query(
+      `SELECT action, diff FROM audit_events WHERE resource_uuid = $1 AND source = 'workflow' ORDER BY created_at`,
+      [uuid],
+    );
+    expect(
+      moves.map(
+        (m: { action: string; diff: { state: { from: string; to: string } } }) =>
+          `${m.action} ${m.diff.state.from}->${m.diff.state.to}`,
+      ),
+    ).toEqual([
+      'service.state pending->processing',
+      'service.state processing->creating',
+      'service.state creating->healthy',
+    ]);
   });
 });
 
@@ -67,9 +88,12 @@ describe('addonRestore workflow (time-skipping)', () => {
     return { uuid, cluster };
   }
   const acts = () => createActivities(stack.activityDeps);
-  const restore = (uuid: string, from: unknown, toNewCluster = false) => ts.client.workflow.execute('addonRestore', {
-    taskQueue: ts.taskQueue, workflowId: `service-restore/${uuid}`, args: [{ addonUuid: uuid, from, toNewCluster }],
-  }) as Promise<{ restored: string; targetUuid: string }>;
+  const restore = (uuid: string, from: unknown, toNewCluster = false) =>
+    ts.client.workflow.execute('addonRestore', {
+      taskQueue: ts.taskQueue,
+      workflowId: `service-restore/${uuid}`,
+      args: [{ addonUuid: uuid, from, toNewCluster }],
+    }) as Promise<{ restored: string; targetUuid: string }>;
 
   it('BKP-04 restores a backup by name in place', async () => {
     const { uuid, cluster } = await database();
@@ -112,10 +136,15 @@ describe('addonRestore workflow (time-skipping)', () => {
     await acts().takeAddonBackup(uuid);
     await simData(stack).writeRow(cluster, 'k', 'live');
     const [before] = await stack.ds.query(`SELECT * FROM addons WHERE uuid = $1`, [uuid]);
-    const rowsBefore = await stack.ds.query(`SELECT seq, key, value FROM sim_data_rows WHERE cluster_id = $1 ORDER BY seq`, [cluster]);
+    const rowsBefore = await stack.ds.query(
+      `SELECT seq, key, value FROM sim_data_rows WHERE cluster_id = $1 ORDER BY seq`,
+      [cluster],
+    );
     const result = await ts.withWorker(() => restore(uuid, { latest: true }, true));
     expect(result.targetUuid).not.toBe(uuid);
-    expect(await stack.ds.query(`SELECT seq, key, value FROM sim_data_rows WHERE cluster_id = $1 ORDER BY seq`, [cluster])).toEqual(rowsBefore);
+    expect(
+      await stack.ds.query(`SELECT seq, key, value FROM sim_data_rows WHERE cluster_id = $1 ORDER BY seq`, [cluster]),
+    ).toEqual(rowsBefore);
     expect((await stack.ds.query(`SELECT * FROM addons WHERE uuid = $1`, [uuid]))[0]).toEqual(before);
     expect(await simData(stack).readRows(await clusterOf(stack.ds, result.targetUuid))).toEqual({ k: 'backed-up' });
     expect(await stateOf(result.targetUuid)).toBe('healthy');
@@ -126,13 +155,19 @@ describe('addonRestore workflow (time-skipping)', () => {
     await SimulatedCore.injectFault(stack.ds, 'data.restore', 2);
     await ts.withWorker(async () => {
       const first = await ts.client.workflow.start('addonRestore', {
-        taskQueue: ts.taskQueue, workflowId: `service-restore/${uuid}`, args: [{ addonUuid: uuid, from: { latest: true }, toNewCluster: false }],
+        taskQueue: ts.taskQueue,
+        workflowId: `service-restore/${uuid}`,
+        args: [{ addonUuid: uuid, from: { latest: true }, toNewCluster: false }],
         workflowIdConflictPolicy: WorkflowIdConflictPolicy.FAIL,
       });
-      await expect(ts.client.workflow.start('addonRestore', {
-        taskQueue: ts.taskQueue, workflowId: `service-restore/${uuid}`, args: [{ addonUuid: uuid, from: { latest: true }, toNewCluster: true }],
-        workflowIdConflictPolicy: WorkflowIdConflictPolicy.FAIL,
-      })).rejects.toBeInstanceOf(WorkflowExecutionAlreadyStartedError);
+      await expect(
+        ts.client.workflow.start('addonRestore', {
+          taskQueue: ts.taskQueue,
+          workflowId: `service-restore/${uuid}`,
+          args: [{ addonUuid: uuid, from: { latest: true }, toNewCluster: true }],
+          workflowIdConflictPolicy: WorkflowIdConflictPolicy.FAIL,
+        }),
+      ).rejects.toBeInstanceOf(WorkflowExecutionAlreadyStartedError);
       await first.result();
     });
     expect(await stateOf(uuid)).toBe('healthy');

@@ -20,7 +20,10 @@ afterAll(async () => {
 });
 
 async function runningApp(name: string, extra: Record<string, unknown> = {}) {
-  const res = await h.api.post('/api/v1/apps').set(auth(ws.ownerToken)).send({ name, resource_id: ws.resourceUuid, ...extra });
+  const res = await h.api
+    .post('/api/v1/apps')
+    .set(auth(ws.ownerToken))
+    .send({ name, resource_id: ws.resourceUuid, ...extra });
   expect(res.status).toBe(201);
   await eventually(async () => (await h.state(res.body.uuid)) === 'running', { what: `${name} running` });
   return res.body as { uuid: string; name: string };
@@ -33,14 +36,21 @@ async function deploy(appUuid: string, body: Record<string, unknown> = {}) {
   return res.body as { uuid: string };
 }
 
-const result = (appUuid: string, deploymentUuid: string) => h.ts.client.workflow.getHandle(`app-deploy/${appUuid}/${deploymentUuid}`).result();
+const result = (appUuid: string, deploymentUuid: string) =>
+  h.ts.client.workflow.getHandle(`app-deploy/${appUuid}/${deploymentUuid}`).result();
 
 /** The deployment a public_git / github app made of its branch head at creation, once it has ended. */
 async function initialDeployment(appUuid: string): Promise<{ uuid: string; outcome: string }> {
-  const [d] = await eventually(async () => {
-    const found: Array<{ uuid: string }> = await stack.ds.query(`SELECT uuid FROM app_deployments WHERE app_uuid = $1`, [appUuid]);
-    return found.length > 0 && found;
-  }, { what: 'the deployment made at creation' });
+  const [d] = await eventually(
+    async () => {
+      const found: Array<{ uuid: string }> = await stack.ds.query(
+        `SELECT uuid FROM app_deployments WHERE app_uuid = $1`,
+        [appUuid],
+      );
+      return found.length > 0 && found;
+    },
+    { what: 'the deployment made at creation' },
+  );
   // the row is written before the workflow that runs it starts
   return { uuid: d!.uuid, outcome: await resultOnceStarted<string>(h.ts.client, `app-deploy/${appUuid}/${d!.uuid}`) };
 }
@@ -49,26 +59,52 @@ describe('deployments', () => {
   it('EVT-02 EVT-08 DEP-02 DEP-06 creating a public_git app deploys its branch head at once: resolved with real git, pending -> running -> completed; deploy_started then deploy_ended with message null', async () => {
     const repo = gitRepository(['first commit', 'add the homepage']);
     await h.ts.withWorker(async () => {
-      const app = await runningApp('gitty', { deployment_method: 'public_git', deployment_config: { repository: repo.url, branch: 'main' } });
+      const app = await runningApp('gitty', {
+        deployment_method: 'public_git',
+        deployment_config: { repository: repo.url, branch: 'main' },
+      });
       const d = await initialDeployment(app.uuid);
       expect(d.outcome).toBe('completed');
-      const [audit] = await stack.ds.query(`SELECT actor_type, source, action FROM audit_events WHERE resource_uuid = $1`, [d.uuid]);
+      const [audit] = await stack.ds.query(
+        `SELECT actor_type, source, action FROM audit_events WHERE resource_uuid = $1`,
+        [d.uuid],
+      );
       expect(audit).toEqual({ actor_type: 'system', source: 'workflow', action: 'deployment.create' });
       const shown = (await h.api.get(`/api/v1/apps/${app.uuid}/deployments/${d.uuid}`).set(auth(ws.ownerToken))).body;
-      expect(shown).toMatchObject({ state: 'completed', commit_sha: repo.head, commit_message: 'add the homepage', branch: 'main', message: null });
+      expect(shown).toMatchObject({
+        state: 'completed',
+        commit_sha: repo.head,
+        commit_message: 'add the homepage',
+        branch: 'main',
+        message: null,
+      });
       expect(shown.logs_stored_at).toEqual(expect.any(String));
       expect((await h.states(app.uuid)).slice(-2)).toEqual(['deploying', 'running']);
       const events = await h.events(app.uuid);
       expect(events.map((e) => e.type)).toEqual(['deploy_started', 'deploy_ended']);
-      expect(events[0]!.data).toMatchObject({ app_id: app.uuid, deployment_id: d.uuid, commit_sha: repo.head, commit_message: 'add the homepage', branch: 'main' });
-      expect(events[1]!.data).toMatchObject({ app_id: app.uuid, deployment_id: d.uuid, commit_sha: repo.head, message: null });
+      expect(events[0]!.data).toMatchObject({
+        app_id: app.uuid,
+        deployment_id: d.uuid,
+        commit_sha: repo.head,
+        commit_message: 'add the homepage',
+        branch: 'main',
+      });
+      expect(events[1]!.data).toMatchObject({
+        app_id: app.uuid,
+        deployment_id: d.uuid,
+        commit_sha: repo.head,
+        message: null,
+      });
       expect(events[1]!.data.message).toBeNull();
       // a later commit is picked up by the next deployment
       const next = repo.commit('fix the footer');
       const d2 = await deploy(app.uuid);
       expect(await result(app.uuid, d2.uuid)).toBe('completed');
       const list = (await h.api.get(`/api/v1/apps/${app.uuid}/deployments`).set(auth(ws.ownerToken))).body;
-      expect(list.map((x: any) => [x.uuid, x.commit_sha])).toEqual([[d2.uuid, next], [d.uuid, repo.head]]);
+      expect(list.map((x: any) => [x.uuid, x.commit_sha])).toEqual([
+        [d2.uuid, next],
+        [d.uuid, repo.head],
+      ]);
       const [sim] = await stack.ds.query(`SELECT image FROM sim_apps WHERE app_uuid = $1`, [app.uuid]);
       expect(sim.image).toContain(next);
     });
@@ -81,36 +117,66 @@ describe('deployments', () => {
       const d = await deploy(app.uuid, { commit_sha: 'abc1234def' });
       expect(await result(app.uuid, d.uuid)).toBe('failed');
       const shown = (await h.api.get(`/api/v1/apps/${app.uuid}/deployments/${d.uuid}`).set(auth(ws.ownerToken))).body;
-      expect(shown).toMatchObject({ state: 'failed', message: 'npm ERR! missing script: build', commit_sha: 'abc1234def' });
+      expect(shown).toMatchObject({
+        state: 'failed',
+        message: 'npm ERR! missing script: build',
+        commit_sha: 'abc1234def',
+      });
       expect(await h.state(app.uuid)).toBe('running');
       const ended = (await h.events(app.uuid)).find((e) => e.type === 'deploy_ended')!;
       expect(ended.data.message).toBe('npm ERR! missing script: build');
       // an unreachable repository fails with git's reason when no commit is given
-      const lost = await runningApp('lost', { deployment_method: 'public_git', deployment_config: { repository: 'file:///nonexistent/repo.git' } });
+      const lost = await runningApp('lost', {
+        deployment_method: 'public_git',
+        deployment_config: { repository: 'file:///nonexistent/repo.git' },
+      });
       expect((await initialDeployment(lost.uuid)).outcome).toBe('failed');
       const ended2 = (await h.events(lost.uuid)).find((e) => e.type === 'deploy_ended')!;
       expect(ended2.data.message).toMatch(/not reachable/);
       // a driver fault mid-way is a failure with its message too
-      await SimulatedCore.injectFault(stack.ds, 'apps.rollout', 1, { retryable: false, message: 'image pull back-off' });
+      await SimulatedCore.injectFault(stack.ds, 'apps.rollout', 1, {
+        retryable: false,
+        message: 'image pull back-off',
+      });
       const ok = await runningApp('pullfail', { deployment_method: 'cli_upload' });
       const d3 = await deploy(ok.uuid);
       expect(await result(ok.uuid, d3.uuid)).toBe('failed');
-      expect((await h.events(ok.uuid)).find((e) => e.type === 'deploy_ended')!.data.message).toBe('image pull back-off');
+      expect((await h.events(ok.uuid)).find((e) => e.type === 'deploy_ended')!.data.message).toBe(
+        'image pull back-off',
+      );
     });
   });
 
   it('DEP-05 EVT-03 commit fields are null for non-git methods (container_registry, cli_upload); a commit given to them is a 422', async () => {
     const credential = randomUUID();
-    await stack.ds.query(`INSERT INTO container_registry_credentials (uuid, workspace_uuid, name, registry, username, token_sealed) VALUES ($1, $2, 'r', 'generic', 'bot', $3)`,
-      [credential, ws.uuid, stack.secretBox.seal('reg-token-abcdef')]);
+    await stack.ds.query(
+      `INSERT INTO container_registry_credentials (uuid, workspace_uuid, name, registry, username, token_sealed) VALUES ($1, $2, 'r', 'generic', 'bot', $3)`,
+      [credential, ws.uuid, stack.secretBox.seal('reg-token-abcdef')],
+    );
     await h.ts.withWorker(async () => {
-      const app = await runningApp('image', { deployment_method: 'container_registry', deployment_config: { image: 'ghcr.io/acme/api:2.1', credential_id: credential } });
-      expect((await h.api.post(`/api/v1/apps/${app.uuid}/deployments`).set(auth(ws.ownerToken)).send({ commit_sha: 'abcdef1' })).status).toBe(422);
+      const app = await runningApp('image', {
+        deployment_method: 'container_registry',
+        deployment_config: { image: 'ghcr.io/acme/api:2.1', credential_id: credential },
+      });
+      expect(
+        (
+          await h.api
+            .post(`/api/v1/apps/${app.uuid}/deployments`)
+            .set(auth(ws.ownerToken))
+            .send({ commit_sha: 'abcdef1' })
+        ).status,
+      ).toBe(422);
       const d = await deploy(app.uuid);
       expect(await result(app.uuid, d.uuid)).toBe('completed');
       const shown = (await h.api.get(`/api/v1/apps/${app.uuid}/deployments/${d.uuid}`).set(auth(ws.ownerToken))).body;
-      expect(shown).toMatchObject({ commit_sha: null, commit_message: null, branch: null, image: 'ghcr.io/acme/api:2.1' });
-      for (const e of await h.events(app.uuid)) expect([e.data.commit_sha, e.data.commit_message, e.data.branch]).toEqual([null, null, null]);
+      expect(shown).toMatchObject({
+        commit_sha: null,
+        commit_message: null,
+        branch: null,
+        image: 'ghcr.io/acme/api:2.1',
+      });
+      for (const e of await h.events(app.uuid))
+        expect([e.data.commit_sha, e.data.commit_message, e.data.branch]).toEqual([null, null, null]);
       const [sim] = await stack.ds.query(`SELECT image FROM sim_apps WHERE app_uuid = $1`, [app.uuid]);
       expect(sim.image).toBe('ghcr.io/acme/api:2.1');
     });
@@ -121,31 +187,56 @@ describe('deployments', () => {
       const app = await runningApp('cancelme', { deployment_method: 'cli_upload' });
       await SimulatedAppsControl.script(stack.ds, app.uuid, { buildHold: true });
       const d = await deploy(app.uuid);
-      await eventually(async () => (await h.api.get(`/api/v1/apps/${app.uuid}/deployments/${d.uuid}`).set(auth(ws.ownerToken))).body.state === 'running', { what: 'running' });
+      await eventually(
+        async () =>
+          (await h.api.get(`/api/v1/apps/${app.uuid}/deployments/${d.uuid}`).set(auth(ws.ownerToken))).body.state ===
+          'running',
+        { what: 'running' },
+      );
       const deployOnly = await tokenWith(stack.ds, ws.uuid, ['apps:deploy']);
       const cancel = await h.api.post(`/api/v1/apps/${app.uuid}/deployments/${d.uuid}/cancel`).set(auth(deployOnly));
       expect(cancel.status).toBe(202);
       expect(cancel.body.state).toBe('cancelling');
       expect(await result(app.uuid, d.uuid)).toBe('cancelled');
-      expect((await h.api.get(`/api/v1/apps/${app.uuid}/deployments/${d.uuid}`).set(auth(ws.ownerToken))).body.state).toBe('cancelled');
+      expect(
+        (await h.api.get(`/api/v1/apps/${app.uuid}/deployments/${d.uuid}`).set(auth(ws.ownerToken))).body.state,
+      ).toBe('cancelled');
       expect(await h.state(app.uuid)).toBe('running');
       expect((await h.events(app.uuid)).map((e) => e.type)).toEqual(['deploy_started', 'deploy_ended']);
-      expect((await stack.ds.query(`SELECT status FROM sim_app_builds WHERE deployment_uuid = $1`, [d.uuid]))[0].status).toBe('cancelled');
-      expect((await h.api.post(`/api/v1/apps/${app.uuid}/deployments/${d.uuid}/cancel`).set(auth(ws.ownerToken))).status).toBe(422);
+      expect(
+        (await stack.ds.query(`SELECT status FROM sim_app_builds WHERE deployment_uuid = $1`, [d.uuid]))[0].status,
+      ).toBe('cancelled');
+      expect(
+        (await h.api.post(`/api/v1/apps/${app.uuid}/deployments/${d.uuid}/cancel`).set(auth(ws.ownerToken))).status,
+      ).toBe(422);
     });
   });
 
   it('DEP-01 DEP-03 DEP-04 lists deployments newest first, filtered by status and period', async () => {
-    const app = await h.api.post('/api/v1/apps').set(auth(ws.ownerToken)).send({ name: 'history', resource_id: ws.resourceUuid });
-    const rows = [['completed', 1], ['failed', 10], ['completed', 40], ['cancelled', 100]] as const;
+    const app = await h.api
+      .post('/api/v1/apps')
+      .set(auth(ws.ownerToken))
+      .send({ name: 'history', resource_id: ws.resourceUuid });
+    const rows = [
+      ['completed', 1],
+      ['failed', 10],
+      ['completed', 40],
+      ['cancelled', 100],
+    ] as const;
     const uuids: string[] = [];
     for (const [state, days] of rows) {
       const uuid = randomUUID();
       uuids.push(uuid);
-      await stack.ds.query(`INSERT INTO app_deployments (uuid, app_uuid, workspace_uuid, state, deployment_method, created_at, updated_at)
-        VALUES ($1, $2, $3, $4, 'git_push', now() - make_interval(days => $5), now() - make_interval(days => $5))`, [uuid, app.body.uuid, ws.uuid, state, days]);
+      await stack.ds.query(
+        `INSERT INTO app_deployments (uuid, app_uuid, workspace_uuid, state, deployment_method, created_at, updated_at)
+        VALUES ($1, $2, $3, $4, 'git_push', now() - make_interval(days => $5), now() - make_interval(days => $5))`,
+        [uuid, app.body.uuid, ws.uuid, state, days],
+      );
     }
-    const get = async (q: string) => (await h.api.get(`/api/v1/apps/${app.body.uuid}/deployments${q}`).set(auth(ws.ownerToken))).body.map((d: any) => d.uuid);
+    const get = async (q: string) =>
+      (await h.api.get(`/api/v1/apps/${app.body.uuid}/deployments${q}`).set(auth(ws.ownerToken))).body.map(
+        (d: any) => d.uuid,
+      );
     expect(await get('')).toEqual(uuids);
     expect(await get('?period=all')).toEqual(uuids);
     expect(await get('?period=7days')).toEqual([uuids[0]]);
@@ -153,9 +244,14 @@ describe('deployments', () => {
     expect(await get('?period=90days')).toEqual([uuids[0], uuids[1], uuids[2]]);
     expect(await get('?status=completed')).toEqual([uuids[0], uuids[2]]);
     expect(await get('?status=completed&period=30days')).toEqual([uuids[0]]);
-    expect((await h.api.get(`/api/v1/apps/${app.body.uuid}/deployments?period=1year`).set(auth(ws.ownerToken))).status).toBe(400);
-    expect((await h.api.get(`/api/v1/apps/${app.body.uuid}/deployments?status=done`).set(auth(ws.ownerToken))).status).toBe(400);
-    const one = (await h.api.get(`/api/v1/apps/${app.body.uuid}/deployments/${uuids[0]}`).set(auth(ws.ownerToken))).body;
+    expect(
+      (await h.api.get(`/api/v1/apps/${app.body.uuid}/deployments?period=1year`).set(auth(ws.ownerToken))).status,
+    ).toBe(400);
+    expect(
+      (await h.api.get(`/api/v1/apps/${app.body.uuid}/deployments?status=done`).set(auth(ws.ownerToken))).status,
+    ).toBe(400);
+    const one = (await h.api.get(`/api/v1/apps/${app.body.uuid}/deployments/${uuids[0]}`).set(auth(ws.ownerToken)))
+      .body;
     expect(one.logs_stored_at).toBeNull();
   });
 });
@@ -163,9 +259,21 @@ describe('deployments', () => {
 describe('clone', () => {
   async function source() {
     const app = await runningApp(`src${Math.floor(Math.random() * 1e6)}`, { deployment_method: 'cli_upload' });
-    await h.api.put(`/api/v1/apps/${app.uuid}/variables`).set(auth(ws.ownerToken)).send({ variables: [{ key: 'API_KEY', value: 'k-123456' }] }).expect(200);
-    await h.api.put(`/api/v1/apps/${app.uuid}/secret_files`).set(auth(ws.ownerToken)).send({ files: [{ name: 'cert.pem', content: 'PEM' }] }).expect(200);
-    await h.api.put(`/api/v1/apps/${app.uuid}/security`).set(auth(ws.ownerToken)).send({ private_access: true }).expect(200);
+    await h.api
+      .put(`/api/v1/apps/${app.uuid}/variables`)
+      .set(auth(ws.ownerToken))
+      .send({ variables: [{ key: 'API_KEY', value: 'k-123456' }] })
+      .expect(200);
+    await h.api
+      .put(`/api/v1/apps/${app.uuid}/secret_files`)
+      .set(auth(ws.ownerToken))
+      .send({ files: [{ name: 'cert.pem', content: 'PEM' }] })
+      .expect(200);
+    await h.api
+      .put(`/api/v1/apps/${app.uuid}/security`)
+      .set(auth(ws.ownerToken))
+      .send({ private_access: true })
+      .expect(200);
     const d = await deploy(app.uuid);
     expect(await result(app.uuid, d.uuid)).toBe('completed');
     return app;
@@ -189,21 +297,47 @@ describe('clone', () => {
       // CLN-03: nothing optional was copied
       expect(await stack.ds.query(`SELECT 1 FROM app_variables WHERE app_uuid = $1`, [bare.body.uuid])).toEqual([]);
       expect(await stack.ds.query(`SELECT 1 FROM app_secret_files WHERE app_uuid = $1`, [bare.body.uuid])).toEqual([]);
-      expect((await h.api.get(`/api/v1/apps/${bare.body.uuid}`).set(auth(ws.ownerToken))).body.private_access).toBe(false);
+      expect((await h.api.get(`/api/v1/apps/${bare.body.uuid}`).set(auth(ws.ownerToken))).body.private_access).toBe(
+        false,
+      );
 
-      const project = (await h.api.post('/api/v1/projects').set(auth(ws.ownerToken)).send({ name: 'clones' })).body.uuid;
+      const project = (await h.api.post('/api/v1/projects').set(auth(ws.ownerToken)).send({ name: 'clones' })).body
+        .uuid;
       const full = await h.api.post(`/api/v1/apps/${src.uuid}/clone`).set(auth(ws.ownerToken)).send({
-        label: 'Staging copy', name: 'staging', project_id: project, resource_id: ws.resourceUuid, use_parent_image: true, parent_image_auto_sync: true,
-        clone_variables: true, clone_secret_files: true, clone_scaling_settings: true, clone_health_checks: true, clone_security: true, addons: [], cronjobs: [],
+        label: 'Staging copy',
+        name: 'staging',
+        project_id: project,
+        resource_id: ws.resourceUuid,
+        use_parent_image: true,
+        parent_image_auto_sync: true,
+        clone_variables: true,
+        clone_secret_files: true,
+        clone_scaling_settings: true,
+        clone_health_checks: true,
+        clone_security: true,
+        addons: [],
+        cronjobs: [],
       });
       expect(full.status).toBe(201);
-      expect(full.body).toMatchObject({ label: 'Staging copy', service_name: 'staging', project_id: project, deployment_method: 'parent_image', state: 'cloning' });
+      expect(full.body).toMatchObject({
+        label: 'Staging copy',
+        service_name: 'staging',
+        project_id: project,
+        deployment_method: 'parent_image',
+        state: 'cloning',
+      });
       await h.ts.client.workflow.getHandle(`app-clone/${full.body.uuid}`).result();
       await eventually(async () => (await h.state(full.body.uuid)) === 'running', { what: 'clone running' });
       const vars = (await h.api.get(`/api/v1/apps/${full.body.uuid}/variables`).set(auth(ws.ownerToken))).body;
       expect(vars.map((v: any) => [v.key, v.value])).toEqual([['API_KEY', 'k-123456']]);
-      expect((await h.api.get(`/api/v1/apps/${full.body.uuid}/secret_files`).set(auth(ws.ownerToken))).body.map((f: any) => f.name)).toEqual(['cert.pem']);
-      expect((await h.api.get(`/api/v1/apps/${full.body.uuid}`).set(auth(ws.ownerToken))).body.private_access).toBe(true);
+      expect(
+        (await h.api.get(`/api/v1/apps/${full.body.uuid}/secret_files`).set(auth(ws.ownerToken))).body.map(
+          (f: any) => f.name,
+        ),
+      ).toEqual(['cert.pem']);
+      expect((await h.api.get(`/api/v1/apps/${full.body.uuid}`).set(auth(ws.ownerToken))).body.private_access).toBe(
+        true,
+      );
       const [srcSim, dstSim] = [(await snapshot(src.uuid)).sim, (await snapshot(full.body.uuid)).sim];
       expect(dstSim.image).toBe(srcSim.image);
       const [vol] = (await snapshot(full.body.uuid)).vols;
@@ -217,9 +351,15 @@ describe('clone', () => {
     await h.ts.withWorker(async () => {
       const src = await source();
       const owner = auth(ws.ownerToken);
-      const checks = [{ kind: 'readiness', protocol: 'http', path: '/ready', port: 8080, period_seconds: 5, failure_threshold: 2 }];
+      const checks = [
+        { kind: 'readiness', protocol: 'http', path: '/ready', port: 8080, period_seconds: 5, failure_threshold: 2 },
+      ];
       await h.api.put(`/api/v1/apps/${src.uuid}/health_checks`).set(owner).send({ health_checks: checks }).expect(200);
-      await h.api.put(`/api/v1/apps/${src.uuid}/scaling_profile`).set(owner).send({ min_replicas: 2, max_replicas: 5, target_cpu_percent: 65 }).expect(200);
+      await h.api
+        .put(`/api/v1/apps/${src.uuid}/scaling_profile`)
+        .set(owner)
+        .send({ min_replicas: 2, max_replicas: 5, target_cpu_percent: 65 })
+        .expect(200);
       const srcChecks = (await h.api.get(`/api/v1/apps/${src.uuid}/health_checks`).set(owner)).body;
       const srcScaling = (await h.api.get(`/api/v1/apps/${src.uuid}/scaling_profile`).set(owner)).body;
       const clone = async (body: Record<string, unknown>) => {
@@ -247,17 +387,25 @@ describe('clone', () => {
       const first = await image(src.uuid);
       expect(await image(follower)).toBe(first);
       expect(await image(pinned)).toBe(first);
-      const deployments = async (uuid: string) => (await h.api.get(`/api/v1/apps/${uuid}/deployments`).set(owner)).body as Array<{ uuid: string; state: string }>;
-      const before = { follower: (await deployments(follower)).length, pinned: (await deployments(pinned)).length, plain: (await deployments(plain)).length };
+      const deployments = async (uuid: string) =>
+        (await h.api.get(`/api/v1/apps/${uuid}/deployments`).set(owner)).body as Array<{ uuid: string; state: string }>;
+      const before = {
+        follower: (await deployments(follower)).length,
+        pinned: (await deployments(pinned)).length,
+        plain: (await deployments(plain)).length,
+      };
 
       const d = await deploy(src.uuid);
       expect(await result(src.uuid, d.uuid)).toBe('completed');
       const second = await image(src.uuid);
       expect(second).not.toBe(first);
-      const synced = await eventually(async () => {
-        const list = await deployments(follower);
-        return list.length > before.follower && list[0]!.state === 'completed' ? list[0] : undefined;
-      }, { what: 'the follower redeployed' });
+      const synced = await eventually(
+        async () => {
+          const list = await deployments(follower);
+          return list.length > before.follower && list[0]!.state === 'completed' ? list[0] : undefined;
+        },
+        { what: 'the follower redeployed' },
+      );
       expect(synced).toMatchObject({ deployment_method: 'parent_image', commit_sha: null });
       await eventually(async () => (await h.state(follower)) === 'running', { what: 'follower running' });
       expect(await image(follower)).toBe(second);
@@ -269,11 +417,17 @@ describe('clone', () => {
   });
 
   it('CLN-02 add-ons and cron jobs must belong to the source app (422 naming the unknown uuids, nothing written)', async () => {
-    const src = await h.api.post('/api/v1/apps').set(auth(ws.ownerToken)).send({ name: 'addonless', resource_id: ws.resourceUuid });
+    const src = await h.api
+      .post('/api/v1/apps')
+      .set(auth(ws.ownerToken))
+      .send({ name: 'addonless', resource_id: ws.resourceUuid });
     await stack.ds.query(`UPDATE apps SET state = 'running' WHERE uuid = $1`, [src.body.uuid]);
     const addon = randomUUID();
     const cron = randomUUID();
-    const res = await h.api.post(`/api/v1/apps/${src.body.uuid}/clone`).set(auth(ws.ownerToken)).send({ addons: [{ uuid: addon, clone_data: true }], cronjobs: [cron] });
+    const res = await h.api
+      .post(`/api/v1/apps/${src.body.uuid}/clone`)
+      .set(auth(ws.ownerToken))
+      .send({ addons: [{ uuid: addon, clone_data: true }], cronjobs: [cron] });
     expect(res.status).toBe(422);
     expect(res.body.detail).toContain(addon);
     expect(res.body.detail).toContain(cron);
@@ -284,13 +438,45 @@ describe('clone', () => {
     await h.ts.withWorker(async () => {
       const src = await runningApp('placed');
       const member = await memberWith(stack.ds, ws.uuid, 'ops', ['apps:manage']);
-      const [{ region_id }] = await stack.ds.query(`SELECT region_id FROM compute_resources WHERE uuid = $1`, [ws.resourceUuid]);
-      const theirs = await createResource(stack.ds, ws.uuid, region_id, `member-res-${Date.now()}`, BIG_PLAN, member.memberUuid);
-      const project = (await h.api.post('/api/v1/projects').set(auth(ws.ownerToken)).send({ name: `assigned-${Date.now()}`, resource_ids: [theirs] })).body.uuid;
-      const other = (await h.api.post('/api/v1/projects').set(auth(ws.ownerToken)).send({ name: `other-${Date.now()}` })).body.uuid;
-      expect((await h.api.post(`/api/v1/apps/${src.uuid}/clone`).set(auth(ws.ownerToken)).send({ resource_id: theirs })).status).toBe(422);
-      expect((await h.api.post(`/api/v1/apps/${src.uuid}/clone`).set(auth(ws.ownerToken)).send({ resource_id: theirs, project_id: other })).status).toBe(422);
-      const ok = await h.api.post(`/api/v1/apps/${src.uuid}/clone`).set(auth(ws.ownerToken)).send({ resource_id: theirs, project_id: project });
+      const [{ region_id }] = await stack.ds.query(`SELECT region_id FROM compute_resources WHERE uuid = $1`, [
+        ws.resourceUuid,
+      ]);
+      const theirs = await createResource(
+        stack.ds,
+        ws.uuid,
+        region_id,
+        `member-res-${Date.now()}`,
+        BIG_PLAN,
+        member.memberUuid,
+      );
+      const project = (
+        await h.api
+          .post('/api/v1/projects')
+          .set(auth(ws.ownerToken))
+          .send({ name: `assigned-${Date.now()}`, resource_ids: [theirs] })
+      ).body.uuid;
+      const other = (
+        await h.api
+          .post('/api/v1/projects')
+          .set(auth(ws.ownerToken))
+          .send({ name: `other-${Date.now()}` })
+      ).body.uuid;
+      expect(
+        (await h.api.post(`/api/v1/apps/${src.uuid}/clone`).set(auth(ws.ownerToken)).send({ resource_id: theirs }))
+          .status,
+      ).toBe(422);
+      expect(
+        (
+          await h.api
+            .post(`/api/v1/apps/${src.uuid}/clone`)
+            .set(auth(ws.ownerToken))
+            .send({ resource_id: theirs, project_id: other })
+        ).status,
+      ).toBe(422);
+      const ok = await h.api
+        .post(`/api/v1/apps/${src.uuid}/clone`)
+        .set(auth(ws.ownerToken))
+        .send({ resource_id: theirs, project_id: project });
       expect(ok.status).toBe(201);
       expect(ok.body.platform.uuid).toBe(theirs);
       await h.ts.client.workflow.getHandle(`app-clone/${ok.body.uuid}`).result();
@@ -305,17 +491,30 @@ describe('clone', () => {
         const before = await snapshot(src.uuid);
         const apps = (await stack.ds.query(`SELECT count(*)::int AS n FROM apps`))[0].n;
         await SimulatedCore.injectFault(stack.ds, step, 1, { retryable: false, message: `${step} broke` });
-        const res = await h.api.post(`/api/v1/apps/${src.uuid}/clone`).set(auth(ws.ownerToken))
-          .send({ clone_variables: true, clone_secret_files: true, clone_security: true, clone_scaling_settings: true, clone_health_checks: true });
+        const res = await h.api.post(`/api/v1/apps/${src.uuid}/clone`).set(auth(ws.ownerToken)).send({
+          clone_variables: true,
+          clone_secret_files: true,
+          clone_security: true,
+          clone_scaling_settings: true,
+          clone_health_checks: true,
+        });
         expect(res.status).toBe(201);
         const outcome = await h.ts.client.workflow.getHandle(`app-clone/${res.body.uuid}`).result();
         expect(outcome).toEqual({ outcome: 'failed', reason: `${step} broke` });
         expect(await snapshot(src.uuid)).toEqual(before);
         const target = res.body.uuid;
         expect((await stack.ds.query(`SELECT count(*)::int AS n FROM apps`))[0].n).toBe(apps);
-        for (const [table, column] of [['apps', 'uuid'], ['sim_apps', 'app_uuid'], ['sim_app_volumes', 'app_uuid'], ['app_variables', 'app_uuid'],
-          ['app_secret_files', 'app_uuid'], ['resource_allocations', 'owner_uuid']]) {
-          expect(`${table}: ${(await stack.ds.query(`SELECT count(*)::int AS n FROM ${table} WHERE ${column} = $1`, [target]))[0].n}`).toBe(`${table}: 0`);
+        for (const [table, column] of [
+          ['apps', 'uuid'],
+          ['sim_apps', 'app_uuid'],
+          ['sim_app_volumes', 'app_uuid'],
+          ['app_variables', 'app_uuid'],
+          ['app_secret_files', 'app_uuid'],
+          ['resource_allocations', 'owner_uuid'],
+        ]) {
+          expect(
+            `${table}: ${(await stack.ds.query(`SELECT count(*)::int AS n FROM ${table} WHERE ${column} = $1`, [target]))[0].n}`,
+          ).toBe(`${table}: 0`);
         }
         expect((await h.api.get(`/api/v1/apps/${target}`).set(auth(ws.ownerToken))).status).toBe(404);
         await SimulatedCore.clearFaults(stack.ds);

@@ -33,10 +33,17 @@ async function startVerification(name: string) {
   const token = `berth-verify=${randomBytes(24).toString('base64url')}`;
   await stack.ds.query(
     `INSERT INTO domains (uuid, workspace_uuid, app_uuid, name, verification_status, verification_token) VALUES ($1, $2, $3, $4, 'in_progress', $5)`,
-    [uuid, ws.uuid, app.uuid, name, token]);
-  const op = await stack.ds.transaction((m) => ts.outbox.enqueue(m, {
-    operation: 'domain-verify', workflow: 'domainVerify', workspaceUuid: ws.uuid, resourceUuid: uuid, args: [{ domainUuid: uuid }],
-  }));
+    [uuid, ws.uuid, app.uuid, name, token],
+  );
+  const op = await stack.ds.transaction((m) =>
+    ts.outbox.enqueue(m, {
+      operation: 'domain-verify',
+      workflow: 'domainVerify',
+      workspaceUuid: ws.uuid,
+      resourceUuid: uuid,
+      args: [{ domainUuid: uuid }],
+    }),
+  );
   return { uuid, token, op };
 }
 
@@ -49,9 +56,14 @@ function timerMinutes(history: temporal.api.history.v1.IHistory): number[] {
 
 /** The workflow's audited moves of a row: `<action> <from>-><to>`, oldest first. */
 async function workflowMoves(uuid: string): Promise<string[]> {
-  const found = await stack.ds.query(`SELECT action, diff, app_uuid FROM audit_events WHERE resource_uuid = $1 AND source = 'workflow' AND actor_type = 'system' ORDER BY created_at`, [uuid]);
-  return found.map((e: { action: string; diff: Record<string, { from: string; to: string }>; app_uuid: string }) =>
-    `${e.action} ${e.diff.verification_status!.from}->${e.diff.verification_status!.to} ${e.app_uuid === app.uuid ? 'on the app' : 'elsewhere'}`);
+  const found = await stack.ds.query(
+    `SELECT action, diff, app_uuid FROM audit_events WHERE resource_uuid = $1 AND source = 'workflow' AND actor_type = 'system' ORDER BY created_at`,
+    [uuid],
+  );
+  return found.map(
+    (e: { action: string; diff: Record<string, { from: string; to: string }>; app_uuid: string }) =>
+      `${e.action} ${e.diff.verification_status!.from}->${e.diff.verification_status!.to} ${e.app_uuid === app.uuid ? 'on the app' : 'elsewhere'}`,
+  );
 }
 
 async function domain(uuid: string) {
@@ -78,7 +90,12 @@ describe('domainVerify workflow', () => {
     });
     expect(dns.lookups(`_platformapp-verify.${name}`)).toBe(12);
     const row = await domain(uuid);
-    expect(row).toMatchObject({ verification_status: 'verified', verification_token: null, check_attempts: 12, last_check_error: null });
+    expect(row).toMatchObject({
+      verification_status: 'verified',
+      verification_token: null,
+      check_attempts: 12,
+      last_check_error: null,
+    });
     expect(row.dns_target).toMatch(new RegExp(`^${app.name}\\.`));
     expect(await workflowMoves(uuid)).toEqual(['domain.verification_status in_progress->verified on the app']);
   });
@@ -98,7 +115,12 @@ describe('domainVerify workflow', () => {
     expect(dns.lookups(`_platformapp-verify.${name}`)).toBe(VERIFY_MAX_ATTEMPTS);
     const row = await domain(uuid);
     // DOM-03 DOM-04: still needs verification, so the token stays and no dns_target is given.
-    expect(row).toMatchObject({ verification_status: 'failed', verification_token: token, dns_target: null, check_attempts: VERIFY_MAX_ATTEMPTS });
+    expect(row).toMatchObject({
+      verification_status: 'failed',
+      verification_token: token,
+      dns_target: null,
+      check_attempts: VERIFY_MAX_ATTEMPTS,
+    });
     expect(row.last_check_error).toMatch(/does not hold the verification token/);
     expect(await workflowMoves(uuid)).toEqual(['domain.verification_status in_progress->failed on the app']);
   });

@@ -20,8 +20,16 @@ beforeAll(async () => {
   builder = new FixtureBuilder(temp.layout, isolation.uidSwitch);
   ingress = new RecordingIngress();
   driver = new LocalAppsDriver({
-    dataSource: stack.ds, secretBox: stack.secretBox, layout: temp.layout, isolation, builder, ingress, events: new RecordingSink(),
-    logger: stack.logger, host: '127.0.0.1', timing: { bootDeadlineMs: 15_000, stopGraceMs: 2000 },
+    dataSource: stack.ds,
+    secretBox: stack.secretBox,
+    layout: temp.layout,
+    isolation,
+    builder,
+    ingress,
+    events: new RecordingSink(),
+    logger: stack.logger,
+    host: '127.0.0.1',
+    timing: { bootDeadlineMs: 15_000, stopGraceMs: 2000 },
   });
   stack.activityDeps.provider = { ...stack.activityDeps.provider, apps: driver };
   h = await appWorkflowHarness(stack);
@@ -36,28 +44,39 @@ afterAll(async () => {
   temp.cleanup();
 });
 
-const result = (appUuid: string, deploymentUuid: string) => h.ts.client.workflow.getHandle(`app-deploy/${appUuid}/${deploymentUuid}`).result();
+const result = (appUuid: string, deploymentUuid: string) =>
+  h.ts.client.workflow.getHandle(`app-deploy/${appUuid}/${deploymentUuid}`).result();
 
 describe('deployments on the local driver', () => {
-  it('EVT-02 APP-14 a release that exits at boot fails the deployment with the driver\'s reason; the old release keeps serving and the app stays running', async () => {
+  it("EVT-02 APP-14 a release that exits at boot fails the deployment with the driver's reason; the old release keeps serving and the app stays running", async () => {
     await h.ts.withWorker(async () => {
-      const res = await h.api.post('/api/v1/apps').set(auth(ws.ownerToken)).send({ name: 'kept', resource_id: ws.resourceUuid, deployment_method: 'git_push' });
+      const res = await h.api
+        .post('/api/v1/apps')
+        .set(auth(ws.ownerToken))
+        .send({ name: 'kept', resource_id: ws.resourceUuid, deployment_method: 'git_push' });
       expect(res.status).toBe(201);
       const app = res.body as { uuid: string };
       await eventually(async () => (await h.state(app.uuid)) === 'running', { what: 'the app running' });
 
       builder.fixtures.set(app.uuid, 'sup-web');
-      const good = await h.api.post(`/api/v1/apps/${app.uuid}/deployments`).set(auth(ws.ownerToken)).send({ commit_sha: 'aaaaaaa' });
+      const good = await h.api
+        .post(`/api/v1/apps/${app.uuid}/deployments`)
+        .set(auth(ws.ownerToken))
+        .send({ commit_sha: 'aaaaaaa' });
       expect(good.status).toBe(202);
       expect(await result(app.uuid, good.body.uuid)).toBe('completed');
       const [port] = ingress.ports(app.uuid);
       expect(port).toBeGreaterThan(0);
 
       builder.fixtures.set(app.uuid, 'sup-crash');
-      const bad = await h.api.post(`/api/v1/apps/${app.uuid}/deployments`).set(auth(ws.ownerToken)).send({ commit_sha: 'bbbbbbb' });
+      const bad = await h.api
+        .post(`/api/v1/apps/${app.uuid}/deployments`)
+        .set(auth(ws.ownerToken))
+        .send({ commit_sha: 'bbbbbbb' });
       expect(await result(app.uuid, bad.body.uuid)).toBe('failed');
       const reason = 'the release exited at boot with code 1: sup-crash: cannot reach the database at 127.0.0.1:1';
-      const shown = (await h.api.get(`/api/v1/apps/${app.uuid}/deployments/${bad.body.uuid}`).set(auth(ws.ownerToken))).body;
+      const shown = (await h.api.get(`/api/v1/apps/${app.uuid}/deployments/${bad.body.uuid}`).set(auth(ws.ownerToken)))
+        .body;
       expect(shown).toMatchObject({ state: 'failed', message: reason });
       const ended = (await h.events(app.uuid)).filter((e) => e.type === 'deploy_ended');
       expect(ended.map((e) => e.data.message)).toEqual([null, reason]);

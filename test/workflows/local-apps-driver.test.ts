@@ -22,7 +22,9 @@ function get(port: number, urlPath = '/'): Promise<{ status: number; body: strin
   return new Promise((resolve, reject) => {
     const req = request({ host: '127.0.0.1', port, path: urlPath, timeout: 5000 }, (res) => {
       let body = '';
-      res.on('data', (c) => { body += c; });
+      res.on('data', (c) => {
+        body += c;
+      });
       res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
     });
     req.on('error', reject);
@@ -48,11 +50,26 @@ let sink: RecordingSink;
 let driver: LocalAppsDriver;
 const secretBox = new SecretBox([{ kid: 't', key: randomBytes(32) }]);
 const logger = createLogger('silent');
-const TIMING = { backoffInitialMs: 100, backoffMaxMs: 400, healthyPeriodMs: 5000, bootDeadlineMs: 15_000, stopGraceMs: 2000 };
+const TIMING = {
+  backoffInitialMs: 100,
+  backoffMaxMs: 400,
+  healthyPeriodMs: 5000,
+  bootDeadlineMs: 15_000,
+  stopGraceMs: 2000,
+};
 
 function newDriver(): LocalAppsDriver {
   return new LocalAppsDriver({
-    dataSource: db.ds, secretBox, layout: temp.layout, isolation, builder, ingress, events: sink, logger, host: '127.0.0.1', timing: TIMING,
+    dataSource: db.ds,
+    secretBox,
+    layout: temp.layout,
+    isolation,
+    builder,
+    ingress,
+    events: sink,
+    logger,
+    host: '127.0.0.1',
+    timing: TIMING,
   });
 }
 
@@ -77,16 +94,35 @@ afterAll(async () => {
 /** An app row (quota, checks) provisioned on the driver. */
 async function app(options: { replicas?: number; ramMiB?: number; healthChecks?: unknown[] } = {}): Promise<string> {
   const { uuid } = await insertApp(db.ds, ws);
-  await db.ds.query(`UPDATE apps SET quota = $2, health_checks = $3 WHERE uuid = $1`, [uuid,
-    JSON.stringify({ cpu_size: 1, ram_size: (options.ramMiB ?? 512) * 2 ** 20, disk_size: 2 ** 30, replicas: options.replicas ?? 1 }),
-    JSON.stringify(options.healthChecks ?? [])]);
-  await driver.provision({ appUuid: uuid, name: 'a', resourceUuid: ws.resourceUuid, internalPort: 8080, cpuSize: 1, ramSize: 2 ** 29, diskSize: 2 ** 30, replicas: options.replicas ?? 1 });
+  await db.ds.query(`UPDATE apps SET quota = $2, health_checks = $3 WHERE uuid = $1`, [
+    uuid,
+    JSON.stringify({
+      cpu_size: 1,
+      ram_size: (options.ramMiB ?? 512) * 2 ** 20,
+      disk_size: 2 ** 30,
+      replicas: options.replicas ?? 1,
+    }),
+    JSON.stringify(options.healthChecks ?? []),
+  ]);
+  await driver.provision({
+    appUuid: uuid,
+    name: 'a',
+    resourceUuid: ws.resourceUuid,
+    internalPort: 8080,
+    cpuSize: 1,
+    ramSize: 2 ** 29,
+    diskSize: 2 ** 30,
+    replicas: options.replicas ?? 1,
+  });
   return uuid;
 }
 
 async function deployed(appUuid: string, fixture = 'sup-web', env: Record<string, string> = {}): Promise<void> {
   await driver.rollout(appUuid, builder.image(appUuid, fixture), env);
-  await eventually(async () => (await driver.status(appUuid)) !== 'starting', { timeoutMs: 20_000, what: 'the rollout to settle' });
+  await eventually(async () => (await driver.status(appUuid)) !== 'starting', {
+    timeoutMs: 20_000,
+    what: 'the rollout to settle',
+  });
 }
 
 const logOf = (appUuid: string) => {
@@ -149,7 +185,10 @@ describe('local apps driver', () => {
   it('EVT-06 a replica that keeps crashing: restarts with backoff, app_crash_loop once (failed), then app_stopped', async () => {
     const a = await app();
     await deployed(a, 'sup-web', { CRASH_AFTER_MS: '700' });
-    await eventually(async () => sink.of(a).some((e) => e.value === 'app_stopped'), { timeoutMs: 40_000, what: 'app_stopped' });
+    await eventually(async () => sink.of(a).some((e) => e.value === 'app_stopped'), {
+      timeoutMs: 40_000,
+      what: 'app_stopped',
+    });
     const events = sink.of(a).map((e) => e.value);
     expect(events.filter((e) => e === 'app_crash_loop')).toHaveLength(1);
     expect(events.indexOf('app_crash_loop')).toBeLessThan(events.indexOf('app_stopped'));
@@ -173,7 +212,9 @@ describe('local apps driver', () => {
     expect(await driver.status(a)).toBe('starting');
     await eventually(async () => (await driver.status(a)) !== 'starting', { what: 'the rollout to settle' });
     expect(await driver.status(a)).toBe('running');
-    expect(await driver.rolloutFailure(a)).toBe('the release exited at boot with code 1: sup-crash: cannot reach the database at 127.0.0.1:1');
+    expect(await driver.rolloutFailure(a)).toBe(
+      'the release exited at boot with code 1: sup-crash: cannot reach the database at 127.0.0.1:1',
+    );
     expect(ingress.ports(a)).toEqual([port]);
     expect(JSON.parse((await get(port!)).body).pid).toBe(pid);
     // a later good rollout clears the reason and takes over
@@ -200,7 +241,9 @@ describe('local apps driver', () => {
     await driver.rollout(a, image);
     await eventually(async () => (await driver.status(a)) === 'running', { what: 'running' });
     const releaseId = image.split('/').pop()!;
-    expect(ingress.backends.get(a)).toEqual([{ kind: 'static', root: path.join(temp.layout.releaseDir(a, releaseId), '.') }]);
+    expect(ingress.backends.get(a)).toEqual([
+      { kind: 'static', root: path.join(temp.layout.releaseDir(a, releaseId), '.') },
+    ]);
     expect(logOf(a)).not.toMatch(/web\.1 started/);
   });
 
@@ -213,7 +256,20 @@ describe('local apps driver', () => {
   });
 
   it('APP-14 a readiness check that starts failing: app_unhealthy, live status problem, out of the ingress', async () => {
-    const a = await app({ healthChecks: [{ kind: 'readiness', protocol: 'http', path: '/health', port: 8080, initial_delay_seconds: 0, period_seconds: 1, timeout_seconds: 1, failure_threshold: 2 }] });
+    const a = await app({
+      healthChecks: [
+        {
+          kind: 'readiness',
+          protocol: 'http',
+          path: '/health',
+          port: 8080,
+          initial_delay_seconds: 0,
+          period_seconds: 1,
+          timeout_seconds: 1,
+          failure_threshold: 2,
+        },
+      ],
+    });
     await deployed(a, 'sup-web', { HEALTH_FAIL_AFTER_MS: '1500' });
     await eventually(async () => (await driver.status(a)) === 'problem', { what: 'problem' });
     expect(sink.of(a).map((e) => e.value)).toEqual(['app_unhealthy', 'problem']);
@@ -222,10 +278,26 @@ describe('local apps driver', () => {
   });
 
   it('a failing liveness check restarts the replica', async () => {
-    const a = await app({ healthChecks: [{ kind: 'liveness', protocol: 'http', path: '/health', port: 8080, initial_delay_seconds: 0, period_seconds: 1, timeout_seconds: 1, failure_threshold: 1 }] });
+    const a = await app({
+      healthChecks: [
+        {
+          kind: 'liveness',
+          protocol: 'http',
+          path: '/health',
+          port: 8080,
+          initial_delay_seconds: 0,
+          period_seconds: 1,
+          timeout_seconds: 1,
+          failure_threshold: 1,
+        },
+      ],
+    });
     await deployed(a, 'sup-web', { HEALTH_FAIL_AFTER_MS: '1000' });
-    await eventually(async () => /web\.1 was killed: failed its liveness check 1 times, restarting/.test(logOf(a)), { what: 'a liveness restart' })
-      .catch((err) => { throw new Error(`${(err as Error).message}\n${logOf(a)}`); });
+    await eventually(async () => /web\.1 was killed: failed its liveness check 1 times, restarting/.test(logOf(a)), {
+      what: 'a liveness restart',
+    }).catch((err) => {
+      throw new Error(`${(err as Error).message}\n${logOf(a)}`);
+    });
   });
 
   it('public ports forward: the web port to the replicas, another port to the loopback; private again closes it', async () => {
@@ -233,10 +305,16 @@ describe('local apps driver', () => {
     const extra = await freePort();
     await deployed(a, 'sup-web', { EXTRA_PORT: String(extra) });
     const [webPublic, extraPublic] = [await freePort(), await freePort()];
-    await driver.applyPorts(a, [{ internalPort: 8080, protocol: 'tcp', externalPort: webPublic }, { internalPort: extra, protocol: 'tcp', externalPort: extraPublic }]);
+    await driver.applyPorts(a, [
+      { internalPort: 8080, protocol: 'tcp', externalPort: webPublic },
+      { internalPort: extra, protocol: 'tcp', externalPort: extraPublic },
+    ]);
     expect(JSON.parse((await get(webPublic)).body).release).toBe('sup-web');
     expect((await get(extraPublic)).body).toBe('extra');
-    await driver.applyPorts(a, [{ internalPort: 8080, protocol: 'tcp', externalPort: webPublic }, { internalPort: extra, protocol: 'tcp', externalPort: null }]);
+    await driver.applyPorts(a, [
+      { internalPort: 8080, protocol: 'tcp', externalPort: webPublic },
+      { internalPort: extra, protocol: 'tcp', externalPort: null },
+    ]);
     expect(await acceptsConnections('127.0.0.1', extraPublic, 500)).toBe(false);
     expect(await acceptsConnections('127.0.0.1', webPublic, 500)).toBe(true);
     await driver.delete(a);
@@ -275,44 +353,80 @@ describe('local apps driver', () => {
     expect(() => readFileSync(path.join(temp.layout.volumeDir(b), 'data.txt'))).toThrow();
   });
 
-  it('builds: container images are refused naming the driver that runs them; parent_image copies the parent\'s release', async () => {
+  it("builds: container images are refused naming the driver that runs them; parent_image copies the parent's release", async () => {
     const a = await app();
     const d1 = randomUUID();
-    await driver.startBuild({ appUuid: a, deploymentUuid: d1, method: 'container_registry', commitSha: null, image: 'nginx:1' });
-    expect(await driver.buildStatus(d1)).toEqual({ status: 'failed', reason: expect.stringMatching(/no container images.*kubernetes/) });
+    await driver.startBuild({
+      appUuid: a,
+      deploymentUuid: d1,
+      method: 'container_registry',
+      commitSha: null,
+      image: 'nginx:1',
+    });
+    expect(await driver.buildStatus(d1)).toEqual({
+      status: 'failed',
+      reason: expect.stringMatching(/no container images.*kubernetes/),
+    });
     await deployed(a);
     const child = await app();
     const d2 = randomUUID();
-    await driver.startBuild({ appUuid: child, deploymentUuid: d2, method: 'parent_image', commitSha: null, image: await driver.currentImage(a) });
+    await driver.startBuild({
+      appUuid: child,
+      deploymentUuid: d2,
+      method: 'parent_image',
+      commitSha: null,
+      image: await driver.currentImage(a),
+    });
     const built = await driver.buildStatus(d2);
-    expect(built).toEqual({ status: 'succeeded', image: expect.stringMatching(new RegExp(`^local-release:${child}/`)) });
+    expect(built).toEqual({
+      status: 'succeeded',
+      image: expect.stringMatching(new RegExp(`^local-release:${child}/`)),
+    });
     const d3 = randomUUID();
-    await driver.startBuild({ appUuid: child, deploymentUuid: d3, method: 'git_push', commitSha: 'abc', image: null, repository: 'sup-web' });
-    expect(await driver.buildStatus(d3)).toEqual({ status: 'succeeded', image: expect.stringMatching(/^local-release:/) });
+    await driver.startBuild({
+      appUuid: child,
+      deploymentUuid: d3,
+      method: 'git_push',
+      commitSha: 'abc',
+      image: null,
+      repository: 'sup-web',
+    });
+    expect(await driver.buildStatus(d3)).toEqual({
+      status: 'succeeded',
+      image: expect.stringMatching(/^local-release:/),
+    });
   });
 
-  itRoot('the app runs as its own uid: it cannot read Berth\'s private files nor the data dir\'s secret.key', async () => {
-    const secretKey = path.join(temp.dataDir, 'secret.key');
-    writeFileSync(secretKey, 'top-secret-key', { mode: 0o600 });
-    const privateFile = path.join(temp.layout.privateRoot, 'state.json');
-    writeFileSync(privateFile, '{}', { mode: 0o644 });
-    const a = await app();
-    await deployed(a);
-    const [port] = ingress.ports(a);
-    for (const file of [secretKey, privateFile, temp.layout.appLogFile(a)]) {
-      expect(await get(port!, `/read?path=${encodeURIComponent(file)}`)).toEqual({ status: 403, body: 'EACCES' });
-    }
-    // its own release and home are its to read
-    expect((await get(port!, `/read?path=${encodeURIComponent(path.join(temp.layout.appDir(a), 'releases'))}`)).status).toBe(200);
-    expect((await get(port!, `/read?path=${encodeURIComponent(temp.layout.homeDir(a))}`)).status).toBe(200);
-  });
+  itRoot(
+    "the app runs as its own uid: it cannot read Berth's private files nor the data dir's secret.key",
+    async () => {
+      const secretKey = path.join(temp.dataDir, 'secret.key');
+      writeFileSync(secretKey, 'top-secret-key', { mode: 0o600 });
+      const privateFile = path.join(temp.layout.privateRoot, 'state.json');
+      writeFileSync(privateFile, '{}', { mode: 0o644 });
+      const a = await app();
+      await deployed(a);
+      const [port] = ingress.ports(a);
+      for (const file of [secretKey, privateFile, temp.layout.appLogFile(a)]) {
+        expect(await get(port!, `/read?path=${encodeURIComponent(file)}`)).toEqual({ status: 403, body: 'EACCES' });
+      }
+      // its own release and home are its to read
+      expect(
+        (await get(port!, `/read?path=${encodeURIComponent(path.join(temp.layout.appDir(a), 'releases'))}`)).status,
+      ).toBe(200);
+      expect((await get(port!, `/read?path=${encodeURIComponent(temp.layout.homeDir(a))}`)).status).toBe(200);
+    },
+  );
 
   itCgroups('a replica that allocates past its ram quota is OOM-killed and says so', async () => {
     const a = await app({ ramMiB: 128 });
     await deployed(a);
     const [port] = ingress.ports(a);
     await get(port!, '/alloc?mb=400').catch(() => null);
-    await eventually(async () => /berth web\.1 was killed: exceeded its ram quota of 128 MiB, restarting/.test(logOf(a)), { what: 'the OOM kill in the log' });
+    await eventually(
+      async () => /berth web\.1 was killed: exceeded its ram quota of 128 MiB, restarting/.test(logOf(a)),
+      { what: 'the OOM kill in the log' },
+    );
   });
 });
 
@@ -325,7 +439,12 @@ describe('app log writer', () => {
     for (let i = 0; i < count; i++) writer.write(appUuid, 'web.1', `${i} ${line}`);
     await writer.close();
     const file = temp.layout.appLogFile(appUuid);
-    const numbers = [`${file}.1`, file].flatMap((f) => readFileSync(f, 'utf8').split('\n').filter(Boolean).map((l) => Number(l.split(' ')[2])));
+    const numbers = [`${file}.1`, file].flatMap((f) =>
+      readFileSync(f, 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => Number(l.split(' ')[2])),
+    );
     expect(numbers).toEqual(Array.from({ length: count }, (_, i) => i));
     expect(readFileSync(`${file}.1`).length).toBeGreaterThan(MAX_LOG_BYTES);
     expect(readFileSync(file).length).toBeLessThan(MAX_LOG_BYTES / 8);

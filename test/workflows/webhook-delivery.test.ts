@@ -8,7 +8,13 @@ import { WEBHOOK_RETRY_DELAYS_MS, WEBHOOK_RETRY_JITTER, webhookAttemptOffsetMs }
 import { memberWith, seedWorkspace, type Workspace } from '../support/fixtures';
 import { startStack, type TestStack } from '../support/stack';
 import { timeSkipping, type TimeSkipping } from '../support/temporal';
-import { RECEIVER_ALLOW, startReceiver, startSmtpReceiver, type Receiver, type SmtpReceiver } from '../support/webhooks';
+import {
+  RECEIVER_ALLOW,
+  startReceiver,
+  startSmtpReceiver,
+  type Receiver,
+  type SmtpReceiver,
+} from '../support/webhooks';
 
 /**
  * The delivery schedule on the time-skipping test server with the real activities: an
@@ -28,7 +34,11 @@ beforeAll(async () => {
   deps = stack.activityDeps;
   ts = await timeSkipping(deps);
   // Outside a worker the fan-out starts delivery workflows on config.taskQueue: point it at the time-skipping queue.
-  emitEvent = createActivities({ ...deps, temporal: ts.client, config: { ...deps.config, taskQueue: ts.taskQueue } }).emitEvent;
+  emitEvent = createActivities({
+    ...deps,
+    temporal: ts.client,
+    config: { ...deps.config, taskQueue: ts.taskQueue },
+  }).emitEvent;
 });
 afterAll(async () => {
   await ts?.close();
@@ -39,13 +49,19 @@ afterAll(async () => {
 
 async function hook(ws: Workspace): Promise<{ uuid: string; path: string }> {
   const path = `/hook/${randomUUID().slice(0, 8)}`;
-  const res = await stack.http.post('/api/v1/webhooks').set('Authorization', `Bearer ${ws.ownerToken}`)
-    .send({ url: `http://127.0.0.2:${receiver.port}${path}`, events: ['quota_alert'] }).expect(201);
+  const res = await stack.http
+    .post('/api/v1/webhooks')
+    .set('Authorization', `Bearer ${ws.ownerToken}`)
+    .send({ url: `http://127.0.0.2:${receiver.port}${path}`, events: ['quota_alert'] })
+    .expect(201);
   return { uuid: res.body.uuid, path };
 }
 
 /** Emits a quota_alert and waits (time skipping) for its delivery to the webhook to finish. */
-async function deliverOne(ws: Workspace, webhookUuid: string): Promise<{ eventId: string; outcome: string; history: temporal.api.history.v1.IHistory }> {
+async function deliverOne(
+  ws: Workspace,
+  webhookUuid: string,
+): Promise<{ eventId: string; outcome: string; history: temporal.api.history.v1.IHistory }> {
   const eventId = randomUUID();
   await emitEvent({ eventId, workspaceUuid: ws.uuid, type: 'quota_alert', appUuid: null, data: {} });
   const handle = ts.client.workflow.getHandle(`webhook-delivery/${webhookUuid}/${eventId}`);
@@ -54,16 +70,24 @@ async function deliverOne(ws: Workspace, webhookUuid: string): Promise<{ eventId
 }
 
 const delivery = async (webhookUuid: string, eventId: string) =>
-  (await stack.ds.query(`SELECT status, attempts, response_code, message, created_at, last_attempt_at FROM webhook_deliveries WHERE webhook_uuid = $1 AND event_id = $2`,
-    [webhookUuid, eventId]))[0];
-const webhook = async (uuid: string) => (await stack.ds.query(`SELECT enabled, consecutive_failures FROM webhooks WHERE uuid = $1`, [uuid]))[0];
+  (
+    await stack.ds.query(
+      `SELECT status, attempts, response_code, message, created_at, last_attempt_at FROM webhook_deliveries WHERE webhook_uuid = $1 AND event_id = $2`,
+      [webhookUuid, eventId],
+    )
+  )[0];
+const webhook = async (uuid: string) =>
+  (await stack.ds.query(`SELECT enabled, consecutive_failures FROM webhooks WHERE uuid = $1`, [uuid]))[0];
 
 function attemptTimes(history: temporal.api.history.v1.IHistory): number[] {
-  return history.events!.filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'attemptWebhookDelivery')
+  return history
+    .events!.filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'attemptWebhookDelivery')
     .map((e) => tsToMs(e.eventTime));
 }
 function timerDelays(history: temporal.api.history.v1.IHistory): number[] {
-  return history.events!.filter((e) => e.timerStartedEventAttributes).map((e) => tsToMs(e.timerStartedEventAttributes!.startToFireTimeout as never));
+  return history
+    .events!.filter((e) => e.timerStartedEventAttributes)
+    .map((e) => tsToMs(e.timerStartedEventAttributes!.startToFireTimeout as never));
 }
 
 describe('webhookDelivery workflow', () => {
@@ -103,7 +127,9 @@ describe('webhookDelivery workflow', () => {
     const ws = await seedWorkspace(stack.ds);
     const w = await hook(ws);
     receiver.respond = (hit) => {
-      const seen = receiver.hits.filter((h) => h.path === hit.path && h.headers['webhook-id'] === hit.headers['webhook-id']).length;
+      const seen = receiver.hits.filter(
+        (h) => h.path === hit.path && h.headers['webhook-id'] === hit.headers['webhook-id'],
+      ).length;
       return seen <= 2 ? { status: 502, body: 'bad gateway' } : { status: 200, body: 'thanks' };
     };
     const { eventId, outcome, history } = await ts.withWorker(() => deliverOne(ws, w.uuid));
@@ -112,7 +138,10 @@ describe('webhookDelivery workflow', () => {
     expect(hits.map((h) => h.headers['webhook-id'])).toEqual([eventId, eventId, eventId]);
     expect(new Set(hits.map((h) => h.body)).size).toBe(1);
     expect(timerDelays(history)).toHaveLength(2);
-    const rows = await stack.ds.query(`SELECT status, attempts, response_code, message, created_at, last_attempt_at FROM webhook_deliveries WHERE webhook_uuid = $1`, [w.uuid]);
+    const rows = await stack.ds.query(
+      `SELECT status, attempts, response_code, message, created_at, last_attempt_at FROM webhook_deliveries WHERE webhook_uuid = $1`,
+      [w.uuid],
+    );
     expect(rows).toHaveLength(1);
     expect(rows[0]).toMatchObject({ status: 'delivered', attempts: 3, response_code: 200, message: 'thanks' });
     expect(rows[0].last_attempt_at.getTime()).toBeGreaterThanOrEqual(rows[0].created_at.getTime());
@@ -142,15 +171,23 @@ describe('webhookDelivery workflow', () => {
     expect(mails[0]!.to).toEqual([owner.email, adminUser.email].sort());
     expect(mails[0]!.subject).toMatch(/Webhook disabled after 3 failed deliveries/);
     expect(mails[0]!.raw).toContain(w.uuid);
-    const shown = await stack.http.get(`/api/v1/webhooks/${w.uuid}/deliveries`).set('Authorization', `Bearer ${ws.ownerToken}`).expect(200);
-    expect(shown.body.map((d: { event_id: string; status: string }) => [d.event_id, d.status]))
-      .toEqual(results.map((r) => [r.eventId, 'failed']).reverse());
+    const shown = await stack.http
+      .get(`/api/v1/webhooks/${w.uuid}/deliveries`)
+      .set('Authorization', `Bearer ${ws.ownerToken}`)
+      .expect(200);
+    expect(shown.body.map((d: { event_id: string; status: string }) => [d.event_id, d.status])).toEqual(
+      results.map((r) => [r.eventId, 'failed']).reverse(),
+    );
     // Disabled: the next event makes no delivery at all.
     const eventId = randomUUID();
     await emitEvent({ eventId, workspaceUuid: ws.uuid, type: 'quota_alert', appUuid: null, data: {} });
     expect(await delivery(w.uuid, eventId)).toBeUndefined();
     // Re-enabling resets the count; deliveries resume with the next event.
-    await stack.http.put(`/api/v1/webhooks/${w.uuid}`).set('Authorization', `Bearer ${ws.ownerToken}`).send({ enabled: true }).expect(200);
+    await stack.http
+      .put(`/api/v1/webhooks/${w.uuid}`)
+      .set('Authorization', `Bearer ${ws.ownerToken}`)
+      .send({ enabled: true })
+      .expect(200);
     expect(await webhook(w.uuid)).toEqual({ enabled: true, consecutive_failures: 0 });
   });
 

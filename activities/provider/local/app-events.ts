@@ -14,7 +14,10 @@ export function temporalAppEvents(temporal: Client, logger: Logger): AppEventSin
       const handle = temporal.workflow.getHandle(appWorkflowId(appUuid));
       await (arg === undefined ? handle.signal(name) : handle.signal(name, arg));
     } catch (err) {
-      logger.warn({ appUuid, signal: name, err: (err as Error).message }, 'local data plane: signal to the app workflow not delivered');
+      logger.warn(
+        { appUuid, signal: name, err: (err as Error).message },
+        'local data plane: signal to the app workflow not delivered',
+      );
     }
   };
   return {

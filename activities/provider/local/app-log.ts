@@ -29,7 +29,9 @@ export class AppLogWriter {
       const fd = openSync(file, 'a', 0o600);
       const size = fstatSync(fd).size;
       s = createWriteStream('', { fd });
-      s.on('error', () => { /* a deleted app's folder: its lines are dropped */ });
+      s.on('error', () => {
+        /* a deleted app's folder: its lines are dropped */
+      });
       this.streams.set(appUuid, s);
       this.sizes.set(appUuid, size);
     }
@@ -92,9 +94,11 @@ export class AppLogWriter {
   async close(appUuid?: string): Promise<void> {
     const entries = appUuid ? [[appUuid, this.streams.get(appUuid)] as const] : [...this.streams.entries()];
     await Promise.all([...this.ending]);
-    await Promise.all(entries.map(([uuid, s]) => {
-      this.streams.delete(uuid);
-      return s ? new Promise<void>((resolve) => s.end(() => resolve())) : Promise.resolve();
-    }));
+    await Promise.all(
+      entries.map(([uuid, s]) => {
+        this.streams.delete(uuid);
+        return s ? new Promise<void>((resolve) => s.end(() => resolve())) : Promise.resolve();
+      }),
+    );
   }
 }

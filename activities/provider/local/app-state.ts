@@ -29,7 +29,10 @@ type Change = Partial<Omit<AppStateRow, 'app_uuid' | 'gave_up_at'>> & { gave_up_
 
 /** Reads and writes local_apps and local_app_builds; the sealed environments are opened here only. */
 export class AppStateStore {
-  constructor(private readonly ds: DataSource, private readonly box: SecretBox) {}
+  constructor(
+    private readonly ds: DataSource,
+    private readonly box: SecretBox,
+  ) {}
 
   async get(appUuid: string): Promise<AppStateRow | null> {
     return (await one<AppStateRow>(this.ds, `SELECT * FROM local_apps WHERE app_uuid = $1`, [appUuid])) ?? null;
@@ -40,7 +43,10 @@ export class AppStateStore {
   }
 
   async create(appUuid: string, replicas: number): Promise<void> {
-    await this.ds.query(`INSERT INTO local_apps (app_uuid, replicas) VALUES ($1, $2) ON CONFLICT (app_uuid) DO NOTHING`, [appUuid, replicas]);
+    await this.ds.query(
+      `INSERT INTO local_apps (app_uuid, replicas) VALUES ($1, $2) ON CONFLICT (app_uuid) DO NOTHING`,
+      [appUuid, replicas],
+    );
   }
 
   async update(appUuid: string, change: Change): Promise<void> {
@@ -71,24 +77,52 @@ export class AppStateStore {
   }
 
   async settings(appUuid: string): Promise<AppSettings> {
-    const row = await one<{ internal_port: number; quota: Partial<AppQuota> | null; health_checks: Partial<HealthCheck>[] | null }>(this.ds,
-      `SELECT internal_port, quota, health_checks FROM apps WHERE uuid = $1`, [appUuid]);
-    return { internalPort: row?.internal_port ?? 8080, quota: row?.quota ?? {}, healthChecks: row?.health_checks ?? [] };
+    const row = await one<{
+      internal_port: number;
+      quota: Partial<AppQuota> | null;
+      health_checks: Partial<HealthCheck>[] | null;
+    }>(this.ds, `SELECT internal_port, quota, health_checks FROM apps WHERE uuid = $1`, [appUuid]);
+    return {
+      internalPort: row?.internal_port ?? 8080,
+      quota: row?.quota ?? {},
+      healthChecks: row?.health_checks ?? [],
+    };
   }
 
   async builder(appUuid: string): Promise<string | null> {
-    return (await one<{ builder: string }>(this.ds, `SELECT builder FROM apps WHERE uuid = $1`, [appUuid]))?.builder ?? null;
+    return (
+      (await one<{ builder: string }>(this.ds, `SELECT builder FROM apps WHERE uuid = $1`, [appUuid]))?.builder ?? null
+    );
   }
 
   /** A build the driver settles itself (refused, or a release copied from the parent). */
-  async settleBuild(deploymentUuid: string, appUuid: string, outcome: { image: string } | { reason: string }): Promise<void> {
+  async settleBuild(
+    deploymentUuid: string,
+    appUuid: string,
+    outcome: { image: string } | { reason: string },
+  ): Promise<void> {
     await this.ds.query(
       `INSERT INTO local_app_builds (deployment_uuid, app_uuid, status, image, reason) VALUES ($1, $2, $3, $4, $5)
        ON CONFLICT (deployment_uuid) DO NOTHING`,
-      [deploymentUuid, appUuid, 'image' in outcome ? 'succeeded' : 'failed', 'image' in outcome ? outcome.image : null, 'reason' in outcome ? outcome.reason : null]);
+      [
+        deploymentUuid,
+        appUuid,
+        'image' in outcome ? 'succeeded' : 'failed',
+        'image' in outcome ? outcome.image : null,
+        'reason' in outcome ? outcome.reason : null,
+      ],
+    );
   }
 
-  async settledBuild(deploymentUuid: string): Promise<{ status: 'succeeded' | 'failed'; image: string | null; reason: string | null } | null> {
-    return (await one<{ status: 'succeeded' | 'failed'; image: string | null; reason: string | null }>(this.ds, `SELECT status, image, reason FROM local_app_builds WHERE deployment_uuid = $1`, [deploymentUuid])) ?? null;
+  async settledBuild(
+    deploymentUuid: string,
+  ): Promise<{ status: 'succeeded' | 'failed'; image: string | null; reason: string | null } | null> {
+    return (
+      (await one<{ status: 'succeeded' | 'failed'; image: string | null; reason: string | null }>(
+        this.ds,
+        `SELECT status, image, reason FROM local_app_builds WHERE deployment_uuid = $1`,
+        [deploymentUuid],
+      )) ?? null
+    );
   }
 }

@@ -9,7 +9,14 @@ import type { DataSource } from 'typeorm';
 import type { SecretBox } from '../../../domain/secret-box';
 import { appUid, parseReleaseImage, releaseImage, type LocalLayout } from '../../../platform/local-layout';
 import { effectiveEnvironment } from '../../app-environment';
-import type { AppRuntimeStatus, AppSpec, AppsDriver, BuildRequest, BuildStatus, PortSpec } from '../../../platform/drivers/apps';
+import type {
+  AppRuntimeStatus,
+  AppSpec,
+  AppsDriver,
+  BuildRequest,
+  BuildStatus,
+  PortSpec,
+} from '../../../platform/drivers/apps';
 import type { JobRun } from '../../../platform/drivers/data';
 import { ensureAppDir } from './app-dirs';
 import { localBuildRefusal } from './build-refusal';
@@ -18,7 +25,13 @@ import { AppStateStore, type AppStateRow } from './app-state';
 import type { AppEventSink, IngressRoutes, LocalBuilder, ReleaseManifest } from './contracts';
 import { probesFor } from './health-probe';
 import { applyLimits, isolatedCommand, removeLimits, type Isolation } from './isolation';
-import { DEFAULT_TIMING, ReleaseSupervisor, SYSTEM_PATH, type SupervisorHooks, type SupervisorTiming } from './supervisor';
+import {
+  DEFAULT_TIMING,
+  ReleaseSupervisor,
+  SYSTEM_PATH,
+  type SupervisorHooks,
+  type SupervisorTiming,
+} from './supervisor';
 import { runJobProcess } from './job-run';
 import { TcpForwarder, type ForwardTarget } from './tcp-ports';
 import { appMounts, volumeAccess } from './volumes';
@@ -82,7 +95,16 @@ export class LocalAppsDriver implements AppsDriver {
   private rt(appUuid: string): Runtime {
     let r = this.runtimes.get(appUuid);
     if (!r) {
-      r = { serving: null, staticRoot: null, rolling: null, forwarders: new Map(), webPort: 8080, next: 0, rollouts: Promise.resolve(), rolloutGen: 0 };
+      r = {
+        serving: null,
+        staticRoot: null,
+        rolling: null,
+        forwarders: new Map(),
+        webPort: 8080,
+        next: 0,
+        rollouts: Promise.resolve(),
+        rolloutGen: 0,
+      };
       this.runtimes.set(appUuid, r);
     }
     return r;
@@ -90,7 +112,8 @@ export class LocalAppsDriver implements AppsDriver {
 
   private async require(appUuid: string): Promise<AppStateRow> {
     const row = await this.store.get(appUuid);
-    if (!row) throw ApplicationFailure.nonRetryable(`local data plane: app ${appUuid} is not provisioned`, 'LocalAppNotFound');
+    if (!row)
+      throw ApplicationFailure.nonRetryable(`local data plane: app ${appUuid} is not provisioned`, 'LocalAppNotFound');
     return row;
   }
 
@@ -99,14 +122,17 @@ export class LocalAppsDriver implements AppsDriver {
     for (const row of await this.store.all()) {
       await this.killLeftovers(row.app_uuid);
       const failed = (what: string) => (err: unknown) => {
-        this.deps.logger.error({ appUuid: row.app_uuid, err: (err as Error).message }, `local apps driver: could not ${what}`);
+        this.deps.logger.error(
+          { appUuid: row.app_uuid, err: (err as Error).message },
+          `local apps driver: could not ${what}`,
+        );
       };
       if (row.desired === 'running' && !row.gave_up_at) {
         if (row.pending_release_id) this.queueRollout(row.app_uuid);
         else await this.startServing(row.app_uuid, row).catch(failed('start the app again'));
       }
       this.rt(row.app_uuid).webPort = (await this.store.settings(row.app_uuid)).internalPort;
-      await this.openPorts(row.app_uuid, row.ports).catch(failed('open the app\'s public ports again'));
+      await this.openPorts(row.app_uuid, row.ports).catch(failed("open the app's public ports again"));
     }
   }
 
@@ -213,7 +239,13 @@ export class LocalAppsDriver implements AppsDriver {
 
   // --- running a release ---
 
-  private async runFor(appUuid: string, releaseId: string, manifest: ReleaseManifest, env: Record<string, string>, replicas: number) {
+  private async runFor(
+    appUuid: string,
+    releaseId: string,
+    manifest: ReleaseManifest,
+    env: Record<string, string>,
+    replicas: number,
+  ) {
     const settings = await this.store.settings(appUuid);
     this.rt(appUuid).webPort = settings.internalPort;
     const ramBytes = settings.quota.ram_size ?? 512 * 2 ** 20;
@@ -221,9 +253,18 @@ export class LocalAppsDriver implements AppsDriver {
     const releaseDir = this.deps.layout.releaseDir(appUuid, releaseId);
     const home = this.deps.layout.homeDir(appUuid);
     const pathDirs = manifest.path.map((p) => path.join(releaseDir, p));
-    const volumes = await volumeAccess(this.deps.layout, this.deps.isolation, await appMounts(this.deps.dataSource, appUuid));
+    const volumes = await volumeAccess(
+      this.deps.layout,
+      this.deps.isolation,
+      await appMounts(this.deps.dataSource, appUuid),
+    );
     return {
-      appUuid, releaseId, releaseDir, manifest, ramBytes, volumes,
+      appUuid,
+      releaseId,
+      releaseDir,
+      manifest,
+      ramBytes,
+      volumes,
       replicas: Math.max(1, settings.quota.replicas ?? replicas),
       probes: probesFor(settings.healthChecks, settings.internalPort),
       env: { ...env, ...volumes.env, PATH: [...pathDirs, env.PATH ?? SYSTEM_PATH].join(':'), HOME: home, TMPDIR: home },
@@ -232,27 +273,32 @@ export class LocalAppsDriver implements AppsDriver {
 
   private hooksFor(appUuid: string, sup: ReleaseSupervisor): SupervisorHooks {
     const report = (what: string, fn: () => Promise<void>) => {
-      fn().catch((err) => this.deps.logger.warn({ appUuid, err: (err as Error).message }, `local apps driver: could not report ${what}`));
+      fn().catch((err) =>
+        this.deps.logger.warn({ appUuid, err: (err as Error).message }, `local apps driver: could not report ${what}`),
+      );
     };
     const serving = () => this.rt(appUuid).serving === sup;
     return {
       backendsChanged: () => {
         if (serving()) this.deps.ingress.setBackends(appUuid, sup.backends());
       },
-      crashLoop: (detail) => report('a crash loop', async () => {
-        await this.deps.events.health(appUuid, 'app_crash_loop', detail);
-        await this.deps.events.liveStatus(appUuid, 'failed');
-      }),
-      unhealthy: (detail) => report('an unhealthy replica', async () => {
-        await this.deps.events.health(appUuid, 'app_unhealthy', detail);
-        await this.deps.events.liveStatus(appUuid, 'problem');
-      }),
+      crashLoop: (detail) =>
+        report('a crash loop', async () => {
+          await this.deps.events.health(appUuid, 'app_crash_loop', detail);
+          await this.deps.events.liveStatus(appUuid, 'failed');
+        }),
+      unhealthy: (detail) =>
+        report('an unhealthy replica', async () => {
+          await this.deps.events.health(appUuid, 'app_unhealthy', detail);
+          await this.deps.events.liveStatus(appUuid, 'problem');
+        }),
       recovered: () => report('a recovery', () => this.deps.events.liveStatus(appUuid, 'running')),
-      gaveUp: (detail) => report('giving up', async () => {
-        if (serving()) this.deps.ingress.setBackends(appUuid, []);
-        await this.store.update(appUuid, { gave_up_at: 'now' });
-        await this.deps.events.health(appUuid, 'app_stopped', detail);
-      }),
+      gaveUp: (detail) =>
+        report('giving up', async () => {
+          if (serving()) this.deps.ingress.setBackends(appUuid, []);
+          await this.store.update(appUuid, { gave_up_at: 'now' });
+          await this.deps.events.health(appUuid, 'app_stopped', detail);
+        }),
     };
   }
 
@@ -266,14 +312,29 @@ export class LocalAppsDriver implements AppsDriver {
     const rt = this.rt(appUuid);
     if (!row.release_id) return;
     const manifest = await this.deps.builder.manifest(appUuid, row.release_id);
-    if (!manifest) throw ApplicationFailure.nonRetryable(`release ${row.release_id} of app ${appUuid} is missing`, 'LocalReleaseMissing');
+    if (!manifest)
+      throw ApplicationFailure.nonRetryable(
+        `release ${row.release_id} of app ${appUuid} is missing`,
+        'LocalReleaseMissing',
+      );
     if (manifest.kind === 'static') {
       rt.staticRoot = path.join(this.deps.layout.releaseDir(appUuid, row.release_id), manifest.staticRoot ?? '.');
       this.deps.ingress.setBackends(appUuid, [{ kind: 'static', root: rt.staticRoot }]);
       return;
     }
-    const run = await this.runFor(appUuid, row.release_id, manifest, await this.environment(appUuid, row.env_sealed), row.replicas);
-    const sup = new ReleaseSupervisor(run, { isolation: this.deps.isolation, log: this.log, timing: this.timing, failFast: false });
+    const run = await this.runFor(
+      appUuid,
+      row.release_id,
+      manifest,
+      await this.environment(appUuid, row.env_sealed),
+      row.replicas,
+    );
+    const sup = new ReleaseSupervisor(run, {
+      isolation: this.deps.isolation,
+      log: this.log,
+      timing: this.timing,
+      failFast: false,
+    });
     sup.hooks = this.hooksFor(appUuid, sup);
     rt.serving = sup;
     await sup.start();
@@ -285,27 +346,41 @@ export class LocalAppsDriver implements AppsDriver {
     const { appUuid, deploymentUuid } = request;
     await this.require(appUuid);
     if (await this.store.settledBuild(deploymentUuid)) return;
-    const refusal = localBuildRefusal(request, await this.store.builder(appUuid))
-      ?? (request.method !== 'parent_image' && !request.repository ? `the local driver cannot build a ${request.method} deployment without a repository` : null);
+    const refusal =
+      localBuildRefusal(request, await this.store.builder(appUuid)) ??
+      (request.method !== 'parent_image' && !request.repository
+        ? `the local driver cannot build a ${request.method} deployment without a repository`
+        : null);
     if (refusal) {
       await this.store.settleBuild(deploymentUuid, appUuid, { reason: refusal });
       return;
     }
     if (request.method === 'parent_image') {
       const parent = parseReleaseImage(request.image!)!;
-      const copy = parent.appUuid === appUuid ? parent.releaseId : await this.deps.builder.copyRelease(parent.appUuid, parent.releaseId, appUuid);
+      const copy =
+        parent.appUuid === appUuid
+          ? parent.releaseId
+          : await this.deps.builder.copyRelease(parent.appUuid, parent.releaseId, appUuid);
       await this.store.settleBuild(deploymentUuid, appUuid, { image: releaseImage(appUuid, copy) });
       return;
     }
     await this.deps.builder.start({
-      appUuid, deploymentUuid, source: { repository: request.repository!, commitSha: request.commitSha!, credential: request.credential ?? null },
+      appUuid,
+      deploymentUuid,
+      source: {
+        repository: request.repository!,
+        commitSha: request.commitSha!,
+        credential: request.credential ?? null,
+      },
     });
   }
 
   async buildStatus(deploymentUuid: string): Promise<BuildStatus> {
     const settled = await this.store.settledBuild(deploymentUuid);
     if (settled) {
-      return settled.status === 'succeeded' ? { status: 'succeeded', image: settled.image! } : { status: 'failed', reason: settled.reason ?? 'build failed' };
+      return settled.status === 'succeeded'
+        ? { status: 'succeeded', image: settled.image! }
+        : { status: 'failed', reason: settled.reason ?? 'build failed' };
     }
     return this.deps.builder.status(deploymentUuid);
   }
@@ -320,15 +395,29 @@ export class LocalAppsDriver implements AppsDriver {
   async rollout(appUuid: string, image: string, env: Record<string, string> = {}): Promise<void> {
     const row = await this.require(appUuid);
     const parsed = parseReleaseImage(image);
-    if (!parsed) throw ApplicationFailure.nonRetryable(localBuildRefusal({ method: 'parent_image', image, commitSha: null }, null)!, 'LocalImageRefused');
-    const releaseId = parsed.appUuid === appUuid ? parsed.releaseId : await this.deps.builder.copyRelease(parsed.appUuid, parsed.releaseId, appUuid);
+    if (!parsed)
+      throw ApplicationFailure.nonRetryable(
+        localBuildRefusal({ method: 'parent_image', image, commitSha: null }, null)!,
+        'LocalImageRefused',
+      );
+    const releaseId =
+      parsed.appUuid === appUuid
+        ? parsed.releaseId
+        : await this.deps.builder.copyRelease(parsed.appUuid, parsed.releaseId, appUuid);
     const rt = this.rt(appUuid);
     // a retry of this very call (same release, same environment) changes nothing; a new environment is a new rollout
-    const asked = `${releaseId}:${createHash('sha256').update(JSON.stringify(Object.entries(env).sort())).digest('hex')}`;
-    if (row.pending_release_id === releaseId && rt.rolling?.run.releaseId === releaseId && rt.lastRollout === asked) return;
+    const asked = `${releaseId}:${createHash('sha256')
+      .update(JSON.stringify(Object.entries(env).sort()))
+      .digest('hex')}`;
+    if (row.pending_release_id === releaseId && rt.rolling?.run.releaseId === releaseId && rt.lastRollout === asked)
+      return;
     rt.lastRollout = asked;
     await this.store.update(appUuid, {
-      desired: 'running', gave_up_at: null, rollout_failure: null, pending_release_id: releaseId, pending_env_sealed: this.store.seal(env),
+      desired: 'running',
+      gave_up_at: null,
+      rollout_failure: null,
+      pending_release_id: releaseId,
+      pending_env_sealed: this.store.seal(env),
     });
     this.queueRollout(appUuid);
   }
@@ -357,7 +446,8 @@ export class LocalAppsDriver implements AppsDriver {
       const releaseId = row.pending_release_id;
       if (!releaseId) return;
       const manifest = await this.deps.builder.manifest(appUuid, releaseId);
-      if (!manifest) return await this.failRollout(appUuid, releaseId, `release ${releaseId} is missing on this machine`);
+      if (!manifest)
+        return await this.failRollout(appUuid, releaseId, `release ${releaseId} is missing on this machine`);
       if (rt.rolling) {
         const superseded = rt.rolling;
         rt.rolling = null;
@@ -375,7 +465,12 @@ export class LocalAppsDriver implements AppsDriver {
       }
       const env = this.store.open(row.pending_env_sealed) ?? {};
       const run = await this.runFor(appUuid, releaseId, manifest, env, row.replicas);
-      const sup = new ReleaseSupervisor(run, { isolation: this.deps.isolation, log: this.log, timing: this.timing, failFast: true });
+      const sup = new ReleaseSupervisor(run, {
+        isolation: this.deps.isolation,
+        log: this.log,
+        timing: this.timing,
+        failFast: true,
+      });
       rt.rolling = sup;
       await sup.start();
       const booted = await sup.booted;
@@ -403,7 +498,13 @@ export class LocalAppsDriver implements AppsDriver {
   }
 
   private async commitRollout(appUuid: string, releaseId: string, envSealed: string | null): Promise<void> {
-    await this.store.update(appUuid, { release_id: releaseId, env_sealed: envSealed, pending_release_id: null, pending_env_sealed: null, rollout_failure: null });
+    await this.store.update(appUuid, {
+      release_id: releaseId,
+      env_sealed: envSealed,
+      pending_release_id: null,
+      pending_env_sealed: null,
+      rollout_failure: null,
+    });
   }
 
   private async failRollout(appUuid: string, releaseId: string | null, reason: string): Promise<void> {
@@ -426,14 +527,31 @@ export class LocalAppsDriver implements AppsDriver {
   async runJob(input: { appUuid: string; command: string }): Promise<JobRun> {
     const row = await this.require(input.appUuid);
     if (!row.release_id) {
-      throw ApplicationFailure.nonRetryable(`app ${input.appUuid} has no release yet: deploy it before its cron jobs can run`, 'LocalNoRelease');
+      throw ApplicationFailure.nonRetryable(
+        `app ${input.appUuid} has no release yet: deploy it before its cron jobs can run`,
+        'LocalNoRelease',
+      );
     }
     const manifest = await this.deps.builder.manifest(input.appUuid, row.release_id);
-    if (!manifest) throw ApplicationFailure.nonRetryable(`release ${row.release_id} of app ${input.appUuid} is missing on this machine`, 'LocalReleaseMissing');
-    const run = await this.runFor(input.appUuid, row.release_id, manifest, await this.environment(input.appUuid, row.env_sealed), row.replicas);
+    if (!manifest)
+      throw ApplicationFailure.nonRetryable(
+        `release ${row.release_id} of app ${input.appUuid} is missing on this machine`,
+        'LocalReleaseMissing',
+      );
+    const run = await this.runFor(
+      input.appUuid,
+      row.release_id,
+      manifest,
+      await this.environment(input.appUuid, row.env_sealed),
+      row.replicas,
+    );
     const { binds, gids, umask } = run.volumes;
-    const { argv, env } = isolatedCommand(this.deps.isolation, { group: input.appUuid, uid: appUid(input.appUuid), binds, extraGids: gids, umask },
-      ['/bin/sh', '-c', input.command], run.env);
+    const { argv, env } = isolatedCommand(
+      this.deps.isolation,
+      { group: input.appUuid, uid: appUid(input.appUuid), binds, extraGids: gids, umask },
+      ['/bin/sh', '-c', input.command],
+      run.env,
+    );
     this.log.berth(input.appUuid, `cron job run started in release ${row.release_id}`);
     const result = await runJobProcess(argv, { cwd: run.releaseDir, env, timeLimitMs: this.deps.jobTimeLimitMs });
     this.log.berth(input.appUuid, `cron job run exited with code ${result.exitCode}`);
@@ -471,7 +589,8 @@ export class LocalAppsDriver implements AppsDriver {
     await exec('cp', ['-a', `${source}/.`, target]).catch((err: NodeJS.ErrnoException & { stderr?: string }) => {
       if (!String(err.stderr ?? '').includes('No such file')) throw err;
     });
-    if (this.deps.isolation.uidSwitch) await exec('chown', ['-R', `${appUid(targetAppUuid)}:${appUid(targetAppUuid)}`, target]);
+    if (this.deps.isolation.uidSwitch)
+      await exec('chown', ['-R', `${appUid(targetAppUuid)}:${appUid(targetAppUuid)}`, target]);
   }
 
   async dropVolume(appUuid: string): Promise<void> {
@@ -500,7 +619,11 @@ export class LocalAppsDriver implements AppsDriver {
 
   private async openPorts(appUuid: string, ports: PortSpec[]): Promise<void> {
     const rt = this.rt(appUuid);
-    const wanted = new Map(ports.filter((p) => p.externalPort !== null && p.protocol === 'tcp').map((p) => [p.externalPort!, p.internalPort]));
+    const wanted = new Map(
+      ports
+        .filter((p) => p.externalPort !== null && p.protocol === 'tcp')
+        .map((p) => [p.externalPort!, p.internalPort]),
+    );
     for (const [external, { fwd, internal }] of rt.forwarders) {
       if (wanted.get(external) !== internal) {
         rt.forwarders.delete(external);
@@ -525,7 +648,8 @@ export class LocalAppsDriver implements AppsDriver {
     await this.log.close(appUuid);
     await rm(this.deps.layout.appDir(appUuid), { recursive: true, force: true });
     await rm(this.deps.layout.volumeDir(appUuid), { recursive: true, force: true });
-    for (const file of [this.deps.layout.appLogFile(appUuid), `${this.deps.layout.appLogFile(appUuid)}.1`]) await rm(file, { force: true });
+    for (const file of [this.deps.layout.appLogFile(appUuid), `${this.deps.layout.appLogFile(appUuid)}.1`])
+      await rm(file, { force: true });
     removeLimits(this.deps.isolation, appUuid);
     await this.store.remove(appUuid);
   }

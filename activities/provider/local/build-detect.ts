@@ -19,8 +19,9 @@ export interface BuildPlan {
 
 export type Detection = { plan: BuildPlan; notes: string[] } | { reason: string; notes: string[] };
 
-export const NOTHING_DETECTED = 'nothing to build: Berth looks for a Procfile with a web: line, a package.json (Node), '
-  + 'a requirements.txt or pyproject.toml (Python), or an index.html at the root or in public/ (a static site)';
+export const NOTHING_DETECTED =
+  'nothing to build: Berth looks for a Procfile with a web: line, a package.json (Node), ' +
+  'a requirements.txt or pyproject.toml (Python), or an index.html at the root or in public/ (a static site)';
 
 /**
  * A regular file of the checked-out tree, no symbolic link on the way: the builder runs as
@@ -76,9 +77,13 @@ function node(dir: string, notes: string[]): Language | { reason: string } {
     steps.push({ argv: ['npm', 'run', 'build'] });
     notes.push('Node: a build script: npm run build');
   }
-  const web = typeof scripts.start === 'string' || plain(dir, 'server.js')
-    ? { command: 'npm start' }
-    : { missing: 'package.json has no start script (and there is no server.js): add a start script or a Procfile with a web: line' };
+  const web =
+    typeof scripts.start === 'string' || plain(dir, 'server.js')
+      ? { command: 'npm start' }
+      : {
+          missing:
+            'package.json has no start script (and there is no server.js): add a start script or a Procfile with a web: line',
+        };
   return { steps, path: ['node_modules/.bin'], web };
 }
 
@@ -95,7 +100,10 @@ function python(dir: string, notes: string[]): Language {
   const entry = ['app.py', 'main.py'].find((f) => plain(dir, f));
   const web = entry
     ? { command: `python ${entry}` }
-    : { missing: 'a Python app needs a Procfile with a web: line (e.g. `web: gunicorn app:app --bind 0.0.0.0:$PORT`), or an app.py or main.py to run' };
+    : {
+        missing:
+          'a Python app needs a Procfile with a web: line (e.g. `web: gunicorn app:app --bind 0.0.0.0:$PORT`), or an app.py or main.py to run',
+      };
   return { steps, path: ['.venv/bin'], web };
 }
 

@@ -5,7 +5,10 @@ import type { BuildRequest } from '../../../platform/drivers/apps';
  * Why the `local` driver cannot build or run what a deployment asks for, or null when it
  * can: it builds git commits into releases and runs no container images.
  */
-export function localBuildRefusal(request: Pick<BuildRequest, 'method' | 'image' | 'commitSha'>, builder: string | null): string | null {
+export function localBuildRefusal(
+  request: Pick<BuildRequest, 'method' | 'image' | 'commitSha'>,
+  builder: string | null,
+): string | null {
   if (request.method === 'container_registry') {
     return 'the local driver runs no container images (method container_registry); a driver that runs images (kubernetes, planned) would';
   }
@@ -13,7 +16,8 @@ export function localBuildRefusal(request: Pick<BuildRequest, 'method' | 'image'
     return 'the local driver builds no Dockerfiles (builder dockerfile); use builder auto (Procfile, Node, Python or a static site), or a driver that builds images (kubernetes, planned)';
   }
   if (request.method === 'parent_image') {
-    return request.image && parseReleaseImage(request.image) ? null
+    return request.image && parseReleaseImage(request.image)
+      ? null
       : `the local driver runs no container images (parent image ${request.image ?? 'none'} is not a local release); a driver that runs images (kubernetes, planned) would`;
   }
   if (!request.commitSha) return `the local driver builds git commits; a ${request.method} deployment has none`;

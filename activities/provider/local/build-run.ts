@@ -13,15 +13,28 @@ export interface StepResult {
  * Runs one command in a process group of its own (detached), every stdout and stderr line
  * handed to `log`; `onSpawn` receives the child so the caller can kill its whole group.
  */
-export function runStep(argv: string[], options: { cwd: string; env: NodeJS.ProcessEnv; log(line: string): void; onSpawn(child: ChildProcess): void }): Promise<StepResult> {
+export function runStep(
+  argv: string[],
+  options: { cwd: string; env: NodeJS.ProcessEnv; log(line: string): void; onSpawn(child: ChildProcess): void },
+): Promise<StepResult> {
   return new Promise((resolve) => {
-    const child = spawn(argv[0]!, argv.slice(1), { cwd: options.cwd, env: options.env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(argv[0]!, argv.slice(1), {
+      cwd: options.cwd,
+      env: options.env,
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     options.onSpawn(child);
     let error: string | null = null;
-    const streams = [child.stdout, child.stderr].map((s) => new Promise<void>((done) => {
-      createInterface({ input: s, crlfDelay: Infinity }).on('line', options.log).on('close', done);
-    }));
-    child.on('error', (err) => { error = err.message; });
+    const streams = [child.stdout, child.stderr].map(
+      (s) =>
+        new Promise<void>((done) => {
+          createInterface({ input: s, crlfDelay: Infinity }).on('line', options.log).on('close', done);
+        }),
+    );
+    child.on('error', (err) => {
+      error = err.message;
+    });
     // what the step left running in its group (a stray background process) ends with it
     child.on('exit', () => killGroup(child));
     child.on('close', (code, signal) => {

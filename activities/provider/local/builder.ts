@@ -11,7 +11,15 @@ import type { BuildStatus } from '../../../platform/drivers/apps';
 import { ensureAppDir } from './app-dirs';
 import { detect, type BuildPlan } from './build-detect';
 import { readBuildRecord, writeBuildRecord, type BuildRecord } from './build-state';
-import { describeExit, killAll, killGroup, killLeftoverGroup, processStartTime, runStep, type StepResult } from './build-run';
+import {
+  describeExit,
+  killAll,
+  killGroup,
+  killLeftoverGroup,
+  processStartTime,
+  runStep,
+  type StepResult,
+} from './build-run';
 import type { BuildSource, LocalBuilder, ReleaseManifest } from './contracts';
 import { applyLimits, groupProcesses, isolatedArgv, removeLimits, type Isolation } from './isolation';
 import { copyReleaseTo } from './release-copy';
@@ -49,11 +57,15 @@ class BuildFailed extends Error {}
 
 /** `20261123T190102-<sha7>`: sortable by build time, readable. */
 function newReleaseId(sha: string, at: Date): string {
-  return `${at.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, '')}-${sha.slice(0, 7)}`;
+  return `${at
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\.\d+Z$/, '')}-${sha.slice(0, 7)}`;
 }
 
 const buildGroup = (deploymentUuid: string) => `build-${deploymentUuid}`;
-const scratchRepo = (layout: LocalLayout, deploymentUuid: string) => path.join(layout.privateRoot, 'builds', `${deploymentUuid}.git`);
+const scratchRepo = (layout: LocalLayout, deploymentUuid: string) =>
+  path.join(layout.privateRoot, 'builds', `${deploymentUuid}.git`);
 
 function duration(ms: number): string {
   return ms >= 60_000 ? `${Math.round(ms / 60_000)} minutes` : `${Math.round(ms / 1000)} seconds`;
@@ -83,28 +95,46 @@ export class LocalReleaseBuilder implements LocalBuilder {
     const { deploymentUuid } = input;
     if (this.running.has(deploymentUuid) || readBuildRecord(this.layout, deploymentUuid)) return;
     const record: BuildRecord = {
-      deploymentUuid, appUuid: input.appUuid, commitSha: input.source.commitSha, status: 'building', releaseId: null, reason: null,
-      startedAt: new Date().toISOString(), finishedAt: null,
+      deploymentUuid,
+      appUuid: input.appUuid,
+      commitSha: input.source.commitSha,
+      status: 'building',
+      releaseId: null,
+      reason: null,
+      startedAt: new Date().toISOString(),
+      finishedAt: null,
     };
     mkdirSync(path.dirname(this.layout.buildLogFile(deploymentUuid)), { recursive: true, mode: 0o700 });
     writeBuildRecord(this.layout, record);
-    const build: Running = { record, source: input.source, child: null, cancelled: false, timedOut: false, finished: Promise.resolve() };
+    const build: Running = {
+      record,
+      source: input.source,
+      child: null,
+      cancelled: false,
+      timedOut: false,
+      finished: Promise.resolve(),
+    };
     this.running.set(deploymentUuid, build);
     build.finished = this.run(build).finally(() => this.running.delete(deploymentUuid));
   }
 
   async status(deploymentUuid: string): Promise<BuildStatus> {
     const record = readBuildRecord(this.layout, deploymentUuid);
-    if (!record) throw ApplicationFailure.nonRetryable(`local driver: no build for deployment ${deploymentUuid}`, 'LocalNotFound');
+    if (!record)
+      throw ApplicationFailure.nonRetryable(`local driver: no build for deployment ${deploymentUuid}`, 'LocalNotFound');
     if (record.status === 'building' && !this.running.has(deploymentUuid)) {
       await this.cleanUpInterrupted(record);
       this.finish(record, 'failed', INTERRUPTED);
     }
     switch (record.status) {
-      case 'building': return { status: 'building' };
-      case 'succeeded': return { status: 'succeeded', image: releaseImage(record.appUuid, record.releaseId!) };
-      case 'cancelled': return { status: 'cancelled' };
-      default: return { status: 'failed', reason: record.reason ?? 'the build failed' };
+      case 'building':
+        return { status: 'building' };
+      case 'succeeded':
+        return { status: 'succeeded', image: releaseImage(record.appUuid, record.releaseId!) };
+      case 'cancelled':
+        return { status: 'cancelled' };
+      default:
+        return { status: 'failed', reason: record.reason ?? 'the build failed' };
     }
   }
 
@@ -135,7 +165,8 @@ export class LocalReleaseBuilder implements LocalBuilder {
     const group = buildGroup(record.deploymentUuid);
     killLeftoverGroup(record.pid, record.pidStartTime);
     await this.dropGroup(group);
-    if (record.releaseId) await rm(this.layout.releaseDir(record.appUuid, record.releaseId), { recursive: true, force: true });
+    if (record.releaseId)
+      await rm(this.layout.releaseDir(record.appUuid, record.releaseId), { recursive: true, force: true });
     await rm(scratchRepo(this.layout, record.deploymentUuid), { recursive: true, force: true });
   }
 
@@ -150,13 +181,22 @@ export class LocalReleaseBuilder implements LocalBuilder {
 
   async copyRelease(fromAppUuid: string, releaseId: string, toAppUuid: string): Promise<string> {
     const manifest = await this.manifest(fromAppUuid, releaseId);
-    if (!manifest) throw ApplicationFailure.nonRetryable(`local driver: no release ${releaseId} of app ${fromAppUuid}`, 'LocalNotFound');
+    if (!manifest)
+      throw ApplicationFailure.nonRetryable(
+        `local driver: no release ${releaseId} of app ${fromAppUuid}`,
+        'LocalNotFound',
+      );
     await ensureAppDir(this.layout, this.options.isolation, toAppUuid);
     const newId = this.freeReleaseId(toAppUuid, manifest.commitSha ?? 'copy000', new Date());
     const from = this.layout.releaseDir(fromAppUuid, releaseId);
     const to = this.layout.releaseDir(toAppUuid, newId);
     await copyReleaseTo(from, to, this.options.isolation.uidSwitch ? appUid(toAppUuid) : null);
-    const copied: ReleaseManifest = { ...manifest, releaseId: newId, appUuid: toAppUuid, builtAt: new Date().toISOString() };
+    const copied: ReleaseManifest = {
+      ...manifest,
+      releaseId: newId,
+      appUuid: toAppUuid,
+      builtAt: new Date().toISOString(),
+    };
     await writeFile(this.layout.releaseManifest(toAppUuid, newId), JSON.stringify(copied, null, 2), { mode: 0o640 });
     return newId;
   }
@@ -188,10 +228,20 @@ export class LocalReleaseBuilder implements LocalBuilder {
     appendFileSync(this.layout.buildLogFile(build.record.deploymentUuid), buildLogLine(safe), { mode: 0o600 });
   }
 
-  private finish(record: BuildRecord, status: BuildRecord['status'], reason: string | null, releaseId: string | null = null): void {
+  private finish(
+    record: BuildRecord,
+    status: BuildRecord['status'],
+    reason: string | null,
+    releaseId: string | null = null,
+  ): void {
     Object.assign(record, { status, reason, releaseId, finishedAt: new Date().toISOString() });
     writeBuildRecord(this.layout, record);
-    const line = status === 'succeeded' ? `release ${releaseId} built` : status === 'cancelled' ? 'build cancelled' : `build failed: ${reason}`;
+    const line =
+      status === 'succeeded'
+        ? `release ${releaseId} built`
+        : status === 'cancelled'
+          ? 'build cancelled'
+          : `build failed: ${reason}`;
     appendFileSync(this.layout.buildLogFile(record.deploymentUuid), buildLogLine(line), { mode: 0o600 });
   }
 
@@ -224,19 +274,29 @@ export class LocalReleaseBuilder implements LocalBuilder {
       for (const note of detection.notes) this.log(build, note);
       if ('reason' in detection) throw new BuildFailed(detection.reason);
       await this.fence(build, releaseDir);
-      applyLimits(this.options.isolation, group, { memoryBytes: this.options.buildMemoryBytes ?? DEFAULT_BUILD_MEMORY, cpus: 2 });
+      applyLimits(this.options.isolation, group, {
+        memoryBytes: this.options.buildMemoryBytes ?? DEFAULT_BUILD_MEMORY,
+        cpus: 2,
+      });
       for (const step of detection.plan.steps) await this.userStep(build, group, releaseDir, step.argv);
       await this.writeManifest(record, releaseId, detection.plan);
       if (build.cancelled) throw new BuildFailed('stopped');
       this.finish(record, 'succeeded', null, releaseId);
-      this.options.logger.info({ deployment: record.deploymentUuid, app: record.appUuid, releaseId }, 'local build succeeded');
+      this.options.logger.info(
+        { deployment: record.deploymentUuid, app: record.appUuid, releaseId },
+        'local build succeeded',
+      );
     } catch (err) {
       if (build.cancelled) {
         // the status reads cancelled already
       } else {
-        const reason = build.timedOut ? `the build took longer than ${duration(this.options.timeoutMs ?? DEFAULT_TIMEOUT_MS)}`
-          : err instanceof BuildFailed ? err.message : `internal error: ${(err as Error).message}`;
-        if (!(err instanceof BuildFailed)) this.options.logger.error({ err, deployment: record.deploymentUuid }, 'local build failed');
+        const reason = build.timedOut
+          ? `the build took longer than ${duration(this.options.timeoutMs ?? DEFAULT_TIMEOUT_MS)}`
+          : err instanceof BuildFailed
+            ? err.message
+            : `internal error: ${(err as Error).message}`;
+        if (!(err instanceof BuildFailed))
+          this.options.logger.error({ err, deployment: record.deploymentUuid }, 'local build failed');
         this.finish(record, 'failed', reason);
       }
       if (releaseDir) await rm(releaseDir, { recursive: true, force: true });
@@ -249,7 +309,13 @@ export class LocalReleaseBuilder implements LocalBuilder {
   }
 
   /** Runs a step (Berth's own: git, chown) or fails the build with how it ended. */
-  private async step(build: Running, argv: string[], cwd: string, env: NodeJS.ProcessEnv, what = argv.join(' ')): Promise<void> {
+  private async step(
+    build: Running,
+    argv: string[],
+    cwd: string,
+    env: NodeJS.ProcessEnv,
+    what = argv.join(' '),
+  ): Promise<void> {
     if (build.cancelled || build.timedOut) throw new BuildFailed('stopped');
     let last = '';
     const log = (line: string) => {
@@ -265,7 +331,8 @@ export class LocalReleaseBuilder implements LocalBuilder {
     const r: StepResult = await runStep(argv, { cwd, env, log, onSpawn });
     build.child = null;
     // git's last word says why (not found, authentication failed); a build tool's is in the log above
-    if (r.code !== 0) throw new BuildFailed(describeExit([what], r) + (argv[0] === 'git' && last ? `: ${last.slice(0, 300)}` : ''));
+    if (r.code !== 0)
+      throw new BuildFailed(describeExit([what], r) + (argv[0] === 'git' && last ? `: ${last.slice(0, 300)}` : ''));
   }
 
   /** Fetches exactly the commit (shallow; every branch when the server refuses a commit by id) and checks its tree out, without .git. */
@@ -273,12 +340,23 @@ export class LocalReleaseBuilder implements LocalBuilder {
     const { repository, commitSha, credential } = build.source;
     if (!/^[0-9a-f]{40}([0-9a-f]{24})?$/.test(commitSha)) throw new BuildFailed(`not a commit id: ${commitSha}`);
     const local = path.isAbsolute(repository);
-    if (!local && !repository.startsWith('https://') && !(repository.startsWith('file://') && this.options.allowFileUrls)) {
-      throw new BuildFailed(`cannot fetch ${shown(repository)}: only https repositories (and the app's own pushed repository) are built`);
+    if (
+      !local &&
+      !repository.startsWith('https://') &&
+      !(repository.startsWith('file://') && this.options.allowFileUrls)
+    ) {
+      throw new BuildFailed(
+        `cannot fetch ${shown(repository)}: only https repositories (and the app's own pushed repository) are built`,
+      );
     }
     await rm(work, { recursive: true, force: true });
     await mkdir(work, { recursive: true, mode: 0o700 });
-    const env = gitEnv({ home: work, allowFile: local || this.options.allowFileUrls, caFile: this.options.gitCaFile, credential });
+    const env = gitEnv({
+      home: work,
+      allowFile: local || this.options.allowFileUrls,
+      caFile: this.options.gitCaFile,
+      credential,
+    });
     const git = (args: string[], what?: string) => this.step(build, ['git', ...args], work, env, what);
     await git(['init', '--quiet', '--bare', work]);
     this.log(build, `fetching ${commitSha}`);
@@ -296,7 +374,10 @@ export class LocalReleaseBuilder implements LocalBuilder {
       throw new BuildFailed(`commit ${commitSha} is not in ${shown(repository)}`);
     }
     await mkdir(releaseDir, { recursive: true });
-    await git(['--git-dir', work, '--work-tree', releaseDir, 'checkout', '--quiet', '--force', commitSha, '--', '.'], 'git checkout');
+    await git(
+      ['--git-dir', work, '--work-tree', releaseDir, 'checkout', '--quiet', '--force', commitSha, '--', '.'],
+      'git checkout',
+    );
     this.log(build, `checked out ${commitSha}`);
   }
 
@@ -308,12 +389,14 @@ export class LocalReleaseBuilder implements LocalBuilder {
     const context = build.source.context ?? '.';
     const rel = path.posix.normalize(context).replace(/\/+$/, '');
     if (rel === '.' || rel === '') return;
-    if (path.posix.isAbsolute(rel) || rel.split('/').includes('..')) throw new BuildFailed(`the build context "${context}" leads outside the repository`);
+    if (path.posix.isAbsolute(rel) || rel.split('/').includes('..'))
+      throw new BuildFailed(`the build context "${context}" leads outside the repository`);
     let at = releaseDir;
     for (const part of rel.split('/')) {
       at = path.join(at, part);
       const st = await lstat(at).catch(() => null);
-      if (!st?.isDirectory()) throw new BuildFailed(`the build context "${context}" is not a folder of commit ${build.record.commitSha}`);
+      if (!st?.isDirectory())
+        throw new BuildFailed(`the build context "${context}" is not a folder of commit ${build.record.commitSha}`);
     }
     const whole = `${releaseDir}.tree`;
     await rename(releaseDir, whole);
@@ -338,12 +421,19 @@ export class LocalReleaseBuilder implements LocalBuilder {
     const home = this.layout.homeDir(appUuid);
     const iso = this.options.isolation;
     // eslint-disable-next-line no-restricted-properties -- not configuration: without a uid switch, tools are found on Berth's own PATH
-    const basePath = iso.uidSwitch ? SYSTEM_PATH : process.env.PATH ?? SYSTEM_PATH;
+    const basePath = iso.uidSwitch ? SYSTEM_PATH : (process.env.PATH ?? SYSTEM_PATH);
     const env: NodeJS.ProcessEnv = {
       PATH: `${path.join(releaseDir, 'node_modules/.bin')}:${basePath}`,
-      HOME: home, TMPDIR: home, LANG: 'C.UTF-8', CI: 'true',
-      npm_config_cache: path.join(home, '.npm'), npm_config_update_notifier: 'false', npm_config_fund: 'false', npm_config_audit: 'false',
-      PIP_CACHE_DIR: path.join(home, '.cache', 'pip'), PIP_DISABLE_PIP_VERSION_CHECK: '1',
+      HOME: home,
+      TMPDIR: home,
+      LANG: 'C.UTF-8',
+      CI: 'true',
+      npm_config_cache: path.join(home, '.npm'),
+      npm_config_update_notifier: 'false',
+      npm_config_fund: 'false',
+      npm_config_audit: 'false',
+      PIP_CACHE_DIR: path.join(home, '.cache', 'pip'),
+      PIP_DISABLE_PIP_VERSION_CHECK: '1',
     };
     this.log(build, `$ ${argv.join(' ')}`);
     const isolated = isolatedArgv(iso, { group, uid: appUid(appUuid) }, argv);
@@ -352,10 +442,19 @@ export class LocalReleaseBuilder implements LocalBuilder {
 
   private async writeManifest(record: BuildRecord, releaseId: string, plan: BuildPlan): Promise<void> {
     const manifest: ReleaseManifest = {
-      releaseId, appUuid: record.appUuid, commitSha: record.commitSha, kind: plan.kind, stack: plan.stack, web: plan.web,
-      staticRoot: plan.staticRoot, path: plan.path, builtAt: new Date().toISOString(),
+      releaseId,
+      appUuid: record.appUuid,
+      commitSha: record.commitSha,
+      kind: plan.kind,
+      stack: plan.stack,
+      web: plan.web,
+      staticRoot: plan.staticRoot,
+      path: plan.path,
+      builtAt: new Date().toISOString(),
     };
-    await writeFile(this.layout.releaseManifest(record.appUuid, releaseId), JSON.stringify(manifest, null, 2), { mode: 0o640 });
+    await writeFile(this.layout.releaseManifest(record.appUuid, releaseId), JSON.stringify(manifest, null, 2), {
+      mode: 0o640,
+    });
   }
 }
 

@@ -19,6 +19,7 @@ export async function publishLocalEndpoints(ds: DataSource, host: string): Promi
        VALUES ($1::uuid, $2::uuid, $1::text || '.lb.localhost', $3::inet, $3::inet, $4::inet, $4::inet)
        ON CONFLICT (resource_uuid) DO UPDATE SET hostname = EXCLUDED.hostname, ipv4_primary = EXCLUDED.ipv4_primary, ipv4_secondary = EXCLUDED.ipv4_secondary,
          ipv6_primary = EXCLUDED.ipv6_primary, ipv6_secondary = EXCLUDED.ipv6_secondary`,
-      [uuid, randomUUID(), v4, v6]);
+      [uuid, randomUUID(), v4, v6],
+    );
   }
 }

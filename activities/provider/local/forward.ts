@@ -5,7 +5,16 @@ import { Agent } from 'undici';
  * Hop-by-hop headers (RFC 9110 7.6.1) and the ones undici sets itself: not passed on in
  * either direction. `expect` is answered by Node's server (100 Continue) before the handler runs.
  */
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'expect']);
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'transfer-encoding',
+  'te',
+  'trailer',
+  'upgrade',
+  'expect',
+]);
 
 /** The port the client addressed: from Host, else HTTP's default (as http-proxy-3's xfwd had it). */
 function hostPort(host: string | undefined): string {

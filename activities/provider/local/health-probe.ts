@@ -23,28 +23,49 @@ const DEFAULTS = { initial_delay_seconds: 0, period_seconds: 10, timeout_seconds
  * connections (every 2 s, 3 failures).
  */
 export function probesFor(checks: Partial<HealthCheck>[] | null | undefined, webPort: number): Probe[] {
-  const probes: Probe[] = (checks ?? []).filter((c) => c.kind === 'liveness' || c.kind === 'readiness' || c.kind === 'startup').map((c) => ({
-    kind: c.kind!,
-    protocol: c.protocol === 'http' ? 'http' : 'tcp',
-    path: c.path || '/',
-    port: c.port === undefined || c.port === null || c.port === webPort ? null : c.port,
-    initialDelayMs: 1000 * (c.initial_delay_seconds ?? DEFAULTS.initial_delay_seconds),
-    periodMs: 1000 * Math.max(1, c.period_seconds ?? DEFAULTS.period_seconds),
-    timeoutMs: 1000 * Math.max(1, c.timeout_seconds ?? DEFAULTS.timeout_seconds),
-    failureThreshold: Math.max(1, c.failure_threshold ?? DEFAULTS.failure_threshold),
-  }));
+  const probes: Probe[] = (checks ?? [])
+    .filter((c) => c.kind === 'liveness' || c.kind === 'readiness' || c.kind === 'startup')
+    .map((c) => ({
+      kind: c.kind!,
+      protocol: c.protocol === 'http' ? 'http' : 'tcp',
+      path: c.path || '/',
+      port: c.port === undefined || c.port === null || c.port === webPort ? null : c.port,
+      initialDelayMs: 1000 * (c.initial_delay_seconds ?? DEFAULTS.initial_delay_seconds),
+      periodMs: 1000 * Math.max(1, c.period_seconds ?? DEFAULTS.period_seconds),
+      timeoutMs: 1000 * Math.max(1, c.timeout_seconds ?? DEFAULTS.timeout_seconds),
+      failureThreshold: Math.max(1, c.failure_threshold ?? DEFAULTS.failure_threshold),
+    }));
   if (!probes.some((p) => p.kind === 'readiness')) {
-    probes.push({ kind: 'readiness', protocol: 'tcp', path: '/', port: null, initialDelayMs: 0, periodMs: 2000, timeoutMs: 1000, failureThreshold: 3 });
+    probes.push({
+      kind: 'readiness',
+      protocol: 'tcp',
+      path: '/',
+      port: null,
+      initialDelayMs: 0,
+      periodMs: 2000,
+      timeoutMs: 1000,
+      failureThreshold: 3,
+    });
   }
   return probes;
 }
 
 function httpOk(port: number, path: string, timeoutMs: number): Promise<boolean> {
   return new Promise((resolve) => {
-    const req = request({ host: '127.0.0.1', port, path, method: 'GET', timeout: timeoutMs, headers: { 'user-agent': 'berth-health-check' } }, (res) => {
-      res.resume();
-      resolve((res.statusCode ?? 500) >= 200 && (res.statusCode ?? 500) < 400);
-    });
+    const req = request(
+      {
+        host: '127.0.0.1',
+        port,
+        path,
+        method: 'GET',
+        timeout: timeoutMs,
+        headers: { 'user-agent': 'berth-health-check' },
+      },
+      (res) => {
+        res.resume();
+        resolve((res.statusCode ?? 500) >= 200 && (res.statusCode ?? 500) < 400);
+      },
+    );
     req.on('timeout', () => req.destroy());
     req.on('error', () => resolve(false));
     req.end();
@@ -54,5 +75,7 @@ function httpOk(port: number, path: string, timeoutMs: number): Promise<boolean>
 /** Runs the probe once against a replica listening on `replicaPort`. */
 export function probeOnce(probe: Probe, replicaPort: number): Promise<boolean> {
   const port = probe.port ?? replicaPort;
-  return probe.protocol === 'http' ? httpOk(port, probe.path, probe.timeoutMs) : acceptsConnections('127.0.0.1', port, probe.timeoutMs);
+  return probe.protocol === 'http'
+    ? httpOk(port, probe.path, probe.timeoutMs)
+    : acceptsConnections('127.0.0.1', port, probe.timeoutMs);
 }

@@ -29,8 +29,14 @@ export interface LocalProviderOptions {
 }
 
 /** Where the local driver keeps its files for this configuration (the API reads logs and repositories through it). */
-export function localLayoutFor(config: Pick<Config, 'dataDir' | 'appsDir'>, isolation: Pick<Isolation, 'uidSwitch'>): LocalLayout {
-  return localLayout({ dataDir: config.dataDir, appsDir: config.appsDir ?? (isolation.uidSwitch ? systemAppsDir(config.dataDir) : undefined) });
+export function localLayoutFor(
+  config: Pick<Config, 'dataDir' | 'appsDir'>,
+  isolation: Pick<Isolation, 'uidSwitch'>,
+): LocalLayout {
+  return localLayout({
+    dataDir: config.dataDir,
+    appsDir: config.appsDir ?? (isolation.uidSwitch ? systemAppsDir(config.dataDir) : undefined),
+  });
 }
 
 /**
@@ -50,13 +56,40 @@ export async function startLocalProvider(options: LocalProviderOptions): Promise
   const trafficSignalIntervalMs = Math.min(60_000, Math.max(500, (config.appIdleTimeoutS * 1000) / 4));
   const storage = createObjectStoreStorage({ db: dataSource, store: options.objectStore });
   const ingress = await startLocalIngress({
-    dataSource, secretBox, logger, events, port: config.ingressPort, host: config.host, trafficSignalIntervalMs,
+    dataSource,
+    secretBox,
+    logger,
+    events,
+    port: config.ingressPort,
+    host: config.host,
+    trafficSignalIntervalMs,
     sites: { domain: config.sitesDomain, storage },
   });
-  const builder = createLocalBuilder({ layout, isolation, logger, allowFileUrls: config.gitAllowFileUrls, gitCaFile: config.gitCaFile });
-  const apps = new LocalAppsDriver({ dataSource, secretBox, layout, isolation, builder, ingress: ingress.routes, events, logger, host: config.host });
+  const builder = createLocalBuilder({
+    layout,
+    isolation,
+    logger,
+    allowFileUrls: config.gitAllowFileUrls,
+    gitCaFile: config.gitCaFile,
+  });
+  const apps = new LocalAppsDriver({
+    dataSource,
+    secretBox,
+    layout,
+    isolation,
+    builder,
+    ingress: ingress.routes,
+    events,
+    logger,
+    host: config.host,
+  });
   const data = createLocalData({
-    dataSource, secretBox, layout, isolation, logger, host: config.host,
+    dataSource,
+    secretBox,
+    layout,
+    isolation,
+    logger,
+    host: config.host,
     binaries: { valkey: config.valkeyServer, mysql: config.mysqlServer },
     jobs: apps,
   });

@@ -39,10 +39,19 @@ export interface LocalIngress {
 type Page = { kind: 'page'; status: number; body: string; headers?: Record<string, string> };
 /** A backend as the table keeps it: a process's URL is parsed once, when the driver sets it. */
 type Target = { kind: 'process'; url: URL } | { kind: 'static'; root: string };
-type Decision = Page | { kind: 'backend'; appUuid: string; backend: Target } | { kind: 'site'; bucket: string; prefix: string };
+type Decision =
+  Page | { kind: 'backend'; appUuid: string; backend: Target } | { kind: 'site'; bucket: string; prefix: string };
 
 /** States in which the app is on its way up: a request waits (503 + Retry-After) rather than fails. */
-const STARTING = new Set(['pending', 'assigned', 'cloning', 'started', 'start_scheduled', 'restart_scheduled', 'deploying']);
+const STARTING = new Set([
+  'pending',
+  'assigned',
+  'cloning',
+  'started',
+  'start_scheduled',
+  'restart_scheduled',
+  'deploying',
+]);
 /** States in which nothing is served even if a replica still answers. */
 const DOWN = new Set(['stopped', 'stop_scheduled', 'deleting', 'blocked']);
 /** A sleeping app is woken at most this often per app (many requests may hit it at once). */
@@ -90,8 +99,11 @@ export async function startLocalIngress(options: LocalIngressOptions): Promise<L
     const now = Date.now();
     if (now - (lastSignal.get(appUuid) ?? 0) < every) return;
     lastSignal.set(appUuid, now);
-    options.events.traffic(appUuid).catch((err: Error) =>
-      options.logger.warn({ appUuid, err: err.message }, 'ingress: traffic signal not delivered'));
+    options.events
+      .traffic(appUuid)
+      .catch((err: Error) =>
+        options.logger.warn({ appUuid, err: err.message }, 'ingress: traffic signal not delivered'),
+      );
   };
 
   const pick = (appUuid: string): Target | null => {
@@ -114,7 +126,11 @@ export async function startLocalIngress(options: LocalIngressOptions): Promise<L
     const backend = pick(app.appUuid);
     signalTraffic(app.appUuid, interval);
     if (backend) return { kind: 'backend', appUuid: app.appUuid, backend };
-    return page(503, STARTING.has(app.state) ? 'the app is starting; retry shortly' : 'the app has no running instance; retry shortly', RETRY_STARTING);
+    return page(
+      503,
+      STARTING.has(app.state) ? 'the app is starting; retry shortly' : 'the app has no running instance; retry shortly',
+      RETRY_STARTING,
+    );
   };
 
   const decide = async (req: IncomingMessage): Promise<Decision> => {

@@ -66,7 +66,9 @@ export function detectIsolation(options: { cgroupRoot?: string; disableCgroups?:
   const cgroups = !options.disableCgroups && uidSwitch && cgroupsWritable(cgroupRoot);
   const mountNamespaces = uidSwitch && mountNamespacesWork();
   const parts = [
-    uidSwitch ? 'apps run as their own unprivileged uid' : 'NOT root: apps run as Berth\'s own user and can read its data',
+    uidSwitch
+      ? 'apps run as their own unprivileged uid'
+      : "NOT root: apps run as Berth's own user and can read its data",
     cgroups ? 'memory and cpu quota enforced (cgroup v1)' : 'no cgroup quota (cgroup v1 memory/cpu not writable)',
     mountNamespaces
       ? 'storage volumes mounted at their mount paths (private mount namespaces)'
@@ -86,10 +88,16 @@ export function applyLimits(iso: Isolation, group: string, limits: Limits): void
   const cpu = groupDir(iso, 'cpu', group);
   mkdirSync(mem, { recursive: true });
   mkdirSync(cpu, { recursive: true });
-  writeFileSync(path.join(mem, 'memory.limit_in_bytes'), String(Math.max(4 * 1024 * 1024, Math.floor(limits.memoryBytes))));
+  writeFileSync(
+    path.join(mem, 'memory.limit_in_bytes'),
+    String(Math.max(4 * 1024 * 1024, Math.floor(limits.memoryBytes))),
+  );
   try {
     // no swap past the limit where the kernel accounts swap
-    writeFileSync(path.join(mem, 'memory.memsw.limit_in_bytes'), String(Math.max(4 * 1024 * 1024, Math.floor(limits.memoryBytes))));
+    writeFileSync(
+      path.join(mem, 'memory.memsw.limit_in_bytes'),
+      String(Math.max(4 * 1024 * 1024, Math.floor(limits.memoryBytes))),
+    );
   } catch {
     // swap accounting is off: memory.limit_in_bytes alone applies
   }
@@ -101,7 +109,9 @@ export function applyLimits(iso: Isolation, group: string, limits: Limits): void
 export function oomKills(iso: Isolation, group: string): number {
   if (!iso.cgroups) return 0;
   try {
-    const m = /oom_kill (\d+)/.exec(readFileSync(path.join(groupDir(iso, 'memory', group), 'memory.oom_control'), 'utf8'));
+    const m = /oom_kill (\d+)/.exec(
+      readFileSync(path.join(groupDir(iso, 'memory', group), 'memory.oom_control'), 'utf8'),
+    );
     return m ? Number(m[1]) : 0;
   } catch {
     return 0;
@@ -112,7 +122,10 @@ export function oomKills(iso: Isolation, group: string): number {
 export function groupProcesses(iso: Isolation, group: string): number[] {
   if (!iso.cgroups) return [];
   try {
-    return readFileSync(path.join(groupDir(iso, 'memory', group), 'cgroup.procs'), 'utf8').split('\n').filter(Boolean).map(Number);
+    return readFileSync(path.join(groupDir(iso, 'memory', group), 'cgroup.procs'), 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map(Number);
   } catch {
     return [];
   }
@@ -146,7 +159,10 @@ export interface BindMount {
  * names up on the app's PATH (its release's `node_modules/.bin` comes first there).
  */
 function sysBin(name: string): string {
-  return ['/usr/bin', '/bin', '/usr/sbin', '/sbin'].map((d) => path.join(d, name)).find((p) => existsSync(p)) ?? `/usr/bin/${name}`;
+  return (
+    ['/usr/bin', '/bin', '/usr/sbin', '/sbin'].map((d) => path.join(d, name)).find((p) => existsSync(p)) ??
+    `/usr/bin/${name}`
+  );
 }
 
 const shq = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
@@ -169,13 +185,27 @@ export function isolatedArgv(
 ): string[] {
   if (!iso.uidSwitch) return command;
   const steps = iso.cgroups
-    ? (['memory', 'cpu'] as const).map((c) => `echo $$ > ${shq(path.join(groupDir(iso, c, options.group), 'cgroup.procs'))}`)
+    ? (['memory', 'cpu'] as const).map(
+        (c) => `echo $$ > ${shq(path.join(groupDir(iso, c, options.group), 'cgroup.procs'))}`,
+      )
     : [];
-  const binds = iso.mountNamespaces ? options.binds ?? [] : [];
-  for (const b of binds) steps.push(`${sysBin('mkdir')} -p ${shq(b.target)}`, `${sysBin('mount')} --bind ${shq(b.source)} ${shq(b.target)}`);
+  const binds = iso.mountNamespaces ? (options.binds ?? []) : [];
+  for (const b of binds)
+    steps.push(`${sysBin('mkdir')} -p ${shq(b.target)}`, `${sysBin('mount')} --bind ${shq(b.source)} ${shq(b.target)}`);
   if (options.umask !== undefined) steps.push(`umask ${options.umask.toString(8).padStart(4, '0')}`);
-  const groups = options.extraGids && options.extraGids.length > 0 ? ['--groups', options.extraGids.join(',')] : ['--clear-groups'];
-  const drop = [sysBin('setpriv'), '--reuid', String(options.uid), '--regid', String(options.uid), ...groups, '--no-new-privs', '--inh-caps=-all', '--'];
+  const groups =
+    options.extraGids && options.extraGids.length > 0 ? ['--groups', options.extraGids.join(',')] : ['--clear-groups'];
+  const drop = [
+    sysBin('setpriv'),
+    '--reuid',
+    String(options.uid),
+    '--regid',
+    String(options.uid),
+    ...groups,
+    '--no-new-privs',
+    '--inh-caps=-all',
+    '--',
+  ];
   const shell = ['/bin/sh', '-c', [...steps, 'exec "$@"'].join(' && '), 'berth-isolate', ...drop, ...command];
   return binds.length > 0 ? [sysBin('unshare'), '--mount', '--propagation', 'private', '--', ...shell] : shell;
 }
@@ -186,7 +216,8 @@ export function isolatedArgv(
  * the cgroups, unshare, mount, setpriv) must never see an app's values of these: an app
  * variable `LD_PRELOAD=<release>/x.so` would otherwise run the app's code as root.
  */
-const LOADER_VARIABLE = /^(LD_.*|MALLOC_.*|GLIBC_TUNABLES|GCONV_PATH|LOCPATH|NLSPATH|HOSTALIASES|RES_OPTIONS|LOCALDOMAIN|TZDIR|BASH_ENV|ENV|SHELLOPTS|PS4|IFS)$/;
+const LOADER_VARIABLE =
+  /^(LD_.*|MALLOC_.*|GLIBC_TUNABLES|GCONV_PATH|LOCPATH|NLSPATH|HOSTALIASES|RES_OPTIONS|LOCALDOMAIN|TZDIR|BASH_ENV|ENV|SHELLOPTS|PS4|IFS)$/;
 const KEPT_PREFIX = 'BERTH_KEEP_';
 
 /**
@@ -211,6 +242,7 @@ export function isolatedCommand(
     }
   }
   const restore = kept.map((k) => `export ${k}="$${KEPT_PREFIX}${k}"; unset ${KEPT_PREFIX}${k}`);
-  const asApp = kept.length > 0 ? ['/bin/sh', '-c', [...restore, 'exec "$@"'].join('; '), 'berth-env', ...command] : command;
+  const asApp =
+    kept.length > 0 ? ['/bin/sh', '-c', [...restore, 'exec "$@"'].join('; '), 'berth-env', ...command] : command;
   return { argv: isolatedArgv(iso, options, asApp), env: safe };
 }

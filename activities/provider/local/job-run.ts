@@ -46,11 +46,19 @@ class Tail {
  * they come, the last `logBytes` kept; past `timeLimitMs` its whole process group is killed
  * and the run answers exit code 124 with a note. A run killed by a signal answers 128 + n.
  */
-export function runJobProcess(argv: string[], options: { cwd: string; env: Record<string, string>; timeLimitMs?: number; logBytes?: number }): Promise<JobRun> {
+export function runJobProcess(
+  argv: string[],
+  options: { cwd: string; env: Record<string, string>; timeLimitMs?: number; logBytes?: number },
+): Promise<JobRun> {
   const limit = options.timeLimitMs ?? JOB_TIME_LIMIT_MS;
   const tail = new Tail(options.logBytes ?? JOB_LOG_BYTES);
   return new Promise((resolve) => {
-    const child = spawn(argv[0]!, argv.slice(1), { cwd: options.cwd, env: options.env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(argv[0]!, argv.slice(1), {
+      cwd: options.cwd,
+      env: options.env,
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     const killGroup = () => {
       try {
         if (child.pid) process.kill(-child.pid, 'SIGKILL');
@@ -67,7 +75,9 @@ export function runJobProcess(argv: string[], options: { cwd: string; env: Recor
     child.stderr!.on('data', (c: Buffer) => tail.push(c));
     let spawnError: Error | null = null;
     let ended: { code: number | null; signal: NodeJS.Signals | null } | null = null;
-    child.once('error', (err) => { spawnError = err; });
+    child.once('error', (err) => {
+      spawnError = err;
+    });
     // the command ended: what it left behind in its group goes too (it would hold the output open)
     child.once('exit', (code, signal) => {
       ended = { code, signal };
@@ -77,11 +87,17 @@ export function runJobProcess(argv: string[], options: { cwd: string; env: Recor
       clearTimeout(timer);
       const { code: exit, signal: sig } = ended ?? { code, signal };
       if (spawnError) {
-        resolve({ exitCode: 127, log: `${tail.text()}the command could not start: ${(spawnError as Error).message}\n` });
+        resolve({
+          exitCode: 127,
+          log: `${tail.text()}the command could not start: ${(spawnError as Error).message}\n`,
+        });
       } else if (timedOut) {
-        resolve({ exitCode: JOB_TIMEOUT_EXIT, log: `${tail.text()}\nkilled: the run exceeded its time limit of ${Math.round(limit / 1000)} s\n` });
+        resolve({
+          exitCode: JOB_TIMEOUT_EXIT,
+          log: `${tail.text()}\nkilled: the run exceeded its time limit of ${Math.round(limit / 1000)} s\n`,
+        });
       } else {
-        resolve({ exitCode: exit ?? 128 + (sig ? constants.signals[sig] ?? 0 : 0), log: tail.text() });
+        resolve({ exitCode: exit ?? 128 + (sig ? (constants.signals[sig] ?? 0) : 0), log: tail.text() });
       }
     });
   });

@@ -13,8 +13,21 @@ export function refusingNetwork(): NetworkDriver {
   };
   const nothing = async (): Promise<void> => {};
   return {
-    createVpc: refuse, createRouter: refuse, createResolver: refuse, attach: refuse, restartWorkload: refuse, applyRoutes: refuse,
-    enableGateway: refuse, addPeer: refuse, createTunnel: refuse,
-    deleteResolver: nothing, deleteRouter: nothing, deleteVpc: nothing, detach: nothing, disableGateway: nothing, removePeer: nothing, deleteTunnel: nothing,
+    createVpc: refuse,
+    createRouter: refuse,
+    createResolver: refuse,
+    attach: refuse,
+    restartWorkload: refuse,
+    applyRoutes: refuse,
+    enableGateway: refuse,
+    addPeer: refuse,
+    createTunnel: refuse,
+    deleteResolver: nothing,
+    deleteRouter: nothing,
+    deleteVpc: nothing,
+    detach: nothing,
+    disableGateway: nothing,
+    removePeer: nothing,
+    deleteTunnel: nothing,
   };
 }

@@ -24,7 +24,8 @@ export interface AppRouteRow {
   basic_auth_password_sealed: string | null;
 }
 
-const COLUMNS = 'a.uuid, a.state, a.private_access, a.maintenance, a.basic_auth_enabled, a.basic_auth_username, a.basic_auth_password_sealed';
+const COLUMNS =
+  'a.uuid, a.state, a.private_access, a.maintenance, a.basic_auth_enabled, a.basic_auth_username, a.basic_auth_password_sealed';
 
 /**
  * The app answering at a host: its public URL host `<name>.<region domain>` (the region
@@ -54,7 +55,11 @@ export function hostOf(header: string | undefined): string {
 export class RouteSettingsCache {
   private readonly cache: TtlCache<RouteSettings | null>;
 
-  constructor(private readonly ds: DataSource, private readonly secretBox: SecretBox, ttlMs = 1000) {
+  constructor(
+    private readonly ds: DataSource,
+    private readonly secretBox: SecretBox,
+    ttlMs = 1000,
+  ) {
     this.cache = new TtlCache(ttlMs);
   }
 
@@ -68,10 +73,16 @@ export class RouteSettingsCache {
     const row = await one<AppRouteRow>(this.ds, BY_HOST, [host.slice(0, dot), host.slice(dot + 1), host]);
     if (!row) return null;
     // apps_basic_auth (a CHECK constraint) guarantees both credentials when basic auth is on
-    const auth = row.basic_auth_enabled && row.basic_auth_username && row.basic_auth_password_sealed
-      ? { username: row.basic_auth_username, password: this.secretBox.open(row.basic_auth_password_sealed) } : null;
+    const auth =
+      row.basic_auth_enabled && row.basic_auth_username && row.basic_auth_password_sealed
+        ? { username: row.basic_auth_username, password: this.secretBox.open(row.basic_auth_password_sealed) }
+        : null;
     return {
-      appUuid: row.uuid, state: row.state, privateAccess: row.private_access, maintenance: row.maintenance, basicAuth: auth,
+      appUuid: row.uuid,
+      state: row.state,
+      privateAccess: row.private_access,
+      maintenance: row.maintenance,
+      basicAuth: auth,
     };
   }
 }

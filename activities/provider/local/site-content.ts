@@ -14,15 +14,23 @@ export type SiteStorage = Pick<StorageDriver, 'siteRoute' | 'readObject'>;
  * for a missing object. The path is normalised first, so `..` cannot reach keys outside
  * the site's prefix.
  */
-export async function serveSiteObject(storage: SiteStorage, route: { bucket: string; prefix: string }, req: IncomingMessage, res: ServerResponse): Promise<void> {
-  if (req.method !== 'GET' && req.method !== 'HEAD') return sendText(res, 405, 'method not allowed', { allow: 'GET, HEAD' });
+export async function serveSiteObject(
+  storage: SiteStorage,
+  route: { bucket: string; prefix: string },
+  req: IncomingMessage,
+  res: ServerResponse,
+): Promise<void> {
+  if (req.method !== 'GET' && req.method !== 'HEAD')
+    return sendText(res, 405, 'method not allowed', { allow: 'GET, HEAD' });
   const urlPath = requestPath(req.url);
   if (urlPath === null) return sendText(res, 400, 'bad request path');
   const clean = path.posix.normalize(`/${urlPath}`);
   const rel = clean.endsWith('/') ? `${clean.slice(1)}index.html` : clean.slice(1);
   const object = await storage.readObject(route.bucket, `${route.prefix}${rel}`);
   if (!object) {
-    const folder = clean.endsWith('/') ? null : await storage.readObject(route.bucket, `${route.prefix}${rel}/index.html`);
+    const folder = clean.endsWith('/')
+      ? null
+      : await storage.readObject(route.bucket, `${route.prefix}${rel}/index.html`);
     if (folder) {
       folder.body.destroy();
       return sendText(res, 301, 'moved', { location: `${encodeURI(clean)}/` });
@@ -34,7 +42,9 @@ export async function serveSiteObject(storage: SiteStorage, route: { bucket: str
 
 async function send(object: ObjectContent, rel: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const headers: Record<string, string> = {
-    'content-type': object.contentType ?? contentType(rel), 'content-length': String(object.size), 'x-content-type-options': 'nosniff',
+    'content-type': object.contentType ?? contentType(rel),
+    'content-length': String(object.size),
+    'x-content-type-options': 'nosniff',
   };
   if (object.etag) headers.etag = object.etag;
   if (object.lastModified) headers['last-modified'] = object.lastModified.toUTCString();
@@ -44,7 +54,10 @@ async function send(object: ObjectContent, rel: string, req: IncomingMessage, re
     return void res.end();
   }
   await new Promise<void>((resolve) => {
-    object.body.on('error', () => { res.destroy(); resolve(); });
+    object.body.on('error', () => {
+      res.destroy();
+      resolve();
+    });
     object.body.on('end', resolve);
     object.body.pipe(res);
   });

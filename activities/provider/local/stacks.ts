@@ -45,19 +45,25 @@ export function localStackRefusals(manifest: Manifest, supports: (engine: DataEn
   const out: string[] = [];
   for (const s of manifest.services) {
     if (!s.build) {
-      out.push(`${s.name}: image "${s.image}" is not a managed database or cache image (postgres, mysql/mariadb, valkey/redis); `
-        + 'the local driver runs only services built from the repository (build:) and managed add-ons');
+      out.push(
+        `${s.name}: image "${s.image}" is not a managed database or cache image (postgres, mysql/mariadb, valkey/redis); ` +
+          'the local driver runs only services built from the repository (build:) and managed add-ons',
+      );
       continue;
     }
     const problem = composePathProblem(s.build.context);
     if (problem) out.push(`${s.name}: the build context "${s.build.context}" ${problem}`);
     if (s.build.dockerfile) {
-      out.push(`${s.name}: build.dockerfile "${s.build.dockerfile}" cannot be built: the local driver builds no Dockerfiles; `
-        + 'remove it to have the context built as a Procfile, Node, Python or static app');
+      out.push(
+        `${s.name}: build.dockerfile "${s.build.dockerfile}" cannot be built: the local driver builds no Dockerfiles; ` +
+          'remove it to have the context built as a Procfile, Node, Python or static app',
+      );
     }
     if (s.volumes.length > 0) {
-      out.push(`${s.name}: the named volumes ${s.volumes.map((v) => `"${v}"`).join(', ')} cannot be mounted: the local driver mounts no volumes into stack services; `
-        + 'keep the data in a managed database service');
+      out.push(
+        `${s.name}: the named volumes ${s.volumes.map((v) => `"${v}"`).join(', ')} cannot be mounted: the local driver mounts no volumes into stack services; ` +
+          'keep the data in a managed database service',
+      );
     }
   }
   for (const a of manifest.addons) {
@@ -97,47 +103,88 @@ export function createLocalStacks(deps: LocalStacksDeps): StacksDriver {
 
   /** The add-on's row, created with a new password on first use. */
   async function addonRow(itemUuid: string): Promise<StackAddon> {
-    const item = await one<{ compose_service_name: string; compose_service_type: AddonType }>(ds,
-      `SELECT compose_service_name, compose_service_type FROM stack_items WHERE uuid = $1 AND item_type = 'addon'`, [itemUuid]);
-    if (!item) throw ApplicationFailure.nonRetryable(`stack service ${itemUuid} is not a managed add-on`, 'StackServiceGone');
+    const item = await one<{ compose_service_name: string; compose_service_type: AddonType }>(
+      ds,
+      `SELECT compose_service_name, compose_service_type FROM stack_items WHERE uuid = $1 AND item_type = 'addon'`,
+      [itemUuid],
+    );
+    if (!item)
+      throw ApplicationFailure.nonRetryable(`stack service ${itemUuid} is not a managed add-on`, 'StackServiceGone');
     const user = item.compose_service_type === 'valkey' ? null : 'app';
     await ds.query(
       `INSERT INTO local_stack_addons (item_uuid, engine, username, database, password_sealed) VALUES ($1, $2, $3, $3, $4) ON CONFLICT (item_uuid) DO NOTHING`,
-      [itemUuid, item.compose_service_type, user, secretBox.seal(generatePassword())]);
-    const row = await one<Omit<StackAddon, 'compose_service_name'>>(ds, `SELECT * FROM local_stack_addons WHERE item_uuid = $1`, [itemUuid]);
+      [itemUuid, item.compose_service_type, user, secretBox.seal(generatePassword())],
+    );
+    const row = await one<Omit<StackAddon, 'compose_service_name'>>(
+      ds,
+      `SELECT * FROM local_stack_addons WHERE item_uuid = $1`,
+      [itemUuid],
+    );
     return { ...row!, compose_service_name: item.compose_service_name };
   }
 
   /** Provisions the add-on's server (idempotent) and waits until it is healthy; answers its connection variables. */
-  async function ensureAddon(itemUuid: string): Promise<{ service: string; engine: AddonType; vars: Record<string, string>; url: string }> {
+  async function ensureAddon(
+    itemUuid: string,
+  ): Promise<{ service: string; engine: AddonType; vars: Record<string, string>; url: string }> {
     const a = await addonRow(itemUuid);
-    const size = await one<{ cpu_size: number; ram_size: string }>(ds, `SELECT cpu_size, ram_size FROM stack_items WHERE uuid = $1`, [itemUuid]);
+    const size = await one<{ cpu_size: number; ram_size: string }>(
+      ds,
+      `SELECT cpu_size, ram_size FROM stack_items WHERE uuid = $1`,
+      [itemUuid],
+    );
     const id = clusterIdOf(itemUuid);
     const password = secretBox.open(a.password_sealed);
     await data.provision({
-      id, engine: a.engine, cpuSize: Number(size?.cpu_size ?? 0.5), ramSize: Number(size?.ram_size ?? 512 * 2 ** 20),
-      publicAccess: false, backups: false, password, username: a.username, database: a.database,
+      id,
+      engine: a.engine,
+      cpuSize: Number(size?.cpu_size ?? 0.5),
+      ramSize: Number(size?.ram_size ?? 512 * 2 ** 20),
+      publicAccess: false,
+      backups: false,
+      password,
+      username: a.username,
+      database: a.database,
     });
     const deadline = Date.now() + readyTimeoutMs;
     for (;;) {
       const s = await data.status(id);
       if (s.status === 'healthy' && s.endpoint) {
         const conn = addonConnection({
-          type: a.engine, name: a.compose_service_name, settings: {}, username: a.username, database_name: a.database, password,
-          public_access: false, region_domain: '', endpoint: s.endpoint,
+          type: a.engine,
+          name: a.compose_service_name,
+          settings: {},
+          username: a.username,
+          database_name: a.database,
+          password,
+          public_access: false,
+          region_domain: '',
+          endpoint: s.endpoint,
         });
-        return { service: a.compose_service_name, engine: a.engine, vars: conn.var, url: conn.connection_details!.internal.connection_url };
+        return {
+          service: a.compose_service_name,
+          engine: a.engine,
+          vars: conn.var,
+          url: conn.connection_details!.internal.connection_url,
+        };
       }
-      if (Date.now() > deadline) throw ApplicationFailure.retryable(`${a.compose_service_name} is not healthy (${s.status})`, 'StackAddonNotReady');
+      if (Date.now() > deadline)
+        throw ApplicationFailure.retryable(
+          `${a.compose_service_name} is not healthy (${s.status})`,
+          'StackAddonNotReady',
+        );
       await sleep();
     }
   }
 
   /** The environment of a built service: its stack's add-ons' connection variables (the first of each engine keeps the common names). */
   async function addonEnvironment(itemUuid: string): Promise<Record<string, string>> {
-    const siblings = await rows<{ uuid: string }>(ds,
+    const siblings = await rows<{ uuid: string }>(
+      ds,
       `SELECT i.uuid FROM stack_items i JOIN stack_items me ON me.stack_uuid = i.stack_uuid
-        WHERE me.uuid = $1 AND i.item_type = 'addon' ORDER BY i.created_at, i.compose_service_name`, [itemUuid]);
+        WHERE me.uuid = $1 AND i.item_type = 'addon' ORDER BY i.created_at, i.compose_service_name`,
+      [itemUuid],
+    );
     const env: Record<string, string> = {};
     for (const s of siblings) {
       const a = await ensureAddon(s.uuid);
@@ -154,15 +201,38 @@ export function createLocalStacks(deps: LocalStacksDeps): StacksDriver {
       if (failure) throw ApplicationFailure.nonRetryable(`${name} does not serve: ${failure}`, 'StackServiceFailed');
       const status = await apps.status(itemUuid);
       if (status === 'running') return 'running';
-      if (status === 'failed') throw ApplicationFailure.nonRetryable(`${name} does not serve: its processes keep failing (see its logs)`, 'StackServiceFailed');
-      if (Date.now() > deadline) throw ApplicationFailure.nonRetryable(`${name} did not serve within ${Math.round(readyTimeoutMs / 1000)} s (status ${status})`, 'StackServiceFailed');
+      if (status === 'failed')
+        throw ApplicationFailure.nonRetryable(
+          `${name} does not serve: its processes keep failing (see its logs)`,
+          'StackServiceFailed',
+        );
+      if (Date.now() > deadline)
+        throw ApplicationFailure.nonRetryable(
+          `${name} did not serve within ${Math.round(readyTimeoutMs / 1000)} s (status ${status})`,
+          'StackServiceFailed',
+        );
       await sleep();
     }
   }
 
-  const provisionApp = (itemUuid: string, name: string, ports: number[], cpuSize: number, ramSize: number, diskSize: number) => apps.provision({
-    appUuid: itemUuid, name, resourceUuid: '', internalPort: ports[0] ?? 8080, cpuSize, ramSize, diskSize, replicas: 1,
-  });
+  const provisionApp = (
+    itemUuid: string,
+    name: string,
+    ports: number[],
+    cpuSize: number,
+    ramSize: number,
+    diskSize: number,
+  ) =>
+    apps.provision({
+      appUuid: itemUuid,
+      name,
+      resourceUuid: '',
+      internalPort: ports[0] ?? 8080,
+      cpuSize,
+      ramSize,
+      diskSize,
+      replicas: 1,
+    });
 
   return {
     refusals: (manifest) => localStackRefusals(manifest, (engine) => data.supports(engine)),
@@ -170,12 +240,17 @@ export function createLocalStacks(deps: LocalStacksDeps): StacksDriver {
     async buildImage(itemUuid, spec) {
       await provisionApp(itemUuid, itemUuid, [], 0.5, 512 * 2 ** 20, 0);
       const deploymentUuid = buildId(spec.deploymentUuid, itemUuid);
-      await builder.start({ appUuid: itemUuid, deploymentUuid, source: { repository: spec.repository, commitSha: spec.commitSha, context: spec.context } });
+      await builder.start({
+        appUuid: itemUuid,
+        deploymentUuid,
+        source: { repository: spec.repository, commitSha: spec.commitSha, context: spec.context },
+      });
       for (;;) {
         const s = await builder.status(deploymentUuid);
         if (s.status === 'succeeded') return s.image;
         if (s.status === 'failed') throw ApplicationFailure.nonRetryable(s.reason, 'StackBuildFailed');
-        if (s.status === 'cancelled') throw ApplicationFailure.nonRetryable('the build was cancelled', 'StackBuildFailed');
+        if (s.status === 'cancelled')
+          throw ApplicationFailure.nonRetryable('the build was cancelled', 'StackBuildFailed');
         await sleep();
       }
     },
@@ -192,7 +267,11 @@ export function createLocalStacks(deps: LocalStacksDeps): StacksDriver {
     },
 
     async removeService(itemUuid) {
-      const addon = await one<{ item_uuid: string }>(ds, `SELECT item_uuid FROM local_stack_addons WHERE item_uuid = $1`, [itemUuid]);
+      const addon = await one<{ item_uuid: string }>(
+        ds,
+        `SELECT item_uuid FROM local_stack_addons WHERE item_uuid = $1`,
+        [itemUuid],
+      );
       if (addon) {
         await data.delete(clusterIdOf(itemUuid));
         await ds.query(`DELETE FROM local_stack_addons WHERE item_uuid = $1`, [itemUuid]);

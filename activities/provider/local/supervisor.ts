@@ -26,8 +26,14 @@ export interface SupervisorTiming {
 }
 
 export const DEFAULT_TIMING: SupervisorTiming = {
-  backoffInitialMs: 1000, backoffMaxMs: 30_000, crashWindowMs: 60_000, crashLoopCount: 3, giveUpAfter: 5,
-  healthyPeriodMs: 10_000, bootDeadlineMs: 60_000, stopGraceMs: 5000,
+  backoffInitialMs: 1000,
+  backoffMaxMs: 30_000,
+  crashWindowMs: 60_000,
+  crashLoopCount: 3,
+  giveUpAfter: 5,
+  healthyPeriodMs: 10_000,
+  bootDeadlineMs: 60_000,
+  stopGraceMs: 5000,
 };
 
 /** One release of an app run as `replicas` processes. */
@@ -116,7 +122,9 @@ export class ReleaseSupervisor {
     private readonly deps: { isolation: Isolation; log: AppLogWriter; timing: SupervisorTiming; failFast: boolean },
   ) {
     this.oomSeen = oomKills(deps.isolation, run.appUuid);
-    this.booted = new Promise((resolve) => { this.settleBoot = resolve; });
+    this.booted = new Promise((resolve) => {
+      this.settleBoot = resolve;
+    });
   }
 
   private get app() {
@@ -126,11 +134,25 @@ export class ReleaseSupervisor {
   async start(): Promise<void> {
     for (let i = 1; i <= this.run.replicas; i++) {
       this.replicas.push({
-        index: i, port: await freePort(), gen: 0, child: null, ready: false, wasReady: false, startupPassed: false, failures: new Map(),
-        lastStderr: null, killedFor: null, consecutive: 0, timers: [], exited: null,
+        index: i,
+        port: await freePort(),
+        gen: 0,
+        child: null,
+        ready: false,
+        wasReady: false,
+        startupPassed: false,
+        failures: new Map(),
+        lastStderr: null,
+        killedFor: null,
+        consecutive: 0,
+        timers: [],
+        exited: null,
       });
     }
-    this.deps.log.berth(this.app, `starting release ${this.run.releaseId} (${this.run.replicas} replica${this.run.replicas === 1 ? '' : 's'})`);
+    this.deps.log.berth(
+      this.app,
+      `starting release ${this.run.releaseId} (${this.run.replicas} replica${this.run.replicas === 1 ? '' : 's'})`,
+    );
     for (const r of this.replicas) this.spawn(r);
     this.bootTimer = setTimeout(() => this.bootDeadline(), this.bootDeadlineMs());
   }
@@ -172,7 +194,8 @@ export class ReleaseSupervisor {
 
   /** The live status this release gives the app. */
   health(): 'starting' | 'running' | 'problem' | 'failed' {
-    if (this.crashLoopReported || this.phase === 'boot_failed' || this.phase === 'gave_up' || this.phase === 'stopped') return 'failed';
+    if (this.crashLoopReported || this.phase === 'boot_failed' || this.phase === 'gave_up' || this.phase === 'stopped')
+      return 'failed';
     if (this.phase === 'booting') return 'starting';
     return this.replicas.every((r) => r.ready) ? 'running' : 'problem';
   }
@@ -182,12 +205,31 @@ export class ReleaseSupervisor {
     const gen = ++r.gen;
     const source = `web.${r.index}`;
     const { binds, gids, umask } = this.run.volumes;
-    const { argv, env } = isolatedCommand(this.deps.isolation, { group: this.app, uid: appUid(this.app), binds, extraGids: gids, umask },
-      ['/bin/sh', '-c', this.run.manifest.web ?? 'false'], { ...this.run.env, PORT: String(r.port) });
-    const child = spawn(argv[0]!, argv.slice(1), { cwd: this.run.releaseDir, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
-    Object.assign(r, { child, ready: false, wasReady: false, startupPassed: false, failures: new Map(), lastStderr: null, killedFor: null });
+    const { argv, env } = isolatedCommand(
+      this.deps.isolation,
+      { group: this.app, uid: appUid(this.app), binds, extraGids: gids, umask },
+      ['/bin/sh', '-c', this.run.manifest.web ?? 'false'],
+      { ...this.run.env, PORT: String(r.port) },
+    );
+    const child = spawn(argv[0]!, argv.slice(1), {
+      cwd: this.run.releaseDir,
+      env,
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    Object.assign(r, {
+      child,
+      ready: false,
+      wasReady: false,
+      startupPassed: false,
+      failures: new Map(),
+      lastStderr: null,
+      killedFor: null,
+    });
     this.deps.log.pipe(this.app, source, child.stdout!);
-    this.deps.log.pipe(this.app, source, child.stderr!, (line) => { r.lastStderr = line.trim(); });
+    this.deps.log.pipe(this.app, source, child.stderr!, (line) => {
+      r.lastStderr = line.trim();
+    });
     const closed = new Promise<void>((resolve) => child.once('close', () => resolve()));
     r.exited = new Promise<void>((resolve) => {
       let handled = false;
@@ -235,7 +277,8 @@ export class ReleaseSupervisor {
     r.failures.set(probe, failures);
     if (probe.kind === 'startup') {
       if (ok) r.startupPassed = true;
-      else if (!r.startupPassed && failures >= probe.failureThreshold) this.killReplica(r, `failed its startup check ${failures} times`);
+      else if (!r.startupPassed && failures >= probe.failureThreshold)
+        this.killReplica(r, `failed its startup check ${failures} times`);
     } else if (probe.kind === 'liveness') {
       if (failures >= probe.failureThreshold) this.killReplica(r, `failed its liveness check ${failures} times`);
     } else if (ok && !r.ready) {
@@ -264,15 +307,17 @@ export class ReleaseSupervisor {
       this.hooks?.recovered();
     }
     // a replica that stays ready a while starts its crash count again
-    r.timers.push(setTimeout(() => {
-      if (r.gen !== gen || !r.ready) return;
-      r.consecutive = 0;
-      if (this.crashLoopReported && this.replicas.every((x) => x.ready && x.consecutive === 0)) {
-        this.crashLoopReported = false;
-        this.unhealthyReported = false;
-        this.hooks?.recovered();
-      }
-    }, this.deps.timing.healthyPeriodMs));
+    r.timers.push(
+      setTimeout(() => {
+        if (r.gen !== gen || !r.ready) return;
+        r.consecutive = 0;
+        if (this.crashLoopReported && this.replicas.every((x) => x.ready && x.consecutive === 0)) {
+          this.crashLoopReported = false;
+          this.unhealthyReported = false;
+          this.hooks?.recovered();
+        }
+      }, this.deps.timing.healthyPeriodMs),
+    );
   }
 
   private unhealthy(detail: string): void {
@@ -312,7 +357,9 @@ export class ReleaseSupervisor {
     const cause = this.exitCause(r, code, signal);
     const stderr = r.lastStderr ? `: ${r.lastStderr}` : '';
     if (this.phase === 'booting' && this.deps.failFast) {
-      const atBoot = cause.startsWith('exited ') ? `exited at boot ${cause.slice('exited '.length)}` : `${cause} at boot`;
+      const atBoot = cause.startsWith('exited ')
+        ? `exited at boot ${cause.slice('exited '.length)}`
+        : `${cause} at boot`;
       this.deps.log.berth(this.app, `${source} ${cause}`);
       this.failBoot(`the release ${atBoot}${stderr}`);
       return;
@@ -328,7 +375,9 @@ export class ReleaseSupervisor {
     }
     if (this.crashTimes.length >= this.deps.timing.crashLoopCount && !this.crashLoopReported) {
       this.crashLoopReported = true;
-      this.hooks?.crashLoop(`${detail} (${this.crashTimes.length} crashes within ${seconds(this.deps.timing.crashWindowMs)})`);
+      this.hooks?.crashLoop(
+        `${detail} (${this.crashTimes.length} crashes within ${seconds(this.deps.timing.crashWindowMs)})`,
+      );
     }
     const delay = Math.min(this.deps.timing.backoffMaxMs, this.deps.timing.backoffInitialMs * 2 ** (r.consecutive - 1));
     this.deps.log.berth(this.app, `${source} ${cause}, restarting in ${seconds(delay)}`);
@@ -348,18 +397,20 @@ export class ReleaseSupervisor {
     this.phase = phase;
     if (this.bootTimer) clearTimeout(this.bootTimer);
     this.settleBoot({ ok: false, reason: 'the release was stopped before it became healthy' });
-    await Promise.all(this.replicas.map(async (r) => {
-      for (const t of r.timers) clearTimeout(t);
-      r.timers = [];
-      const wasReady = r.ready;
-      r.ready = false;
-      if (wasReady) this.hooks?.backendsChanged();
-      const pid = r.child?.pid;
-      if (!pid || !r.exited) return;
-      killGroup(pid, 'SIGTERM');
-      const kill = setTimeout(() => killGroup(pid, 'SIGKILL'), this.deps.timing.stopGraceMs);
-      await r.exited;
-      clearTimeout(kill);
-    }));
+    await Promise.all(
+      this.replicas.map(async (r) => {
+        for (const t of r.timers) clearTimeout(t);
+        r.timers = [];
+        const wasReady = r.ready;
+        r.ready = false;
+        if (wasReady) this.hooks?.backendsChanged();
+        const pid = r.child?.pid;
+        if (!pid || !r.exited) return;
+        killGroup(pid, 'SIGTERM');
+        const kill = setTimeout(() => killGroup(pid, 'SIGKILL'), this.deps.timing.stopGraceMs);
+        await r.exited;
+        clearTimeout(kill);
+      }),
+    );
   }
 }

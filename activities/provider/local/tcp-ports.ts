@@ -38,7 +38,11 @@ export class TcpForwarder {
   private server: Server | null = null;
   private readonly sockets = new Set<Socket>();
 
-  constructor(readonly host: string, readonly port: number, private readonly pick: () => ForwardTarget) {}
+  constructor(
+    readonly host: string,
+    readonly port: number,
+    private readonly pick: () => ForwardTarget,
+  ) {}
 
   async listen(): Promise<void> {
     const server = createServer((client) => {

@@ -6,7 +6,10 @@
 export class TtlCache<T> {
   private readonly entries = new Map<string, { at: number; value: Promise<T> }>();
 
-  constructor(private readonly ttlMs: number, private readonly maxEntries = 10_000) {}
+  constructor(
+    private readonly ttlMs: number,
+    private readonly maxEntries = 10_000,
+  ) {}
 
   get(key: string, load: (key: string) => Promise<T>): Promise<T> {
     const now = Date.now();

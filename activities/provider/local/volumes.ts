@@ -45,31 +45,49 @@ export async function ensureVolume(layout: LocalLayout, iso: Isolation, volumeId
 }
 
 /** Creates a sub path of the volume if missing (every folder on the way owned by its group); answers it. */
-export async function ensureVolumeSubPath(layout: LocalLayout, iso: Isolation, volumeId: string, sub: string | null): Promise<string> {
+export async function ensureVolumeSubPath(
+  layout: LocalLayout,
+  iso: Isolation,
+  volumeId: string,
+  sub: string | null,
+): Promise<string> {
   let dir = await ensureVolume(layout, iso, volumeId);
   for (const segment of (sub ?? '').split('/').filter((s) => s && s !== '.' && s !== '..')) {
     dir = path.join(dir, segment);
     // apps write in the volume: a link they left must not lead Berth (root) out of it
     const found = await lstat(dir).catch(() => null);
     if (found && (found.isSymbolicLink() || !found.isDirectory())) {
-      throw ApplicationFailure.nonRetryable(`sub_path ${sub} of volume ${volumeId} is not a folder: ${segment} is a file or a link`, 'VolumeSubPathBlocked');
+      throw ApplicationFailure.nonRetryable(
+        `sub_path ${sub} of volume ${volumeId} is not a folder: ${segment} is a file or a link`,
+        'VolumeSubPathBlocked',
+      );
     }
     if (found) continue;
-    const created = await mkdir(dir).then(() => true, (err: NodeJS.ErrnoException) => {
-      if (err.code !== 'EEXIST') throw err;
-      return false;
-    });
+    const created = await mkdir(dir).then(
+      () => true,
+      (err: NodeJS.ErrnoException) => {
+        if (err.code !== 'EEXIST') throw err;
+        return false;
+      },
+    );
     if (created) await fence(iso, dir, volumeId);
   }
   return dir;
 }
 
 /** Copies every file of one volume into another (clone_data); the copy belongs to the target's group. */
-export async function copyVolume(layout: LocalLayout, iso: Isolation, sourceId: string, targetId: string): Promise<void> {
+export async function copyVolume(
+  layout: LocalLayout,
+  iso: Isolation,
+  sourceId: string,
+  targetId: string,
+): Promise<void> {
   const target = await ensureVolume(layout, iso, targetId);
-  await exec('cp', ['-a', `${layout.volumeDir(sourceId)}/.`, target]).catch((err: NodeJS.ErrnoException & { stderr?: string }) => {
-    if (!String(err.stderr ?? '').includes('No such file')) throw err;
-  });
+  await exec('cp', ['-a', `${layout.volumeDir(sourceId)}/.`, target]).catch(
+    (err: NodeJS.ErrnoException & { stderr?: string }) => {
+      if (!String(err.stderr ?? '').includes('No such file')) throw err;
+    },
+  );
   if (iso.uidSwitch) {
     await exec('chgrp', ['-R', String(volumeGid(targetId)), target]);
     await exec('chmod', ['-R', 'g+rwX,o=', target]);
@@ -92,19 +110,30 @@ export const addonMountPath = (addonName: string) => `/data/${addonName}`;
  * `sub_path`). None being deleted.
  */
 export async function appMounts(ds: DataSource, appUuid: string): Promise<AppMount[]> {
-  const found = await rows<{ cluster_id: string; name: string; sub_path: string | null; mount_path: string | null }>(ds,
+  const found = await rows<{ cluster_id: string; name: string; sub_path: string | null; mount_path: string | null }>(
+    ds,
     `SELECT cluster_id, name, settings->>'sub_path' AS sub_path, NULL AS mount_path FROM addons
       WHERE app_uuid = $1 AND kind = 'addon' AND type = 'storage' AND state <> 'deleting' AND cluster_id IS NOT NULL
      UNION ALL
      SELECT s.cluster_id, s.name, m.sub_path, m.mount_path FROM service_mounts m JOIN addons s ON s.uuid = m.service_uuid
-      WHERE m.app_uuid = $1 AND s.state <> 'deleting' AND s.cluster_id IS NOT NULL`, [appUuid]);
+      WHERE m.app_uuid = $1 AND s.state <> 'deleting' AND s.cluster_id IS NOT NULL`,
+    [appUuid],
+  );
   return found
-    .map((r) => ({ volumeId: r.cluster_id, subPath: r.sub_path, mountPath: path.posix.normalize(r.mount_path ?? addonMountPath(r.name)) }))
+    .map((r) => ({
+      volumeId: r.cluster_id,
+      subPath: r.sub_path,
+      mountPath: path.posix.normalize(r.mount_path ?? addonMountPath(r.name)),
+    }))
     .filter((m) => m.mountPath !== '/');
 }
 
 /** `/data/uploads` -> `BERTH_MOUNT_DATA_UPLOADS`. */
-export const mountVariable = (mountPath: string) => `BERTH_MOUNT_${mountPath.replace(/[^A-Za-z0-9]+/g, '_').replace(/^_+|_+$/g, '').toUpperCase()}`;
+export const mountVariable = (mountPath: string) =>
+  `BERTH_MOUNT_${mountPath
+    .replace(/[^A-Za-z0-9]+/g, '_')
+    .replace(/^_+|_+$/g, '')
+    .toUpperCase()}`;
 
 /** How an app's processes get at its volumes: bind mounts, supplementary groups, a variable per mount. */
 export interface VolumeAccess {

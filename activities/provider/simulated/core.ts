@@ -27,11 +27,17 @@ export class SimulatedCore {
   }
 
   /** Makes the next `count` calls of `operation` fail (retryable or not). */
-  static async injectFault(ds: DataSource, operation: string, count = 1, options: { retryable?: boolean; message?: string } = {}): Promise<void> {
+  static async injectFault(
+    ds: DataSource,
+    operation: string,
+    count = 1,
+    options: { retryable?: boolean; message?: string } = {},
+  ): Promise<void> {
     await ds.query(
       `INSERT INTO sim_faults (operation, remaining, retryable, message) VALUES ($1, $2, $3, $4)
        ON CONFLICT (operation) DO UPDATE SET remaining = EXCLUDED.remaining, retryable = EXCLUDED.retryable, message = EXCLUDED.message`,
-      [operation, count, options.retryable ?? true, options.message ?? `injected fault in ${operation}`]);
+      [operation, count, options.retryable ?? true, options.message ?? `injected fault in ${operation}`],
+    );
   }
 
   static async clearFaults(ds: DataSource): Promise<void> {
@@ -43,9 +49,11 @@ export class SimulatedCore {
    * (a non-retryable one ends the activity at once), or at random with faultRate.
    */
   async maybeFail(operation: string): Promise<void> {
-    const injected = await one<{ retryable: boolean; message: string }>(this.db,
+    const injected = await one<{ retryable: boolean; message: string }>(
+      this.db,
       `UPDATE sim_faults SET remaining = remaining - 1 WHERE operation = $1 AND remaining > 0 RETURNING retryable, message`,
-      [operation]);
+      [operation],
+    );
     if (injected) {
       if (!injected.retryable) throw ApplicationFailure.nonRetryable(injected.message, 'SimulatedFault');
       throw ApplicationFailure.retryable(injected.message, 'SimulatedFault');

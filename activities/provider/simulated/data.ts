@@ -5,7 +5,16 @@ import type { BackupInfo, ClusterSpec, ClusterStatus, DataDriver, RestoreSource 
 import type { SimulatedCore } from './core';
 
 /** Statuses a test (or operator) can force on a simulated cluster; `live` means healthy/bound. */
-export const SIMULATED_STATUSES = ['live', 'unknown', 'degraded', 'degradated', 'failing', 'lost', 'crashloopbackoff', 'failed'] as const;
+export const SIMULATED_STATUSES = [
+  'live',
+  'unknown',
+  'degraded',
+  'degradated',
+  'failing',
+  'lost',
+  'crashloopbackoff',
+  'failed',
+] as const;
 
 interface ClusterRow {
   id: string;
@@ -33,7 +42,11 @@ export class SimulatedData implements DataDriver {
   }
 
   private async cluster(id: string): Promise<ClusterRow> {
-    const row = await one<ClusterRow>(this.db, `SELECT id, engine, status, ready_at, deleted_at, running FROM sim_data_clusters WHERE id = $1`, [id]);
+    const row = await one<ClusterRow>(
+      this.db,
+      `SELECT id, engine, status, ready_at, deleted_at, running FROM sim_data_clusters WHERE id = $1`,
+      [id],
+    );
     if (!row || row.deleted_at) throw ApplicationFailure.nonRetryable(`no such cluster ${id}`, 'ClusterNotFound');
     return row;
   }
@@ -42,7 +55,18 @@ export class SimulatedData implements DataDriver {
     await this.db.query(
       `INSERT INTO sim_data_clusters (id, engine, status, ready_at, public_access, backups, replica_of, cpu_size, ram_size, password_hash)
        VALUES ($1, $2, 'live', $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (id) DO NOTHING`,
-      [spec.id, spec.engine, this.core.readyAt(), spec.publicAccess, spec.backups, replicaOf, spec.cpuSize, spec.ramSize, hash(spec.password)]);
+      [
+        spec.id,
+        spec.engine,
+        this.core.readyAt(),
+        spec.publicAccess,
+        spec.backups,
+        replicaOf,
+        spec.cpuSize,
+        spec.ramSize,
+        hash(spec.password),
+      ],
+    );
   }
 
   /** The simulated data plane pretends to run every engine. */
@@ -59,7 +83,8 @@ export class SimulatedData implements DataDriver {
   async createReplica(spec: ClusterSpec & { primaryId: string }): Promise<void> {
     await this.core.maybeFail('data.createReplica');
     const primary = await this.cluster(spec.primaryId);
-    if (primary.engine !== 'postgres') throw ApplicationFailure.nonRetryable('replicas exist for postgres only', 'NotSupported');
+    if (primary.engine !== 'postgres')
+      throw ApplicationFailure.nonRetryable('replicas exist for postgres only', 'NotSupported');
     await this.insert({ ...spec, backups: false }, spec.primaryId);
   }
 
@@ -82,15 +107,20 @@ export class SimulatedData implements DataDriver {
   async setRunning(id: string, running: boolean): Promise<void> {
     await this.core.maybeFail('data.setRunning');
     await this.cluster(id);
-    await this.db.query(`UPDATE sim_data_clusters SET running = $2, ready_at = CASE WHEN $2 AND NOT running THEN $3 ELSE ready_at END WHERE id = $1`,
-      [id, running, this.core.readyAt()]);
+    await this.db.query(
+      `UPDATE sim_data_clusters SET running = $2, ready_at = CASE WHEN $2 AND NOT running THEN $3 ELSE ready_at END WHERE id = $1`,
+      [id, running, this.core.readyAt()],
+    );
   }
 
   async setBackups(id: string, on: boolean): Promise<void> {
     await this.core.maybeFail('data.setBackups');
     await this.cluster(id);
-    const [changed] = await rows<{ id: string }>(this.db,
-      `UPDATE sim_data_clusters SET backups = $2 WHERE id = $1 AND backups <> $2 RETURNING id`, [id, on]);
+    const [changed] = await rows<{ id: string }>(
+      this.db,
+      `UPDATE sim_data_clusters SET backups = $2 WHERE id = $1 AND backups <> $2 RETURNING id`,
+      [id, on],
+    );
     const [{ n }] = await this.db.query(`SELECT count(*)::int AS n FROM sim_data_backups WHERE cluster_id = $1`, [id]);
     if (on && (changed || n === 0)) await this.snapshot(id);
   }
@@ -105,24 +135,39 @@ export class SimulatedData implements DataDriver {
     const data = await this.readRows(id);
     const name = `backup-${new Date().toISOString().replace(/[-:.]/g, '').toLowerCase()}-${randomBytes(3).toString('hex')}`;
     const size = Buffer.byteLength(JSON.stringify(data)) + 8192;
-    const row = await one<BackupInfo>(this.db,
+    const row = await one<BackupInfo>(
+      this.db,
       `INSERT INTO sim_data_backups (cluster_id, name, taken_at, size, snapshot) VALUES ($1, $2, clock_timestamp(), $3, $4)
-       RETURNING name, taken_at, size::int AS size`, [id, name, size, JSON.stringify(data)]);
+       RETURNING name, taken_at, size::int AS size`,
+      [id, name, size, JSON.stringify(data)],
+    );
     return row!;
   }
 
   async listBackups(id: string): Promise<BackupInfo[]> {
     await this.core.maybeFail('data.listBackups');
-    return rows<BackupInfo>(this.db,
-      `SELECT name, taken_at, size::int AS size FROM sim_data_backups WHERE cluster_id = $1 ORDER BY taken_at DESC`, [id]);
+    return rows<BackupInfo>(
+      this.db,
+      `SELECT name, taken_at, size::int AS size FROM sim_data_backups WHERE cluster_id = $1 ORDER BY taken_at DESC`,
+      [id],
+    );
   }
 
   async recoveryWindow(id: string) {
-    const row = await one<{ earliest: Date | null }>(this.db, `SELECT min(taken_at) AS earliest FROM sim_data_backups WHERE cluster_id = $1`, [id]);
+    const row = await one<{ earliest: Date | null }>(
+      this.db,
+      `SELECT min(taken_at) AS earliest FROM sim_data_backups WHERE cluster_id = $1`,
+      [id],
+    );
     return row?.earliest ? { earliest: new Date(row.earliest), latest: new Date() } : null;
   }
 
-  async restore(input: { sourceId: string; targetId: string; from: RestoreSource; targetSpec?: ClusterSpec }): Promise<{ restored: string }> {
+  async restore(input: {
+    sourceId: string;
+    targetId: string;
+    from: RestoreSource;
+    targetSpec?: ClusterSpec;
+  }): Promise<{ restored: string }> {
     await this.core.maybeFail('data.restore');
     await this.cluster(input.sourceId);
     let data: Record<string, string>;
@@ -130,15 +175,23 @@ export class SimulatedData implements DataDriver {
     if ('targetTime' in input.from) {
       const window = await this.recoveryWindow(input.sourceId);
       const t = new Date(input.from.targetTime);
-      if (!window || t < window.earliest) throw ApplicationFailure.nonRetryable('target time outside the recovery window', 'OutsideWindow');
+      if (!window || t < window.earliest)
+        throw ApplicationFailure.nonRetryable('target time outside the recovery window', 'OutsideWindow');
       data = await this.readRows(input.sourceId, t);
       restored = t.toISOString();
     } else {
-      const backup = 'backupName' in input.from
-        ? await one<{ name: string; snapshot: Record<string, string> }>(this.db,
-          `SELECT name, snapshot FROM sim_data_backups WHERE cluster_id = $1 AND name = $2`, [input.sourceId, input.from.backupName])
-        : await one<{ name: string; snapshot: Record<string, string> }>(this.db,
-          `SELECT name, snapshot FROM sim_data_backups WHERE cluster_id = $1 ORDER BY taken_at DESC LIMIT 1`, [input.sourceId]);
+      const backup =
+        'backupName' in input.from
+          ? await one<{ name: string; snapshot: Record<string, string> }>(
+              this.db,
+              `SELECT name, snapshot FROM sim_data_backups WHERE cluster_id = $1 AND name = $2`,
+              [input.sourceId, input.from.backupName],
+            )
+          : await one<{ name: string; snapshot: Record<string, string> }>(
+              this.db,
+              `SELECT name, snapshot FROM sim_data_backups WHERE cluster_id = $1 ORDER BY taken_at DESC LIMIT 1`,
+              [input.sourceId],
+            );
       if (!backup) throw ApplicationFailure.nonRetryable('no such backup', 'BackupNotFound');
       data = backup.snapshot;
       restored = backup.name;
@@ -171,14 +224,21 @@ export class SimulatedData implements DataDriver {
   async ensureSubPath(id: string, path: string): Promise<void> {
     await this.core.maybeFail('data.ensureSubPath');
     const c = await this.cluster(id);
-    if (c.engine !== 'storage') throw ApplicationFailure.nonRetryable('sub paths exist on storage volumes only', 'NotSupported');
-    await this.db.query(`INSERT INTO sim_data_dirs (cluster_id, path) VALUES ($1, $2) ON CONFLICT DO NOTHING`, [id, path]);
+    if (c.engine !== 'storage')
+      throw ApplicationFailure.nonRetryable('sub paths exist on storage volumes only', 'NotSupported');
+    await this.db.query(`INSERT INTO sim_data_dirs (cluster_id, path) VALUES ($1, $2) ON CONFLICT DO NOTHING`, [
+      id,
+      path,
+    ]);
   }
 
   async copyVolume(sourceId: string, targetId: string): Promise<void> {
     await this.core.maybeFail('data.copyVolume');
     await this.cluster(targetId);
-    await this.db.query(`INSERT INTO sim_data_dirs (cluster_id, path) SELECT $2, path FROM sim_data_dirs WHERE cluster_id = $1 ON CONFLICT DO NOTHING`, [sourceId, targetId]);
+    await this.db.query(
+      `INSERT INTO sim_data_dirs (cluster_id, path) SELECT $2, path FROM sim_data_dirs WHERE cluster_id = $1 ON CONFLICT DO NOTHING`,
+      [sourceId, targetId],
+    );
   }
 
   async runJob(input: { appUuid: string; command: string }) {
@@ -199,9 +259,12 @@ export class SimulatedData implements DataDriver {
 
   /** Current values (or as of `at`). */
   async readRows(id: string, at?: Date): Promise<Record<string, string>> {
-    const found = await rows<{ key: string; value: string }>(this.db,
+    const found = await rows<{ key: string; value: string }>(
+      this.db,
       `SELECT DISTINCT ON (key) key, value FROM sim_data_rows WHERE cluster_id = $1 AND ($2::timestamptz IS NULL OR written_at <= $2)
-        ORDER BY key, seq DESC`, [id, at ?? null]);
+        ORDER BY key, seq DESC`,
+      [id, at ?? null],
+    );
     return Object.fromEntries(found.map((r) => [r.key, r.value]));
   }
 
@@ -210,11 +273,26 @@ export class SimulatedData implements DataDriver {
   }
 
   async clusterInfo(id: string) {
-    return one<{ id: string; engine: string; running: boolean; public_access: boolean; backups: boolean; replica_of: string | null; cpu_size: number; ram_size: string; password_hash: string | null }>(
-      this.db, `SELECT id, engine, running, public_access, backups, replica_of, cpu_size, ram_size, password_hash FROM sim_data_clusters WHERE id = $1`, [id]);
+    return one<{
+      id: string;
+      engine: string;
+      running: boolean;
+      public_access: boolean;
+      backups: boolean;
+      replica_of: string | null;
+      cpu_size: number;
+      ram_size: string;
+      password_hash: string | null;
+    }>(
+      this.db,
+      `SELECT id, engine, running, public_access, backups, replica_of, cpu_size, ram_size, password_hash FROM sim_data_clusters WHERE id = $1`,
+      [id],
+    );
   }
 
   async dirs(id: string): Promise<string[]> {
-    return (await rows<{ path: string }>(this.db, `SELECT path FROM sim_data_dirs WHERE cluster_id = $1 ORDER BY path`, [id])).map((r) => r.path);
+    return (
+      await rows<{ path: string }>(this.db, `SELECT path FROM sim_data_dirs WHERE cluster_id = $1 ORDER BY path`, [id])
+    ).map((r) => r.path);
   }
 }

@@ -20,7 +20,11 @@ export function createSimulatedProvider(options: SimulatedOptions): Provider {
     name: 'simulated',
     core,
     network: createSimulatedNetwork(core),
-    storage: createObjectStoreStorage({ db: options.dataSource, store: options.objectStore, beforeOperation: (op) => core.maybeFail(op) }),
+    storage: createObjectStoreStorage({
+      db: options.dataSource,
+      store: options.objectStore,
+      beforeOperation: (op) => core.maybeFail(op),
+    }),
     stacks: createSimulatedStacks(core),
     data: new SimulatedData(core),
     apps: new SimulatedAppsDriver(core),

@@ -62,7 +62,11 @@ export async function startSimulatedIngress(options: SimulatedIngressOptions): P
     const now = Date.now();
     if (!force && now - (lastSignal.get(appUuid) ?? 0) < interval) return;
     lastSignal.set(appUuid, now);
-    await control.traffic(appUuid).catch((err: Error) => options.logger.warn({ appUuid, err: err.message }, 'simulated ingress: traffic signal not delivered'));
+    await control
+      .traffic(appUuid)
+      .catch((err: Error) =>
+        options.logger.warn({ appUuid, err: err.message }, 'simulated ingress: traffic signal not delivered'),
+      );
   };
 
   const controlRequest = async (req: IncomingMessage, res: ServerResponse, path: string) => {
@@ -74,10 +78,16 @@ export async function startSimulatedIngress(options: SimulatedIngressOptions): P
     const exists = await one(options.dataSource, `SELECT 1 FROM apps WHERE uuid = $1`, [appUuid]);
     if (!exists) return send(res, 404, 'no such app');
     if (kind === 'health') {
-      if (!(HEALTH_EVENTS as readonly string[]).includes(body.event)) return send(res, 400, `event must be one of ${HEALTH_EVENTS.join(', ')}`);
-      await control.health(appUuid, body.event as HealthEvent, typeof body.detail === 'string' ? body.detail : undefined);
+      if (!(HEALTH_EVENTS as readonly string[]).includes(body.event))
+        return send(res, 400, `event must be one of ${HEALTH_EVENTS.join(', ')}`);
+      await control.health(
+        appUuid,
+        body.event as HealthEvent,
+        typeof body.detail === 'string' ? body.detail : undefined,
+      );
     } else {
-      if (!(APP_LIVE_STATES as readonly string[]).includes(body.status)) return send(res, 400, `status must be one of ${APP_LIVE_STATES.join(', ')}`);
+      if (!(APP_LIVE_STATES as readonly string[]).includes(body.status))
+        return send(res, 400, `status must be one of ${APP_LIVE_STATES.join(', ')}`);
       await control.liveStatus(appUuid, body.status as LiveStatus);
     }
     return send(res, 202, 'reported');
@@ -87,19 +97,35 @@ export async function startSimulatedIngress(options: SimulatedIngressOptions): P
     const path = (req.url ?? '/').split('?')[0]!;
     if (path.startsWith('/__simulated/')) return controlRequest(req, res, path);
     const name = (req.headers.host ?? '').split(':')[0]!.split('.')[0]!.toLowerCase();
-    const app = name ? await one<AppRouteRow>(options.dataSource,
-      `SELECT uuid, state, private_access, maintenance, basic_auth_enabled, basic_auth_username, basic_auth_password_sealed FROM apps WHERE name = $1`, [name]) : undefined;
+    const app = name
+      ? await one<AppRouteRow>(
+          options.dataSource,
+          `SELECT uuid, state, private_access, maintenance, basic_auth_enabled, basic_auth_username, basic_auth_password_sealed FROM apps WHERE name = $1`,
+          [name],
+        )
+      : undefined;
     if (!app || app.private_access) return send(res, 404, 'no public app answers at this host');
     if (app.basic_auth_enabled) {
-      const ok = app.basic_auth_username && app.basic_auth_password_sealed
-        && basicAuthMatches(req.headers.authorization, app.basic_auth_username, options.secretBox.open(app.basic_auth_password_sealed));
+      const ok =
+        app.basic_auth_username &&
+        app.basic_auth_password_sealed &&
+        basicAuthMatches(
+          req.headers.authorization,
+          app.basic_auth_username,
+          options.secretBox.open(app.basic_auth_password_sealed),
+        );
       if (!ok) return send(res, 401, 'authentication required', { 'www-authenticate': BASIC_AUTH_CHALLENGE });
     }
     if (app.state === 'sleeping') {
       await signalTraffic(app.uuid, true);
       return send(res, 503, 'the app is waking up; retry shortly', { 'retry-after': '5' });
     }
-    if (app.state === 'started' || app.state === 'start_scheduled' || app.state === 'restart_scheduled' || app.state === 'deploying') {
+    if (
+      app.state === 'started' ||
+      app.state === 'start_scheduled' ||
+      app.state === 'restart_scheduled' ||
+      app.state === 'deploying'
+    ) {
       await signalTraffic(app.uuid, false);
       return send(res, 503, 'the app is starting; retry shortly', { 'retry-after': '5' });
     }

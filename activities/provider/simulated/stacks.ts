@@ -17,7 +17,8 @@ export function createSimulatedStacks(core: SimulatedCore): StacksDriver {
       await core.db.query(
         `INSERT INTO sim_stack_services (item_uuid, image, status) VALUES ($1, $2, 'running')
          ON CONFLICT (item_uuid) DO UPDATE SET image = EXCLUDED.image, status = 'running', updated_at = now()`,
-        [itemUuid, spec.image]);
+        [itemUuid, spec.image],
+      );
       return 'running';
     },
     async removeService(itemUuid) {

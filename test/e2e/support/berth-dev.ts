@@ -39,22 +39,48 @@ export interface BerthDev {
  */
 export async function startBerthDev(extraEnv: NodeJS.ProcessEnv = {}): Promise<BerthDev> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'berth-dev-'));
-  const [api, pg, temporal, ui, s3, ingress] = await Promise.all([freePort(), freePort(), freePort(), freePort(), freePort(), freePort()]);
+  const [api, pg, temporal, ui, s3, ingress] = await Promise.all([
+    freePort(),
+    freePort(),
+    freePort(),
+    freePort(),
+    freePort(),
+    freePort(),
+  ]);
   const token = `brt_${randomBytes(32).toString('base64url')}`;
   const env: NodeJS.ProcessEnv = {
     ...process.env,
-    BERTH_DATA_DIR: dataDir, PORT: String(api), BERTH_PG_PORT: String(pg), BERTH_TEMPORAL_PORT: String(temporal),
-    BERTH_TEMPORAL_UI_PORT: String(ui), BERTH_S3_PORT: String(s3), BERTH_INGRESS_PORT: String(ingress),
-    BERTH_BOOTSTRAP_TOKEN: token, TEMPORAL_CLI: testEnv('cli'), LOG_LEVEL: 'warn', ...extraEnv,
+    BERTH_DATA_DIR: dataDir,
+    PORT: String(api),
+    BERTH_PG_PORT: String(pg),
+    BERTH_TEMPORAL_PORT: String(temporal),
+    BERTH_TEMPORAL_UI_PORT: String(ui),
+    BERTH_S3_PORT: String(s3),
+    BERTH_INGRESS_PORT: String(ingress),
+    BERTH_BOOTSTRAP_TOKEN: token,
+    TEMPORAL_CLI: testEnv('cli'),
+    LOG_LEVEL: 'warn',
+    ...extraEnv,
   };
   delete env.DATABASE_URL;
   delete env.TEMPORAL_ADDRESS;
-  const proc = spawn(process.execPath, [path.join(ROOT, 'bin', 'berth.js'), 'dev'], { env, cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, [path.join(ROOT, 'bin', 'berth.js'), 'dev'], {
+    env,
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
-  proc.stdout!.on('data', (d: Buffer) => { out += d.toString(); });
-  proc.stderr!.on('data', (d: Buffer) => { out += d.toString(); });
+  proc.stdout!.on('data', (d: Buffer) => {
+    out += d.toString();
+  });
+  proc.stderr!.on('data', (d: Buffer) => {
+    out += d.toString();
+  });
   await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`berth dev did not start in 180 s:\n${out.slice(-3000)}`)), 180_000);
+    const timer = setTimeout(
+      () => reject(new Error(`berth dev did not start in 180 s:\n${out.slice(-3000)}`)),
+      180_000,
+    );
     const check = () => {
       if (out.includes('Ctrl-C stops everything')) {
         clearTimeout(timer);
@@ -79,26 +105,36 @@ export async function startBerthDev(extraEnv: NodeJS.ProcessEnv = {}): Promise<B
     rmSync(systemAppsDir(dataDir), { recursive: true, force: true });
   };
   return {
-    proc, dataDir, token, env,
+    proc,
+    dataDir,
+    token,
+    env,
     apiUrl: `http://127.0.0.1:${api}`,
     ingressUrl: `http://127.0.0.1:${ingress}`,
     ingressPort: ingress,
     output: () => out,
-    cli: (args) => new Promise((resolve) => {
-      const child = spawn(process.execPath, [path.join(ROOT, 'bin', 'berth.js'), ...args], { env, cwd: ROOT });
-      let stdout = '';
-      let stderr = '';
-      child.stdout.on('data', (d: Buffer) => { stdout += d.toString(); });
-      child.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
-      child.on('exit', (code) => resolve({ code, stdout, stderr }));
-    }),
+    cli: (args) =>
+      new Promise((resolve) => {
+        const child = spawn(process.execPath, [path.join(ROOT, 'bin', 'berth.js'), ...args], { env, cwd: ROOT });
+        let stdout = '';
+        let stderr = '';
+        child.stdout.on('data', (d: Buffer) => {
+          stdout += d.toString();
+        });
+        child.stderr.on('data', (d: Buffer) => {
+          stderr += d.toString();
+        });
+        child.on('exit', (code) => resolve({ code, stdout, stderr }));
+      }),
     push(dir, gitUrl) {
       const url = new URL(gitUrl);
       url.username = 'dev';
       url.password = token;
       // git writes its progress and the remote's lines to stderr
       const run = spawnSync('git', ['-C', dir, 'push', '--progress', url.toString(), 'HEAD:main'], {
-        env: { ...process.env, GIT_TERMINAL_PROMPT: '0', GIT_CONFIG_NOSYSTEM: '1', HOME: dir }, encoding: 'utf8', timeout: 600_000,
+        env: { ...process.env, GIT_TERMINAL_PROMPT: '0', GIT_CONFIG_NOSYSTEM: '1', HOME: dir },
+        encoding: 'utf8',
+        timeout: 600_000,
       });
       return `${run.stdout ?? ''}${run.stderr ?? ''}`;
     },

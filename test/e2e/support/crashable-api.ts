@@ -19,7 +19,10 @@ export interface CrashableApi {
 
 export async function crashableApi(stack: TestStack): Promise<CrashableApi> {
   const sockets: Socket[] = [];
-  const blackHole = createServer((s) => { sockets.push(s); s.on('error', () => {}); });
+  const blackHole = createServer((s) => {
+    sockets.push(s);
+    s.on('error', () => {});
+  });
   await new Promise<void>((resolve) => blackHole.listen(0, '127.0.0.1', resolve));
   const { address, port: holePort } = blackHole.address() as { address: string; port: number };
   let proc: ChildProcess | undefined;
@@ -35,10 +38,17 @@ export async function crashableApi(stack: TestStack): Promise<CrashableApi> {
   return {
     start() {
       const env = {
-        ...process.env, DATABASE_URL: stack.db.url, TEMPORAL_ADDRESS: `${address}:${holePort}`, BERTH_TASK_QUEUE: stack.taskQueue,
+        ...process.env,
+        DATABASE_URL: stack.db.url,
+        TEMPORAL_ADDRESS: `${address}:${holePort}`,
+        BERTH_TASK_QUEUE: stack.taskQueue,
         BERTH_SECRET_KEY: randomBytes(32).toString('base64'),
       };
-      const child = spawn(process.execPath, ['--require', require.resolve('tsx/cjs'), path.join(__dirname, 'api-process.ts')], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+      const child = spawn(
+        process.execPath,
+        ['--require', require.resolve('tsx/cjs'), path.join(__dirname, 'api-process.ts')],
+        { env, stdio: ['ignore', 'pipe', 'inherit'] },
+      );
       proc = child;
       return new Promise((resolve, reject) => {
         let out = '';

@@ -5,8 +5,16 @@ import { eventually, resultOnceStarted, type TestStack } from '../../support/sta
 import type { History, ReplayScenario } from './types';
 
 async function runningApp(stack: TestStack, ws: Workspace, name: string, extra: Record<string, unknown> = {}) {
-  const res = await stack.http.post('/api/v1/apps').set(auth(ws.ownerToken)).send({ name, resource_id: ws.resourceUuid, ...extra }).expect(201);
-  await eventually(async () => (await stack.ds.query(`SELECT state FROM apps WHERE uuid = $1`, [res.body.uuid]))[0].state === 'running', { what: `${name} running` });
+  const res = await stack.http
+    .post('/api/v1/apps')
+    .set(auth(ws.ownerToken))
+    .send({ name, resource_id: ws.resourceUuid, ...extra })
+    .expect(201);
+  await eventually(
+    async () =>
+      (await stack.ds.query(`SELECT state FROM apps WHERE uuid = $1`, [res.body.uuid]))[0].state === 'running',
+    { what: `${name} running` },
+  );
   return res.body as { uuid: string; name: string };
 }
 
@@ -16,7 +24,12 @@ async function completed(stack: TestStack, workflowId: string): Promise<History>
   return handle.fetchHistory();
 }
 
-async function deployment(stack: TestStack, name: string, prepare?: (appUuid: string) => Promise<void>, during?: (appUuid: string, d: string, ws: Workspace) => Promise<void>) {
+async function deployment(
+  stack: TestStack,
+  name: string,
+  prepare?: (appUuid: string) => Promise<void>,
+  during?: (appUuid: string, d: string, ws: Workspace) => Promise<void>,
+) {
   const ws = await seedWorkspace(stack.ds, { plan: BIG_PLAN });
   const app = await runningApp(stack, ws, name, { deployment_method: 'cli_upload' });
   await prepare?.(app.uuid);
@@ -31,9 +44,17 @@ export const appScenarios: ReplayScenario[] = [
     async record(stack) {
       const ws = await seedWorkspace(stack.ds, { plan: BIG_PLAN });
       const app = await runningApp(stack, ws, 'replayed');
-      await stack.http.patch(`/api/v1/apps/${app.uuid}/state`).set(auth(ws.ownerToken)).send({ action: 'restart' }).expect(202);
-      await eventually(async () => (await stack.ds.query(`SELECT count(*)::int AS n FROM events WHERE app_uuid = $1`, [app.uuid]))[0].n === 2
-        && (await stack.ds.query(`SELECT state FROM apps WHERE uuid = $1`, [app.uuid]))[0].state === 'running', { what: 'restarted' });
+      await stack.http
+        .patch(`/api/v1/apps/${app.uuid}/state`)
+        .set(auth(ws.ownerToken))
+        .send({ action: 'restart' })
+        .expect(202);
+      await eventually(
+        async () =>
+          (await stack.ds.query(`SELECT count(*)::int AS n FROM events WHERE app_uuid = $1`, [app.uuid]))[0].n === 2 &&
+          (await stack.ds.query(`SELECT state FROM apps WHERE uuid = $1`, [app.uuid]))[0].state === 'running',
+        { what: 'restarted' },
+      );
       return stack.temporal.workflow.getHandle(`app/${app.uuid}`).fetchHistory();
     },
   },
@@ -42,8 +63,15 @@ export const appScenarios: ReplayScenario[] = [
     async record(stack) {
       const ws = await seedWorkspace(stack.ds, { plan: BIG_PLAN });
       const app = await runningApp(stack, ws, 'commanded');
-      await stack.http.patch(`/api/v1/apps/${app.uuid}/state`).set(auth(ws.ownerToken)).send({ action: 'stop' }).expect(202);
-      const [op] = await stack.ds.query(`SELECT workflow_id FROM operations WHERE workflow_type = 'appSendCommand' AND resource_uuid = $1`, [app.uuid]);
+      await stack.http
+        .patch(`/api/v1/apps/${app.uuid}/state`)
+        .set(auth(ws.ownerToken))
+        .send({ action: 'stop' })
+        .expect(202);
+      const [op] = await stack.ds.query(
+        `SELECT workflow_id FROM operations WHERE workflow_type = 'appSendCommand' AND resource_uuid = $1`,
+        [app.uuid],
+      );
       return completed(stack, op.workflow_id);
     },
   },
@@ -52,11 +80,20 @@ export const appScenarios: ReplayScenario[] = [
     name: 'app-initial-deployment',
     async record(stack) {
       const ws = await seedWorkspace(stack.ds, { plan: BIG_PLAN });
-      const app = await runningApp(stack, ws, 'initial', { deployment_method: 'public_git', deployment_config: { repository: 'https://example.invalid/acme/web.git' } });
-      const [d] = await eventually(async () => {
-        const found: Array<{ uuid: string }> = await stack.ds.query(`SELECT uuid FROM app_deployments WHERE app_uuid = $1`, [app.uuid]);
-        return found.length > 0 && found;
-      }, { what: 'the deployment made at creation' });
+      const app = await runningApp(stack, ws, 'initial', {
+        deployment_method: 'public_git',
+        deployment_config: { repository: 'https://example.invalid/acme/web.git' },
+      });
+      const [d] = await eventually(
+        async () => {
+          const found: Array<{ uuid: string }> = await stack.ds.query(
+            `SELECT uuid FROM app_deployments WHERE app_uuid = $1`,
+            [app.uuid],
+          );
+          return found.length > 0 && found;
+        },
+        { what: 'the deployment made at creation' },
+      );
       await resultOnceStarted(stack.temporal, `app-deploy/${app.uuid}/${d!.uuid}`);
       return stack.temporal.workflow.getHandle(`app/${app.uuid}`).fetchHistory();
     },
@@ -64,21 +101,38 @@ export const appScenarios: ReplayScenario[] = [
   { name: 'app-deploy-success', record: (stack) => deployment(stack, 'deployed') },
   {
     name: 'app-deploy-failure',
-    record: (stack) => deployment(stack, 'broken', (uuid) => SimulatedAppsControl.script(stack.ds, uuid, { buildFailure: 'compilation failed' })),
+    record: (stack) =>
+      deployment(stack, 'broken', (uuid) =>
+        SimulatedAppsControl.script(stack.ds, uuid, { buildFailure: 'compilation failed' }),
+      ),
   },
   {
     name: 'app-deploy-cancel',
-    record: (stack) => deployment(stack, 'cancelled', (uuid) => SimulatedAppsControl.script(stack.ds, uuid, { buildHold: true }), async (app, d, ws) => {
-      await eventually(async () => (await stack.ds.query(`SELECT state FROM app_deployments WHERE uuid = $1`, [d]))[0].state === 'running', { what: 'deploying' });
-      await stack.http.post(`/api/v1/apps/${app}/deployments/${d}/cancel`).set(auth(ws.ownerToken)).expect(202);
-    }),
+    record: (stack) =>
+      deployment(
+        stack,
+        'cancelled',
+        (uuid) => SimulatedAppsControl.script(stack.ds, uuid, { buildHold: true }),
+        async (app, d, ws) => {
+          await eventually(
+            async () =>
+              (await stack.ds.query(`SELECT state FROM app_deployments WHERE uuid = $1`, [d]))[0].state === 'running',
+            { what: 'deploying' },
+          );
+          await stack.http.post(`/api/v1/apps/${app}/deployments/${d}/cancel`).set(auth(ws.ownerToken)).expect(202);
+        },
+      ),
   },
   {
     name: 'app-clone',
     async record(stack) {
       const ws = await seedWorkspace(stack.ds, { plan: BIG_PLAN });
       const app = await runningApp(stack, ws, 'original');
-      const clone = await stack.http.post(`/api/v1/apps/${app.uuid}/clone`).set(auth(ws.ownerToken)).send({ clone_variables: true }).expect(201);
+      const clone = await stack.http
+        .post(`/api/v1/apps/${app.uuid}/clone`)
+        .set(auth(ws.ownerToken))
+        .send({ clone_variables: true })
+        .expect(201);
       return completed(stack, `app-clone/${clone.body.uuid}`);
     },
   },
@@ -88,12 +142,24 @@ export const appScenarios: ReplayScenario[] = [
     async record(stack) {
       const ws = await seedWorkspace(stack.ds, { plan: BIG_PLAN });
       const app = await runningApp(stack, ws, 'stocked');
-      const addon = await stack.http.post(`/api/v1/apps/${app.uuid}/addons`).set(auth(ws.ownerToken)).send({ type: 'postgres', label: 'db' }).expect(201);
-      const cron = await stack.http.post(`/api/v1/apps/${app.uuid}/cronjobs`).set(auth(ws.ownerToken)).send({ label: 'tick', command: 'bin/tick' }).expect(201);
-      const addonState = async () => (await stack.ds.query(`SELECT state FROM addons WHERE uuid = $1`, [addon.body.uuid]))[0].state;
+      const addon = await stack.http
+        .post(`/api/v1/apps/${app.uuid}/addons`)
+        .set(auth(ws.ownerToken))
+        .send({ type: 'postgres', label: 'db' })
+        .expect(201);
+      const cron = await stack.http
+        .post(`/api/v1/apps/${app.uuid}/cronjobs`)
+        .set(auth(ws.ownerToken))
+        .send({ label: 'tick', command: 'bin/tick' })
+        .expect(201);
+      const addonState = async () =>
+        (await stack.ds.query(`SELECT state FROM addons WHERE uuid = $1`, [addon.body.uuid]))[0].state;
       await eventually(async () => (await addonState()) === 'healthy', { what: 'add-on healthy' });
-      const clone = await stack.http.post(`/api/v1/apps/${app.uuid}/clone`).set(auth(ws.ownerToken))
-        .send({ addons: [{ uuid: addon.body.uuid, clone_data: true }], cronjobs: [cron.body.uuid] }).expect(201);
+      const clone = await stack.http
+        .post(`/api/v1/apps/${app.uuid}/clone`)
+        .set(auth(ws.ownerToken))
+        .send({ addons: [{ uuid: addon.body.uuid, clone_data: true }], cronjobs: [cron.body.uuid] })
+        .expect(201);
       return completed(stack, `app-clone/${clone.body.uuid}`);
     },
   },
@@ -114,14 +180,24 @@ export const appScenarios: ReplayScenario[] = [
       try {
         const ws = await seedWorkspace(stack.ds, { plan: { ...BIG_PLAN, plan_type: 'free' } });
         return await h.ts.withWorker(async () => {
-          const res = await h.api.post('/api/v1/apps').set(auth(ws.ownerToken)).send({ name: 'sleeper', resource_id: ws.resourceUuid }).expect(201);
+          const res = await h.api
+            .post('/api/v1/apps')
+            .set(auth(ws.ownerToken))
+            .send({ name: 'sleeper', resource_id: ws.resourceUuid })
+            .expect(201);
           const uuid = res.body.uuid as string;
           const handle = h.ts.client.workflow.getHandle(`app/${uuid}`);
-          await eventually(async () => (await handle.query<string>('state')) === 'supervising:running', { what: 'running' });
+          await eventually(async () => (await handle.query<string>('state')) === 'supervising:running', {
+            what: 'running',
+          });
           await h.ts.env.sleep('31 minutes');
-          await eventually(async () => (await handle.query<string>('state')) === 'supervising:sleeping', { what: 'sleeping' });
+          await eventually(async () => (await handle.query<string>('state')) === 'supervising:sleeping', {
+            what: 'sleeping',
+          });
           await h.request(res.body.name);
-          await eventually(async () => (await handle.query<string>('state')) === 'supervising:running', { what: 'woken' });
+          await eventually(async () => (await handle.query<string>('state')) === 'supervising:running', {
+            what: 'woken',
+          });
           return handle.fetchHistory();
         });
       } finally {

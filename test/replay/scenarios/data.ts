@@ -11,7 +11,9 @@ async function setup(stack: TestStack) {
 }
 async function completed(stack: TestStack, workflowId: string) {
   const handle = stack.temporal.workflow.getHandle(workflowId);
-  await eventually(async () => (await handle.describe()).status.name === 'COMPLETED', { what: `${workflowId} completed` });
+  await eventually(async () => (await handle.describe()).status.name === 'COMPLETED', {
+    what: `${workflowId} completed`,
+  });
   return handle.fetchHistory();
 }
 async function liveAddon(stack: TestStack, app: string, auth: Record<string, string>, body: Record<string, unknown>) {
@@ -29,10 +31,13 @@ export const dataScenarios: ReplayScenario[] = [
       const schedule = stack.temporal.schedule.getHandle(`addon-health/${stack.taskQueue}`);
       const before = (await schedule.describe()).info.recentActions.length;
       await schedule.trigger();
-      const runId = await eventually(async () => {
-        const actions = (await schedule.describe()).info.recentActions;
-        return actions.length > before ? actions[actions.length - 1]!.action.workflow.workflowId : null;
-      }, { what: 'a sweep' });
+      const runId = await eventually(
+        async () => {
+          const actions = (await schedule.describe()).info.recentActions;
+          return actions.length > before ? actions[actions.length - 1]!.action.workflow.workflowId : null;
+        },
+        { what: 'a sweep' },
+      );
       const history = await completed(stack, runId);
       await schedule.delete();
       return history;
@@ -45,7 +50,11 @@ export const dataScenarios: ReplayScenario[] = [
       const core = stack.activityDeps.provider.core!;
       core.options.latencyMs = 1500; // the cluster takes a moment: the history holds the polling timer
       try {
-        const res = await stack.http.post(`/api/v1/apps/${app}/addons`).set(auth).send({ type: 'storage', sub_path: 'media' }).expect(201);
+        const res = await stack.http
+          .post(`/api/v1/apps/${app}/addons`)
+          .set(auth)
+          .send({ type: 'storage', sub_path: 'media' })
+          .expect(201);
         return await completed(stack, `addon-provision/${res.body.uuid}`);
       } finally {
         core.options.latencyMs = 0;
@@ -57,7 +66,11 @@ export const dataScenarios: ReplayScenario[] = [
     async record(stack) {
       const { app, auth } = await setup(stack);
       const primary = await liveAddon(stack, app, auth, { type: 'postgres', public_access: true });
-      const res = await stack.http.post(`/api/v1/apps/${app}/addons/${primary}/create_replica`).set(auth).send({ cpu_size: 1, ram_size: 1073741824 }).expect(201);
+      const res = await stack.http
+        .post(`/api/v1/apps/${app}/addons/${primary}/create_replica`)
+        .set(auth)
+        .send({ cpu_size: 1, ram_size: 1073741824 })
+        .expect(201);
       return completed(stack, `addon-replica/${res.body.uuid}`);
     },
   },
@@ -67,7 +80,11 @@ export const dataScenarios: ReplayScenario[] = [
       const { app, auth } = await setup(stack);
       const id = await liveAddon(stack, app, auth, { type: 'postgres', backup_enabled: true });
       await createActivities(stack.activityDeps).takeAddonBackup(id);
-      await stack.http.post(`/api/v1/apps/${app}/addons/${id}/restore_backup`).set(auth).send({ to_new_cluster: true }).expect(202);
+      await stack.http
+        .post(`/api/v1/apps/${app}/addons/${id}/restore_backup`)
+        .set(auth)
+        .send({ to_new_cluster: true })
+        .expect(202);
       return completed(stack, `addon-restore/${id}`);
     },
   },
@@ -76,7 +93,11 @@ export const dataScenarios: ReplayScenario[] = [
     async record(stack) {
       const { app, auth } = await setup(stack);
       const id = await liveAddon(stack, app, auth, { type: 'postgres' });
-      await stack.http.put(`/api/v1/apps/${app}/addons/${id}`).set(auth).send({ backup_enabled: true, public_access: true }).expect(200);
+      await stack.http
+        .put(`/api/v1/apps/${app}/addons/${id}`)
+        .set(auth)
+        .send({ backup_enabled: true, public_access: true })
+        .expect(200);
       return completed(stack, `addon-sync/${id}/1`);
     },
   },
@@ -93,7 +114,11 @@ export const dataScenarios: ReplayScenario[] = [
     name: 'cronjob-sync',
     async record(stack) {
       const { app, auth } = await setup(stack);
-      const res = await stack.http.post(`/api/v1/apps/${app}/cronjobs`).set(auth).send({ label: 'tick', command: 'echo tick', schedule_type: 'cron', cron: '0 * * * *' }).expect(201);
+      const res = await stack.http
+        .post(`/api/v1/apps/${app}/cronjobs`)
+        .set(auth)
+        .send({ label: 'tick', command: 'echo tick', schedule_type: 'cron', cron: '0 * * * *' })
+        .expect(201);
       const history = await completed(stack, `cronjob-sync/${res.body.uuid}/0`);
       await stack.http.delete(`/api/v1/apps/${app}/cronjobs/${res.body.uuid}`).set(auth).expect(202);
       await completed(stack, `cronjob-sync/${res.body.uuid}/1`);
@@ -104,11 +129,18 @@ export const dataScenarios: ReplayScenario[] = [
     name: 'cronjob-run',
     async record(stack) {
       const { app, auth } = await setup(stack);
-      const res = await stack.http.post(`/api/v1/apps/${app}/cronjobs`).set(auth).send({ label: 'run', command: 'echo run' }).expect(201);
+      const res = await stack.http
+        .post(`/api/v1/apps/${app}/cronjobs`)
+        .set(auth)
+        .send({ label: 'run', command: 'echo run' })
+        .expect(201);
       await completed(stack, `cronjob-sync/${res.body.uuid}/0`);
       const schedule = stack.temporal.schedule.getHandle(`cronjob/${res.body.uuid}`);
       await schedule.trigger();
-      const runId = await eventually(async () => (await schedule.describe()).info.recentActions[0]?.action.workflow.workflowId, { what: 'a scheduled run' });
+      const runId = await eventually(
+        async () => (await schedule.describe()).info.recentActions[0]?.action.workflow.workflowId,
+        { what: 'a scheduled run' },
+      );
       const history = await completed(stack, runId);
       await schedule.delete();
       return history;

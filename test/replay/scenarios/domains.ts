@@ -18,14 +18,25 @@ export const domainScenarios: ReplayScenario[] = [
         const app = await insertApp(stack.ds, ws);
         const auth = { Authorization: `Bearer ${ws.ownerToken}` };
         const name = `replay-${randomBytes(3).toString('hex')}.example.com`;
-        const created = await stack.http.post(`/api/v1/apps/${app.uuid}/domains`).set(auth).send({ domain: { name } }).expect(201);
+        const created = await stack.http
+          .post(`/api/v1/apps/${app.uuid}/domains`)
+          .set(auth)
+          .send({ domain: { name } })
+          .expect(201);
         dns.setTxt(`_platformapp-verify.${name}`, { values: [created.body.verification_token], afterLookups: 3 });
         // What POST .../verify writes (in_progress and the outbox row), enqueued for the test server's task queue.
-        await stack.ds.query(`UPDATE domains SET verification_status = 'in_progress' WHERE uuid = $1`, [created.body.uuid]);
-        const op = await stack.ds.transaction((m) => ts.outbox.enqueue(m, {
-          operation: 'domain-verify', workflow: 'domainVerify', workspaceUuid: ws.uuid,
-          resourceUuid: created.body.uuid, args: [{ domainUuid: created.body.uuid }],
-        }));
+        await stack.ds.query(`UPDATE domains SET verification_status = 'in_progress' WHERE uuid = $1`, [
+          created.body.uuid,
+        ]);
+        const op = await stack.ds.transaction((m) =>
+          ts.outbox.enqueue(m, {
+            operation: 'domain-verify',
+            workflow: 'domainVerify',
+            workspaceUuid: ws.uuid,
+            resourceUuid: created.body.uuid,
+            args: [{ domainUuid: created.body.uuid }],
+          }),
+        );
         return await ts.withWorker(async () => {
           await ts.outbox.dispatch(op);
           const handle = ts.client.workflow.getHandle(`domain-verify/${created.body.uuid}`);

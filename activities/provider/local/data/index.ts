@@ -6,7 +6,15 @@ import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import type { SecretBox } from '../../../../domain/secret-box';
 import type { LocalLayout } from '../../../../platform/local-layout';
-import type { BackupInfo, ClusterSpec, ClusterStatus, DataDriver, DataEngine, JobRun, RestoreSource } from '../../../../platform/drivers/data';
+import type {
+  BackupInfo,
+  ClusterSpec,
+  ClusterStatus,
+  DataDriver,
+  DataEngine,
+  JobRun,
+  RestoreSource,
+} from '../../../../platform/drivers/data';
 import { ensureRoots } from '../app-dirs';
 import { removeLimits, type Isolation } from '../isolation';
 import { copyVolume, ensureVolume, ensureVolumeSubPath } from '../volumes';
@@ -48,7 +56,8 @@ export interface LocalData extends DataDriver {
   close(): Promise<void>;
 }
 
-const notSupported = (what: string) => ApplicationFailure.nonRetryable(`${what} is not available on the local driver`, 'NotSupported');
+const notSupported = (what: string) =>
+  ApplicationFailure.nonRetryable(`${what} is not available on the local driver`, 'NotSupported');
 
 /** Why an engine cannot run here (its server binary is missing), or null: the answer of `DataDriver.supports`. */
 function engineSupport(valkeyBin: string | null, mysqlBin: string | null): (engine: DataEngine) => string | null {
@@ -65,8 +74,10 @@ function engineSupport(valkeyBin: string | null, mysqlBin: string | null): (engi
 
 /** The local driver's engine check alone, for a process that runs no data plane (the API refuses at create). */
 export function localEngineSupport(binaries: LocalDataOptions['binaries'] = {}): (engine: DataEngine) => string | null {
-  return engineSupport(findBinary(['valkey-server', 'redis-server'], binaries.valkey, binaries.searchPath),
-    findBinary(['mariadbd', 'mysqld'], binaries.mysql, binaries.searchPath));
+  return engineSupport(
+    findBinary(['valkey-server', 'redis-server'], binaries.valkey, binaries.searchPath),
+    findBinary(['mariadbd', 'mysqld'], binaries.mysql, binaries.searchPath),
+  );
 }
 
 /**
@@ -94,11 +105,12 @@ export function createLocalData(options: LocalDataOptions): LocalData {
   const started = new Map<string, ClusterRow>();
   let rootsReady: Promise<void> | undefined;
 
-  const roots = () => (rootsReady ??= (async () => {
-    await ensureRoots(layout);
-    await mkdir(dataRoot, { recursive: true });
-    await chmod(dataRoot, iso.uidSwitch ? 0o711 : 0o700);
-  })());
+  const roots = () =>
+    (rootsReady ??= (async () => {
+      await ensureRoots(layout);
+      await mkdir(dataRoot, { recursive: true });
+      await chmod(dataRoot, iso.uidSwitch ? 0o711 : 0o700);
+    })());
   const engineOf = (row: ClusterRow): Engine => {
     const e = engines[row.engine];
     if (!e) throw notSupported(row.engine);
@@ -144,7 +156,10 @@ export function createLocalData(options: LocalDataOptions): LocalData {
       await roots();
       const primary = await postgres(spec.primaryId);
       await store.exclusive(spec.id, async () => {
-        const row = await store.ensure({ ...spec, engine: 'postgres', backups: false }, { replicaOf: primary.id, secretsFrom: primary });
+        const row = await store.ensure(
+          { ...spec, engine: 'postgres', backups: false },
+          { replicaOf: primary.id, secretsFrom: primary },
+        );
         if (!existsSync(path.join(pg.paths(row.id).pgdata, 'berth.conf'))) {
           await mkdir(ctx.dir(row.id), { recursive: true, mode: 0o700 });
           await store.exclusive(primary.id, () => start(primary));
@@ -223,8 +238,12 @@ export function createLocalData(options: LocalDataOptions): LocalData {
         }
         if (!row.running) return;
         await start(row);
-        const mode = await pg.admin(row, async (c) => (await c.query('SHOW archive_mode')).rows[0].archive_mode as string);
-        if (mode !== (on ? 'on' : 'off')) throw new Error(`archive_mode is ${mode} after turning backups ${on ? 'on' : 'off'}`);
+        const mode = await pg.admin(
+          row,
+          async (c) => (await c.query('SHOW archive_mode')).rows[0].archive_mode as string,
+        );
+        if (mode !== (on ? 'on' : 'off'))
+          throw new Error(`archive_mode is ${mode} after turning backups ${on ? 'on' : 'off'}`);
         if (on && (await backups.list(id)).length === 0) await backups.backup(row);
       });
     },
@@ -248,7 +267,10 @@ export function createLocalData(options: LocalDataOptions): LocalData {
       const row = await store.find(id);
       const list = row ? await backups.list(id) : [];
       if (!row || list.length === 0) return null;
-      return { earliest: new Date(list[list.length - 1]!.taken_at), latest: row.backups ? new Date() : new Date(list[0]!.taken_at) };
+      return {
+        earliest: new Date(list[list.length - 1]!.taken_at),
+        latest: row.backups ? new Date() : new Date(list[0]!.taken_at),
+      };
     },
 
     async restore(input: { sourceId: string; targetId: string; from: RestoreSource; targetSpec?: ClusterSpec }) {
@@ -294,7 +316,10 @@ export function createLocalData(options: LocalDataOptions): LocalData {
           await writeFile(done, plan.restored);
         });
       }
-      logger.info({ source: input.sourceId, target: input.targetId, restored: plan.restored }, 'local database restored');
+      logger.info(
+        { source: input.sourceId, target: input.targetId, restored: plan.restored },
+        'local database restored',
+      );
       return { restored: plan.restored };
     },
 
@@ -326,12 +351,21 @@ export function createLocalData(options: LocalDataOptions): LocalData {
       for (const replica of await store.replicasOf(id)) await driver.delete(replica.id);
       await store.exclusive(id, async () => {
         const row = await store.get(id);
-        await engineOf(row).stop(row).catch((err) => logger.warn({ cluster: id, err: (err as Error).message }, 'could not stop the server'));
+        await engineOf(row)
+          .stop(row)
+          .catch((err) => logger.warn({ cluster: id, err: (err as Error).message }, 'could not stop the server'));
         if (row.replica_of) {
           const primary = await store.find(row.replica_of);
           if (primary && pg.alive(primary)) {
-            await pg.admin(primary, (c) => c.query(`SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = $1`, [slotOf(id)]))
-              .catch((err) => logger.warn({ cluster: id, err: (err as Error).message }, 'could not drop the replication slot'));
+            await pg
+              .admin(primary, (c) =>
+                c.query(`SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = $1`, [
+                  slotOf(id),
+                ]),
+              )
+              .catch((err) =>
+                logger.warn({ cluster: id, err: (err as Error).message }, 'could not drop the replication slot'),
+              );
           }
         }
         await rm(ctx.dir(id), { recursive: true, force: true });
@@ -357,13 +391,19 @@ export function createLocalData(options: LocalDataOptions): LocalData {
 
     async resume() {
       for (const row of await store.wanted()) {
-        await store.exclusive(row.id, () => start(row)).catch((err) => logger.warn({ cluster: row.id, err: (err as Error).message }, 'local database did not start again'));
+        await store
+          .exclusive(row.id, () => start(row))
+          .catch((err) =>
+            logger.warn({ cluster: row.id, err: (err as Error).message }, 'local database did not start again'),
+          );
       }
     },
 
     async close() {
       for (const row of [...started.values()].reverse()) {
-        await engineOf(row).stop(row).catch((err) => logger.warn({ cluster: row.id, err: (err as Error).message }, 'could not stop the server'));
+        await engineOf(row)
+          .stop(row)
+          .catch((err) => logger.warn({ cluster: row.id, err: (err as Error).message }, 'could not stop the server'));
       }
       started.clear();
     },

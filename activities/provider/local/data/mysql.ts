@@ -20,7 +20,10 @@ export class MysqlEngine implements Engine {
   private readonly client: string;
   private readonly installDb: string | null;
 
-  constructor(private readonly ctx: EngineContext, private readonly bin: string) {
+  constructor(
+    private readonly ctx: EngineContext,
+    private readonly bin: string,
+  ) {
     const dir = path.dirname(bin);
     const near = `${dir}:${dir.replace(/sbin$/, 'bin')}:${DEFAULT_SEARCH_PATH}`;
     this.client = findBinary(['mariadb', 'mysql'], undefined, near) ?? 'mysql';
@@ -29,16 +32,30 @@ export class MysqlEngine implements Engine {
 
   private paths(rowId: string) {
     const dir = this.ctx.dir(rowId);
-    return { dir, data: path.join(dir, 'data'), pid: path.join(dir, 'mysqld.pid'), socket: path.join(dir, 'mysqld.sock') };
+    return {
+      dir,
+      data: path.join(dir, 'data'),
+      pid: path.join(dir, 'mysqld.pid'),
+      socket: path.join(dir, 'mysqld.sock'),
+    };
   }
 
   async init(row: ClusterRow): Promise<void> {
     const p = this.paths(row.id);
     if (existsSync(path.join(p.dir, 'initialized'))) return;
-    if (!this.installDb) throw new Error('mariadb-install-db (or mysql_install_db) is missing beside the server binary');
+    if (!this.installDb)
+      throw new Error('mariadb-install-db (or mysql_install_db) is missing beside the server binary');
     await mkdir(p.dir, { recursive: true, mode: 0o700 });
     await giveTo(this.ctx.iso, p.dir, clusterUid(row.id));
-    await run(asCluster(this.ctx.iso, row, [this.installDb, '--no-defaults', `--datadir=${p.data}`, '--auth-root-authentication-method=normal', '--skip-test-db']));
+    await run(
+      asCluster(this.ctx.iso, row, [
+        this.installDb,
+        '--no-defaults',
+        `--datadir=${p.data}`,
+        '--auth-root-authentication-method=normal',
+        '--skip-test-db',
+      ]),
+    );
     await writeFile(path.join(p.dir, 'initialized'), '');
     if (this.ctx.iso.uidSwitch) await chown(p.dir, clusterUid(row.id), clusterUid(row.id));
     await chmod(p.dir, 0o700);
@@ -56,9 +73,17 @@ export class MysqlEngine implements Engine {
     if (this.alive(row)) return;
     const p = this.paths(row.id);
     const bind = listenAddresses(row.public_access, this.ctx.host);
-    const argv = asCluster(this.ctx.iso, row, [this.bin, '--no-defaults', `--datadir=${p.data}`, `--port=${row.port}`,
-      `--bind-address=${bind.length > 1 ? '0.0.0.0' : bind[0]}`, `--socket=${p.socket}`, `--pid-file=${p.pid}`,
-      `--log-error=${serverLog(this.ctx, row.id)}`, '--innodb-buffer-pool-size=64M']);
+    const argv = asCluster(this.ctx.iso, row, [
+      this.bin,
+      '--no-defaults',
+      `--datadir=${p.data}`,
+      `--port=${row.port}`,
+      `--bind-address=${bind.length > 1 ? '0.0.0.0' : bind[0]}`,
+      `--socket=${p.socket}`,
+      `--pid-file=${p.pid}`,
+      `--log-error=${serverLog(this.ctx, row.id)}`,
+      '--innodb-buffer-pool-size=64M',
+    ]);
     // mariadbd stays in the foreground: run it detached, its output in the server log
     const { spawn } = await import('node:child_process');
     spawn(argv[0]!, argv.slice(1), { detached: true, stdio: 'ignore' }).unref();
@@ -79,7 +104,23 @@ export class MysqlEngine implements Engine {
   /** Runs SQL as root over loopback (the sealed admin password, or none before setup set it). */
   private async sql(row: ClusterRow, statements: string, withPassword = true): Promise<string> {
     const env = { PATH: DEFAULT_SEARCH_PATH, MYSQL_PWD: withPassword ? secretsOf(this.ctx, row).admin : '' };
-    return run([this.client, '--no-defaults', '-h', '127.0.0.1', '-P', String(row.port), '-u', 'root', '-N', '-B', '-e', statements], { env });
+    return run(
+      [
+        this.client,
+        '--no-defaults',
+        '-h',
+        '127.0.0.1',
+        '-P',
+        String(row.port),
+        '-u',
+        'root',
+        '-N',
+        '-B',
+        '-e',
+        statements,
+      ],
+      { env },
+    );
   }
 
   private async ping(row: ClusterRow, withPassword = true): Promise<boolean> {
@@ -98,10 +139,19 @@ export class MysqlEngine implements Engine {
     const user = row.username ?? 'app';
     const db = row.database ?? user;
     const admin = secretsOf(this.ctx, row).admin;
-    const fresh = await this.sql(row, 'SELECT 1', false).then(() => true, () => false);
+    const fresh = await this.sql(row, 'SELECT 1', false).then(
+      () => true,
+      () => false,
+    );
     const statements = [
-      ...(fresh ? [`ALTER USER 'root'@'localhost' IDENTIFIED BY ${q(admin)}`, `DROP USER IF EXISTS 'root'@'127.0.0.1'`,
-        `CREATE USER 'root'@'127.0.0.1' IDENTIFIED BY ${q(admin)}`, `GRANT ALL ON *.* TO 'root'@'127.0.0.1' WITH GRANT OPTION`] : []),
+      ...(fresh
+        ? [
+            `ALTER USER 'root'@'localhost' IDENTIFIED BY ${q(admin)}`,
+            `DROP USER IF EXISTS 'root'@'127.0.0.1'`,
+            `CREATE USER 'root'@'127.0.0.1' IDENTIFIED BY ${q(admin)}`,
+            `GRANT ALL ON *.* TO 'root'@'127.0.0.1' WITH GRANT OPTION`,
+          ]
+        : []),
       `CREATE USER IF NOT EXISTS ${q(user)}@'%' IDENTIFIED BY ${q(spec.password ?? '')}`,
       `ALTER USER ${q(user)}@'%' IDENTIFIED BY ${q(spec.password ?? '')}`,
       `CREATE DATABASE IF NOT EXISTS ${id(db)}`,
@@ -113,6 +163,9 @@ export class MysqlEngine implements Engine {
 
   async reset(row: ClusterRow): Promise<void> {
     const db = row.database ?? row.username ?? 'app';
-    await this.sql(row, `DROP DATABASE IF EXISTS ${id(db)}; CREATE DATABASE ${id(db)}; GRANT ALL ON ${id(db)}.* TO ${q(row.username ?? 'app')}@'%'`);
+    await this.sql(
+      row,
+      `DROP DATABASE IF EXISTS ${id(db)}; CREATE DATABASE ${id(db)}; GRANT ALL ON ${id(db)}.* TO ${q(row.username ?? 'app')}@'%'`,
+    );
   }
 }

@@ -19,8 +19,22 @@ interface BackupMeta {
 }
 
 /** Files of the data directory a copy leaves out (PostgreSQL's own list for base backups). */
-const EXCLUDE = ['pg_wal/*', 'postmaster.pid', 'postmaster.opts', 'pg_replslot/*', 'pg_stat_tmp/*', 'pg_dynshmem/*', 'pg_notify/*',
-  'pg_serial/*', 'pg_snapshots/*', 'pg_subtrans/*', 'backup_label', 'tablespace_map', 'standby.signal', 'recovery.signal'];
+const EXCLUDE = [
+  'pg_wal/*',
+  'postmaster.pid',
+  'postmaster.opts',
+  'pg_replslot/*',
+  'pg_stat_tmp/*',
+  'pg_dynshmem/*',
+  'pg_notify/*',
+  'pg_serial/*',
+  'pg_snapshots/*',
+  'pg_subtrans/*',
+  'backup_label',
+  'tablespace_map',
+  'standby.signal',
+  'recovery.signal',
+];
 
 /** The segment names from `first` to `last` (same timeline) for segments of `segSize` bytes. */
 export function walRange(first: string, last: string, segSize: number): string[] {
@@ -29,12 +43,18 @@ export function walRange(first: string, last: string, segSize: number): string[]
   const tli = first.slice(0, 8);
   const out: string[] = [];
   for (let s = parse(first); s <= parse(last); s++) {
-    out.push(`${tli}${Math.floor(s / perId).toString(16).toUpperCase().padStart(8, '0')}${(s % perId).toString(16).toUpperCase().padStart(8, '0')}`);
+    out.push(
+      `${tli}${Math.floor(s / perId)
+        .toString(16)
+        .toUpperCase()
+        .padStart(8, '0')}${(s % perId).toString(16).toUpperCase().padStart(8, '0')}`,
+    );
   }
   return out;
 }
 
-const backupName = () => `backup-${new Date().toISOString().replace(/[-:.]/g, '').toLowerCase()}-${randomBytes(3).toString('hex')}`;
+const backupName = () =>
+  `backup-${new Date().toISOString().replace(/[-:.]/g, '').toLowerCase()}-${randomBytes(3).toString('hex')}`;
 
 /**
  * Base backups, point-in-time recovery and streaming replicas of the local PostgreSQL
@@ -44,7 +64,10 @@ const backupName = () => `backup-${new Date().toISOString().replace(/[-:.]/g, ''
  * the copy needs kept beside it, so each backup restores on its own.
  */
 export class PgBackups {
-  constructor(private readonly pg: PgEngine, private readonly iso: Isolation) {}
+  constructor(
+    private readonly pg: PgEngine,
+    private readonly iso: Isolation,
+  ) {}
 
   /** Copies the running cluster `row` into `dest` (base.tar, backup_label, wal/): a base backup or a standby's seed. */
   async copy(row: ClusterRow, dest: string, label: string, slot?: string): Promise<BackupMeta> {
@@ -54,14 +77,21 @@ export class PgBackups {
       if (slot && !(await c.query(`SELECT 1 FROM pg_replication_slots WHERE slot_name = $1`, [slot])).rowCount) {
         await c.query(`SELECT pg_create_physical_replication_slot($1, true)`, [slot]);
       }
-      const segSize = Number((await c.query(`SELECT setting FROM pg_settings WHERE name = 'wal_segment_size'`)).rows[0].setting);
+      const segSize = Number(
+        (await c.query(`SELECT setting FROM pg_settings WHERE name = 'wal_segment_size'`)).rows[0].setting,
+      );
       const archiving = (await c.query(`SHOW archive_mode`)).rows[0].archive_mode === 'on';
-      const start = (await c.query(`SELECT pg_walfile_name(lsn) AS f FROM pg_backup_start($1, true) lsn`, [label])).rows[0].f as string;
+      const start = (await c.query(`SELECT pg_walfile_name(lsn) AS f FROM pg_backup_start($1, true) lsn`, [label]))
+        .rows[0].f as string;
       let stop: { f: string; labelfile: string };
       try {
-        await run(['tar', '-cf', path.join(dest, 'base.tar'), '-C', p.pgdata, ...EXCLUDE.map((e) => `--exclude=./${e}`), '.'], { okCodes: [0, 1] });
+        await run(
+          ['tar', '-cf', path.join(dest, 'base.tar'), '-C', p.pgdata, ...EXCLUDE.map((e) => `--exclude=./${e}`), '.'],
+          { okCodes: [0, 1] },
+        );
       } finally {
-        stop = (await c.query(`SELECT pg_walfile_name(lsn) AS f, labelfile FROM pg_backup_stop($1)`, [archiving])).rows[0];
+        stop = (await c.query(`SELECT pg_walfile_name(lsn) AS f, labelfile FROM pg_backup_stop($1)`, [archiving]))
+          .rows[0];
       }
       await writeFile(path.join(dest, 'backup_label'), stop.labelfile);
       let size = (await stat(path.join(dest, 'base.tar'))).size;
@@ -71,7 +101,13 @@ export class PgBackups {
         await copyFile(from, path.join(dest, 'wal', seg));
         size += segSize;
       }
-      const meta: BackupMeta = { name: label, taken_at: new Date().toISOString(), size, start_wal: start, stop_wal: stop.f };
+      const meta: BackupMeta = {
+        name: label,
+        taken_at: new Date().toISOString(),
+        size,
+        start_wal: start,
+        stop_wal: stop.f,
+      };
       await writeFile(path.join(dest, 'info.json'), JSON.stringify(meta));
       await giveTo(this.iso, dest, clusterUid(row.id));
       return meta;
@@ -130,7 +166,10 @@ export class PgBackups {
   }
 
   /** The base backup a restore starts from, and the recovery settings that reach its target. */
-  async plan(source: ClusterRow, from: RestoreSource): Promise<{ backup: BackupMeta; recovery: Pick<PgRecovery, 'target' | 'timeline'>; restored: string }> {
+  async plan(
+    source: ClusterRow,
+    from: RestoreSource,
+  ): Promise<{ backup: BackupMeta; recovery: Pick<PgRecovery, 'target' | 'timeline'>; restored: string }> {
     const list = await this.list(source.id);
     if ('backupName' in from) {
       const backup = list.find((b) => b.name === from.backupName);
@@ -190,7 +229,8 @@ export class PgBackups {
     await run(['tar', '-xf', path.join(seed, 'base.tar'), '-C', p.pgdata]);
     await mkdir(path.join(p.pgdata, 'pg_wal', 'archive_status'), { recursive: true });
     await copyFile(path.join(seed, 'backup_label'), path.join(p.pgdata, 'backup_label'));
-    for (const f of await readdir(path.join(seed, 'wal'))) await copyFile(path.join(seed, 'wal', f), path.join(p.pgdata, 'pg_wal', f));
+    for (const f of await readdir(path.join(seed, 'wal')))
+      await copyFile(path.join(seed, 'wal', f), path.join(p.pgdata, 'pg_wal', f));
     await writeFile(path.join(p.pgdata, 'standby.signal'), '');
     await this.pg.writeHba(replica);
     await this.pg.configure(replica);
@@ -198,4 +238,3 @@ export class PgBackups {
     await giveTo(this.iso, p.dir, clusterUid(replica.id));
   }
 }
-

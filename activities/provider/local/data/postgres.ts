@@ -3,7 +3,16 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { Client } from 'pg';
 import type { ClusterSpec } from '../../../../platform/drivers/data';
-import { listenAddresses, logTail, pidAlive, pidOf, secretsOf, serverLog, type Engine, type EngineContext } from './engine';
+import {
+  listenAddresses,
+  logTail,
+  pidAlive,
+  pidOf,
+  secretsOf,
+  serverLog,
+  type Engine,
+  type EngineContext,
+} from './engine';
 import { asCluster, clusterUid, giveTo, NOBODY, run } from './proc';
 import type { ClusterRow } from './store';
 
@@ -30,7 +39,8 @@ export interface PgRecovery {
 }
 
 /** The replication slot a standby streams through on its primary. */
-export const slotOf = (replicaId: string) => `standby_${replicaId.replace(/[^a-z0-9]/gi, '_').toLowerCase()}`.slice(0, 63);
+export const slotOf = (replicaId: string) =>
+  `standby_${replicaId.replace(/[^a-z0-9]/gi, '_').toLowerCase()}`.slice(0, 63);
 
 export const lit = (s: string) => `'${s.replace(/'/g, "''")}'`;
 export const ident = (s: string) => `"${s.replace(/"/g, '""')}"`;
@@ -46,7 +56,10 @@ const sh = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
  * only), no unix socket. pg_ctl starts and stops the server as the cluster's uid in its cgroups.
  */
 export class PgEngine implements Engine {
-  constructor(private readonly ctx: EngineContext, private readonly bin: string) {}
+  constructor(
+    private readonly ctx: EngineContext,
+    private readonly bin: string,
+  ) {}
 
   paths(id: string) {
     return pgPaths(this.ctx.dir(id));
@@ -67,8 +80,29 @@ export class PgEngine implements Engine {
     await writeFile(pwfile, secretsOf(this.ctx, row).admin, { mode: 0o600 });
     if (asRoot) await chown(pwfile, NOBODY, NOBODY);
     try {
-      await run(asCluster(this.ctx.iso, row, [this.tool('initdb'), '-D', p.pgdata, '-U', 'postgres', '--pwfile', pwfile, '-A', 'scram-sha-256',
-        '-E', 'UTF8', '--locale=C', '--wal-segsize=1', '-N'], NOBODY));
+      await run(
+        asCluster(
+          this.ctx.iso,
+          row,
+          [
+            this.tool('initdb'),
+            '-D',
+            p.pgdata,
+            '-U',
+            'postgres',
+            '--pwfile',
+            pwfile,
+            '-A',
+            'scram-sha-256',
+            '-E',
+            'UTF8',
+            '--locale=C',
+            '--wal-segsize=1',
+            '-N',
+          ],
+          NOBODY,
+        ),
+      );
     } finally {
       await rm(pwfile, { force: true });
     }
@@ -82,14 +116,17 @@ export class PgEngine implements Engine {
   }
 
   async writeHba(row: ClusterRow): Promise<void> {
-    await writeFile(path.join(this.paths(row.id).pgdata, 'pg_hba.conf'), [
-      '# written by Berth: the superuser and replication from loopback only; everyone with a password',
-      'host replication berth_replication 127.0.0.1/32 scram-sha-256',
-      'host all postgres 127.0.0.1/32 scram-sha-256',
-      'host all postgres all reject',
-      'host all all all scram-sha-256',
-      '',
-    ].join('\n'));
+    await writeFile(
+      path.join(this.paths(row.id).pgdata, 'pg_hba.conf'),
+      [
+        '# written by Berth: the superuser and replication from loopback only; everyone with a password',
+        'host replication berth_replication 127.0.0.1/32 scram-sha-256',
+        'host all postgres 127.0.0.1/32 scram-sha-256',
+        'host all postgres all reject',
+        'host all all all scram-sha-256',
+        '',
+      ].join('\n'),
+    );
   }
 
   /** Rewrites berth.conf (read at the next start; a reload applies what may change live). */
@@ -128,7 +165,11 @@ export class PgEngine implements Engine {
       const loop = `for d in ${recovery.restoreFrom.map(sh).join(' ')}; do if [ -f "$d/%f" ]; then exec cp "$d/%f" "%p"; fi; done; exit 1`;
       lines.push(`restore_command = ${lit(loop)}`, `recovery_target_timeline = '${recovery.timeline ?? 'latest'}'`);
       if (recovery.target) {
-        lines.push('time' in recovery.target ? `recovery_target_time = ${lit(recovery.target.time.replace('T', ' ').replace('Z', '+00'))}` : `recovery_target = 'immediate'`);
+        lines.push(
+          'time' in recovery.target
+            ? `recovery_target_time = ${lit(recovery.target.time.replace('T', ' ').replace('Z', '+00'))}`
+            : `recovery_target = 'immediate'`,
+        );
         lines.push(`recovery_target_action = 'promote'`);
       }
     }
@@ -148,15 +189,43 @@ export class PgEngine implements Engine {
     const lock = path.join(p.pgdata, 'postmaster.pid');
     if (pidOf(lock) !== null) await rm(lock, { force: true });
     try {
-      await run(asCluster(this.ctx.iso, row, [this.tool('pg_ctl'), 'start', '-D', p.pgdata, '-l', p.log, '-w', '-t', '120', '-s']));
+      await run(
+        asCluster(this.ctx.iso, row, [
+          this.tool('pg_ctl'),
+          'start',
+          '-D',
+          p.pgdata,
+          '-l',
+          p.log,
+          '-w',
+          '-t',
+          '120',
+          '-s',
+        ]),
+      );
     } catch (err) {
-      throw new Error(`postgres ${row.id} did not start: ${(err as Error).message} ${logTail(serverLog(this.ctx, row.id))}`);
+      throw new Error(
+        `postgres ${row.id} did not start: ${(err as Error).message} ${logTail(serverLog(this.ctx, row.id))}`,
+      );
     }
   }
 
   async stop(row: ClusterRow): Promise<void> {
     if (!this.alive(row)) return;
-    await run(asCluster(this.ctx.iso, row, [this.tool('pg_ctl'), 'stop', '-D', this.paths(row.id).pgdata, '-m', 'fast', '-w', '-t', '60', '-s']));
+    await run(
+      asCluster(this.ctx.iso, row, [
+        this.tool('pg_ctl'),
+        'stop',
+        '-D',
+        this.paths(row.id).pgdata,
+        '-m',
+        'fast',
+        '-w',
+        '-t',
+        '60',
+        '-s',
+      ]),
+    );
   }
 
   async restart(row: ClusterRow): Promise<void> {
@@ -166,7 +235,14 @@ export class PgEngine implements Engine {
 
   /** A session as the cluster's superuser (loopback, its sealed password). */
   async admin<T>(row: ClusterRow, fn: (c: Client) => Promise<T>, database = 'postgres'): Promise<T> {
-    const c = new Client({ host: '127.0.0.1', port: row.port, user: 'postgres', password: secretsOf(this.ctx, row).admin, database, connectionTimeoutMillis: 5000 });
+    const c = new Client({
+      host: '127.0.0.1',
+      port: row.port,
+      user: 'postgres',
+      password: secretsOf(this.ctx, row).admin,
+      database,
+      connectionTimeoutMillis: 5000,
+    });
     c.on('error', () => {});
     await c.connect();
     try {
@@ -191,9 +267,13 @@ export class PgEngine implements Engine {
     await this.admin(row, async (c) => {
       const repl = secretsOf(this.ctx, row).replication;
       const hasRepl = (await c.query(`SELECT 1 FROM pg_roles WHERE rolname = 'berth_replication'`)).rowCount;
-      await c.query(`${hasRepl ? 'ALTER' : 'CREATE'} ROLE berth_replication WITH REPLICATION LOGIN PASSWORD ${lit(repl)}`);
+      await c.query(
+        `${hasRepl ? 'ALTER' : 'CREATE'} ROLE berth_replication WITH REPLICATION LOGIN PASSWORD ${lit(repl)}`,
+      );
       const hasUser = (await c.query(`SELECT 1 FROM pg_roles WHERE rolname = $1`, [user])).rowCount;
-      await c.query(`${hasUser ? 'ALTER' : 'CREATE'} ROLE ${ident(user)} WITH LOGIN CREATEDB PASSWORD ${lit(spec.password ?? '')}`);
+      await c.query(
+        `${hasUser ? 'ALTER' : 'CREATE'} ROLE ${ident(user)} WITH LOGIN CREATEDB PASSWORD ${lit(spec.password ?? '')}`,
+      );
       const hasDb = (await c.query(`SELECT 1 FROM pg_database WHERE datname = $1`, [db])).rowCount;
       if (!hasDb) await c.query(`CREATE DATABASE ${ident(db)} OWNER ${ident(user)}`);
     });
@@ -213,7 +293,9 @@ export class PgEngine implements Engine {
     const user = row.username ?? 'app';
     const db = row.database ?? user;
     await this.admin(row, async (c) => {
-      const dbs = await c.query<{ datname: string }>(`SELECT datname FROM pg_database WHERE datname NOT IN ('postgres', 'template0', 'template1')`);
+      const dbs = await c.query<{ datname: string }>(
+        `SELECT datname FROM pg_database WHERE datname NOT IN ('postgres', 'template0', 'template1')`,
+      );
       for (const d of dbs.rows) await c.query(`DROP DATABASE ${ident(d.datname)} WITH (FORCE)`);
       await c.query(`CREATE DATABASE ${ident(db)} OWNER ${ident(user)}`);
     });

@@ -5,9 +5,15 @@ import { appUid } from '../../../../platform/local-layout';
 import { applyLimits, isolatedArgv, type Isolation } from '../isolation';
 
 /** Runs argv to its end; rejects with the command's last output lines when it fails. */
-export function run(argv: string[], options: { env?: NodeJS.ProcessEnv; okCodes?: number[]; input?: string } = {}): Promise<string> {
+export function run(
+  argv: string[],
+  options: { env?: NodeJS.ProcessEnv; okCodes?: number[]; input?: string } = {},
+): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child = spawn(argv[0]!, argv.slice(1), { ...(options.env ? { env: options.env } : {}), stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(argv[0]!, argv.slice(1), {
+      ...(options.env ? { env: options.env } : {}),
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     const out: Buffer[] = [];
     child.stdout.on('data', (b: Buffer) => out.push(b));
     child.stderr.on('data', (b: Buffer) => out.push(b));
@@ -15,7 +21,12 @@ export function run(argv: string[], options: { env?: NodeJS.ProcessEnv; okCodes?
     child.on('close', (code) => {
       const text = Buffer.concat(out).toString('utf8');
       if ((options.okCodes ?? [0]).includes(code ?? -1)) resolve(text);
-      else reject(new Error(`${path.basename(argv[0]!)} ${argv[0] === '/bin/sh' ? '' : argv.slice(1, 3).join(' ')} exited with ${code}: ${text.trim().split('\n').slice(-5).join(' | ')}`));
+      else
+        reject(
+          new Error(
+            `${path.basename(argv[0]!)} ${argv[0] === '/bin/sh' ? '' : argv.slice(1, 3).join(' ')} exited with ${code}: ${text.trim().split('\n').slice(-5).join(' | ')}`,
+          ),
+        );
     });
     child.stdin.on('error', () => {}); // a command that exits before reading its input
     child.stdin.end(options.input ?? '');
@@ -32,7 +43,12 @@ export const NOBODY = 65534;
  * The argv that runs `command` as the cluster's own uid inside its cgroups (its cpu and
  * ram quota), or as is when Berth is not root.
  */
-export function asCluster(iso: Isolation, cluster: { id: string; cpu_size: number; ram_size: number | string }, command: string[], uid = clusterUid(cluster.id)): string[] {
+export function asCluster(
+  iso: Isolation,
+  cluster: { id: string; cpu_size: number; ram_size: number | string },
+  command: string[],
+  uid = clusterUid(cluster.id),
+): string[] {
   const group = `db-${cluster.id}`;
   applyLimits(iso, group, { memoryBytes: Number(cluster.ram_size), cpus: Number(cluster.cpu_size) });
   return isolatedArgv(iso, { group, uid }, command);

@@ -35,16 +35,20 @@ export interface ClusterSecrets {
   replication: string;
 }
 
-const portFree = (port: number) => new Promise<boolean>((resolve) => {
-  const s = createServer();
-  s.once('error', () => resolve(false));
-  s.listen({ port, host: '0.0.0.0', exclusive: true }, () => s.close(() => resolve(true)));
-});
+const portFree = (port: number) =>
+  new Promise<boolean>((resolve) => {
+    const s = createServer();
+    s.once('error', () => resolve(false));
+    s.listen({ port, host: '0.0.0.0', exclusive: true }, () => s.close(() => resolve(true)));
+  });
 
 export class ClusterStore {
   private readonly locks = new Map<string, Promise<unknown>>();
 
-  constructor(private readonly ds: DataSource, private readonly secretBox: SecretBox) {}
+  constructor(
+    private readonly ds: DataSource,
+    private readonly secretBox: SecretBox,
+  ) {}
 
   async find(id: string): Promise<ClusterRow | undefined> {
     return one<ClusterRow>(this.ds, `SELECT * FROM local_data_clusters WHERE id = $1`, [id]);
@@ -62,7 +66,10 @@ export class ClusterStore {
 
   /** Every cluster that should be running (to start them again when Berth starts). */
   async wanted(): Promise<ClusterRow[]> {
-    return rows<ClusterRow>(this.ds, `SELECT * FROM local_data_clusters WHERE running ORDER BY replica_of NULLS FIRST, created_at`);
+    return rows<ClusterRow>(
+      this.ds,
+      `SELECT * FROM local_data_clusters WHERE running ORDER BY replica_of NULLS FIRST, created_at`,
+    );
   }
 
   secrets(row: ClusterRow): ClusterSecrets {
@@ -76,22 +83,43 @@ export class ClusterStore {
   async ensure(spec: ClusterSpec, extra: { replicaOf?: string; secretsFrom?: ClusterRow } = {}): Promise<ClusterRow> {
     const existing = await this.find(spec.id);
     if (existing) return existing;
-    const secrets = extra.secretsFrom?.secrets_sealed
-      ?? this.secretBox.seal(JSON.stringify({ admin: randomBytes(24).toString('base64url'), replication: randomBytes(24).toString('base64url') }));
+    const secrets =
+      extra.secretsFrom?.secrets_sealed ??
+      this.secretBox.seal(
+        JSON.stringify({
+          admin: randomBytes(24).toString('base64url'),
+          replication: randomBytes(24).toString('base64url'),
+        }),
+      );
     const size = DATA_PORT_POOL.high - DATA_PORT_POOL.low + 1;
     for (let attempt = 0; attempt < 30; attempt++) {
       const start = randomInt(0, size);
-      const candidate = await one<{ p: number }>(this.ds,
+      const candidate = await one<{ p: number }>(
+        this.ds,
         `SELECT p FROM generate_series($1::int, $2::int) p WHERE NOT EXISTS (SELECT 1 FROM local_data_clusters WHERE port = p)
-          ORDER BY (p - $1 - $3 + $4) % $4 LIMIT 1`, [DATA_PORT_POOL.low, DATA_PORT_POOL.high, start, size]);
+          ORDER BY (p - $1 - $3 + $4) % $4 LIMIT 1`,
+        [DATA_PORT_POOL.low, DATA_PORT_POOL.high, start, size],
+      );
       if (!candidate) throw ApplicationFailure.nonRetryable('the data port pool is exhausted', 'PortPoolExhausted');
       if (!(await portFree(candidate.p))) continue;
       try {
-        const [row] = await rows<ClusterRow>(this.ds,
+        const [row] = await rows<ClusterRow>(
+          this.ds,
           `INSERT INTO local_data_clusters (id, engine, port, running, public_access, backups, replica_of, username, database, cpu_size, ram_size, secrets_sealed)
            VALUES ($1, $2, $3, true, $4, false, $5, $6, $7, $8, $9, $10) ON CONFLICT (id) DO NOTHING RETURNING *`,
-          [spec.id, spec.engine, candidate.p, spec.publicAccess, extra.replicaOf ?? null, spec.username ?? null, spec.database ?? null,
-            spec.cpuSize, Math.round(spec.ramSize), secrets]);
+          [
+            spec.id,
+            spec.engine,
+            candidate.p,
+            spec.publicAccess,
+            extra.replicaOf ?? null,
+            spec.username ?? null,
+            spec.database ?? null,
+            spec.cpuSize,
+            Math.round(spec.ramSize),
+            secrets,
+          ],
+        );
         return row ?? (await this.get(spec.id));
       } catch (err) {
         if ((err as { driverError?: { code?: string }; code?: string }).driverError?.code !== '23505') throw err;
@@ -103,7 +131,10 @@ export class ClusterStore {
   async set(id: string, fields: Partial<Pick<ClusterRow, 'running' | 'public_access' | 'backups'>>): Promise<void> {
     const keys = Object.keys(fields) as Array<keyof typeof fields>;
     if (keys.length === 0) return;
-    await this.ds.query(`UPDATE local_data_clusters SET ${keys.map((k, i) => `${k} = $${i + 2}`).join(', ')} WHERE id = $1`, [id, ...keys.map((k) => fields[k])]);
+    await this.ds.query(
+      `UPDATE local_data_clusters SET ${keys.map((k, i) => `${k} = $${i + 2}`).join(', ')} WHERE id = $1`,
+      [id, ...keys.map((k) => fields[k])],
+    );
   }
 
   async remove(id: string): Promise<void> {

@@ -8,7 +8,8 @@ import { asCluster, clusterUid, giveTo, run } from './proc';
 import type { ClusterRow } from './store';
 
 /** Encodes a command in RESP (the redis/valkey protocol). */
-const encode = (args: string[]) => `*${args.length}\r\n${args.map((a) => `$${Buffer.byteLength(a)}\r\n${a}\r\n`).join('')}`;
+const encode = (args: string[]) =>
+  `*${args.length}\r\n${args.map((a) => `$${Buffer.byteLength(a)}\r\n${a}\r\n`).join('')}`;
 
 /**
  * Sends commands over one connection and answers the raw reply lines (`+OK`, `$3`, `bar`,
@@ -34,8 +35,14 @@ export function resp(host: string, port: number, commands: string[][], timeoutMs
       }
       return out;
     };
-    const timer = setTimeout(() => { socket.destroy(); reject(new Error(`no answer from ${host}:${port}`)); }, timeoutMs);
-    socket.on('error', (err) => { clearTimeout(timer); reject(err); });
+    const timer = setTimeout(() => {
+      socket.destroy();
+      reject(new Error(`no answer from ${host}:${port}`));
+    }, timeoutMs);
+    socket.on('error', (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
     socket.on('data', (b) => {
       data += b.toString('utf8');
       const out = replies();
@@ -55,7 +62,10 @@ export function resp(host: string, port: number, commands: string[][], timeoutMs
  * `default`), loopback unless publicly accessible.
  */
 export class ValkeyEngine implements Engine {
-  constructor(private readonly ctx: EngineContext, private readonly bin: string) {}
+  constructor(
+    private readonly ctx: EngineContext,
+    private readonly bin: string,
+  ) {}
 
   private conf(id: string) {
     return path.join(this.ctx.dir(id), 'valkey.conf');
