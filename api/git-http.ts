@@ -1,6 +1,6 @@
 import path from 'node:path';
 import type Koa from 'koa';
-import { OPERATIONS, allows } from '../domain/permissions';
+import { REQUIREMENTS, allows } from '../domain/permissions';
 import { one } from '../entities/sql';
 import type { LocalLayout } from '../platform/local-layout';
 import { assertProjectVisible } from './access';
@@ -88,7 +88,7 @@ export function gitHttp(deps: ApiDeps & { localLayout: LocalLayout }): Koa.Middl
     }
 
     const caller = await authorize(deps, ctx, basicPassword(ctx));
-    if (!allows(caller, OPERATIONS['apps.deploy_commit']))
+    if (!allows(caller, REQUIREMENTS['apps.deploy_commit']))
       throw forbidden("pushing to and fetching from an app's repository needs apps:deploy");
     const app = await one<{
       uuid: string;

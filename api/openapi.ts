@@ -1,6 +1,6 @@
 import { convertSchema } from '@sodaru/yup-to-json-schema';
 import type * as yup from 'yup';
-import { OPERATIONS, describeRequirement } from '../domain/permissions';
+import { REQUIREMENTS, describeRequirement } from '../domain/permissions';
 import { WORKSPACE_HEADER } from './middleware/auth';
 import { querySchemaOf } from './router';
 import { pathParams, type RouteDef } from './route';
@@ -62,7 +62,7 @@ export function openApiDocument(routes: readonly RouteDef[], version: string): R
         'X-Total-Count': { description: 'Number of items across all pages', schema: { type: 'integer' } },
       };
     }
-    const requirement = OPERATIONS[r.operation];
+    const requirement = REQUIREMENTS[r.requires];
     const operation: Record<string, unknown> = {
       operationId: `${r.method}${r.path.replace(/\{([a-z_]+)\}/gi, 'By_$1').replace(/[^A-Za-z0-9]+(.)?/g, (_m, c: string | undefined) => (c ? c.toUpperCase() : ''))}`,
       summary: r.summary,
@@ -166,7 +166,7 @@ export function referencePage(routes: readonly RouteDef[], version: string): str
             ? `<details><summary>Response ${r.status ?? 200}</summary><pre>${escape(JSON.stringify(toJsonSchema(r.response), null, 2))}</pre></details>`
             : `<p>Response ${r.status ?? 200}</p>`;
           return `<section><h3><code class="m ${r.method}">${r.method.toUpperCase()}</code> <code>${escape(openApiPath(r))}</code></h3>
-<p>${escape(r.summary)}</p>${r.description ? `<p>${escape(r.description)}</p>` : ''}<p class="perm">Permission: ${escape(describeRequirement(OPERATIONS[r.operation]))}${r.paginated ? ' · paginated (page, per_page; Link, X-Total-Count)' : ''}</p>${body}${resp}</section>`;
+<p>${escape(r.summary)}</p>${r.description ? `<p>${escape(r.description)}</p>` : ''}<p class="perm">Permission: ${escape(describeRequirement(REQUIREMENTS[r.requires]))}${r.paginated ? ' · paginated (page, per_page; Link, X-Total-Count)' : ''}</p>${body}${resp}</section>`;
         })
         .join('\n');
       return `<h2 id="${escape(tag)}">${escape(tag)}</h2>\n${items}`;

@@ -1,6 +1,6 @@
 import type Koa from 'koa';
 import type * as yup from 'yup';
-import type { Operation } from '../domain/permissions';
+import type { RequirementKey } from '../domain/permissions';
 import type { ApiDeps, Caller } from './context';
 import type { EnqueuedOperation } from '../platform/outbox';
 
@@ -43,8 +43,8 @@ export interface RouteDef<P = any, Q = any, B = any> {
   method: Method;
   /** Path under /api/v1 with {param} placeholders, e.g. /projects/{uuid}. */
   path: string;
-  /** Key of the permission table (domain/permissions OPERATIONS). */
-  operation: Operation;
+  /** What the caller must hold: a key of the requirement table (domain/permissions REQUIREMENTS). */
+  requires: RequirementKey;
   summary: string;
   tag: string;
   /** Path parameter schema; by default every parameter is a UUID. */

@@ -1,7 +1,7 @@
 import Router from '@koa/router';
 import * as yup from 'yup';
 import { isUuid } from '../domain/ids';
-import { OPERATIONS, allows, describeRequirement } from '../domain/permissions';
+import { REQUIREMENTS, allows, describeRequirement } from '../domain/permissions';
 import { auditCheck } from './audit';
 import type { ApiDeps } from './context';
 import type { EnqueuedOperation } from '../platform/outbox';
@@ -39,7 +39,7 @@ async function validate<T>(schema: yup.Schema<T>, value: unknown, where: string)
 export function buildRouter(routes: readonly RouteDef[], deps: ApiDeps): Router {
   const router = new Router({ prefix: '/api/v1' });
   for (const r of routes) {
-    const requirement = OPERATIONS[r.operation];
+    const requirement = REQUIREMENTS[r.requires];
     const paramNames = pathParams(r.path);
     const querySchema = querySchemaOf(r);
     const queryNames = new Set(querySchema ? Object.keys(querySchema.fields) : []);

@@ -1,6 +1,6 @@
 import * as yup from 'yup';
 import type { EntityManager } from 'typeorm';
-import type { Operation } from '../domain/permissions';
+import type { RequirementKey } from '../domain/permissions';
 import { recordAudit } from './audit';
 import { notFound } from './problem';
 import { route, type RouteContext, type RouteDef } from './route';
@@ -27,7 +27,7 @@ export interface VariableOwnerRoutes {
   kind: VariableOwner['kind'];
   /** `/apps/{uuid}` or `/projects/{uuid}`. */
   base: string;
-  operation: Operation;
+  requires: RequirementKey;
   /** The owner for a read (404 when absent or closed to the caller). */
   find(ctx: Ctx): Promise<{ uuid: string }>;
   /** The owner, locked in the transaction, for a change (409 when it takes none now). */
@@ -61,7 +61,7 @@ export function variableRoutes(o: VariableOwnerRoutes): RouteDef[] {
     route<{ uuid: string }>({
       method: 'get',
       path: `${o.base}/variables`,
-      operation: o.operation,
+      requires: o.requires,
       tag: TAG,
       response: yup.array(variableSchema),
       summary: `List ${whose} environment variables (sealed at rest): key, secret flag, size and SHA-256 digest of each; the value only when not secret (null when secret)`,
@@ -72,7 +72,7 @@ export function variableRoutes(o: VariableOwnerRoutes): RouteDef[] {
     route<{ uuid: string }, {}, yup.InferType<typeof setVariablesBody>>({
       method: 'put',
       path: `${o.base}/variables`,
-      operation: o.operation,
+      requires: o.requires,
       tag: TAG,
       audit: `${o.kind}.variables_set`,
       summary: `Set many environment variables at once (others keep their value); one marked secret: true is never returned again and stays secret when set later without the flag; ${o.applies.variables}`,
@@ -86,7 +86,7 @@ export function variableRoutes(o: VariableOwnerRoutes): RouteDef[] {
     route<{ uuid: string; key: string }>({
       method: 'delete',
       path: `${o.base}/variables/{key}`,
-      operation: o.operation,
+      requires: o.requires,
       tag: TAG,
       status: 204,
       audit: `${o.kind}.variable_delete`,
@@ -100,7 +100,7 @@ export function variableRoutes(o: VariableOwnerRoutes): RouteDef[] {
     route<{ uuid: string }>({
       method: 'get',
       path: `${o.base}/secret_files`,
-      operation: o.operation,
+      requires: o.requires,
       tag: TAG,
       response: yup.array(secretFileSchema),
       summary: `List ${whose} secret files: names, sizes and SHA-256 digests, never the content`,
@@ -111,7 +111,7 @@ export function variableRoutes(o: VariableOwnerRoutes): RouteDef[] {
     route<{ uuid: string }, {}, yup.InferType<typeof setSecretFilesBody>>({
       method: 'put',
       path: `${o.base}/secret_files`,
-      operation: o.operation,
+      requires: o.requires,
       tag: TAG,
       audit: `${o.kind}.secret_files_set`,
       summary: `Set many secret files at once (${o.applies.files}); the content is sealed and never returned`,
@@ -125,7 +125,7 @@ export function variableRoutes(o: VariableOwnerRoutes): RouteDef[] {
     route<{ uuid: string; file_uuid: string }>({
       method: 'delete',
       path: `${o.base}/secret_files/{file_uuid}`,
-      operation: o.operation,
+      requires: o.requires,
       tag: TAG,
       status: 204,
       audit: `${o.kind}.secret_file_delete`,

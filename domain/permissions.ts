@@ -1,7 +1,7 @@
 /**
  * The contract's permission model (platform-api.md, Authentication 4-5).
  * Permissions are flat: holding apps:manage does not imply apps:view; the contract's
- * table names every permission that allows an operation.
+ * table names every permission that allows a request.
  */
 export const PERMISSIONS = [
   'apps:view',
@@ -43,12 +43,12 @@ export type Requirement = { anyOf: readonly Permission[] } | { authenticated: tr
 const any = (...anyOf: Permission[]): Requirement => ({ anyOf });
 
 /**
- * Operation -> requirement. Rows marked `contract` transcribe the contract's permission
- * table; the others are Berth's decisions for operations the table does not name
- * (docs/decisions.md). Routes refer to these keys, and the permission-matrix test checks
+ * Requirement key (what a route `requires`) -> requirement. Rows marked `contract` transcribe
+ * the contract's permission table; the others are Berth's decisions for requests the table
+ * does not name (docs/decisions.md). Routes refer to these keys, and the permission-matrix test checks
  * that every route answers 403 exactly when the caller holds none of its permissions.
  */
-export const OPERATIONS = {
+export const REQUIREMENTS = {
   // contract: apps:view
   'apps.list': any('apps:view'),
   'apps.read': any('apps:view'),
@@ -134,7 +134,7 @@ export const OPERATIONS = {
   'audit.read': { workspaceAdmin: true },
 } as const satisfies Record<string, Requirement>;
 
-export type Operation = keyof typeof OPERATIONS;
+export type RequirementKey = keyof typeof REQUIREMENTS;
 
 export interface Grants {
   /** owner or admin: every permission, and project restrictions do not apply. */

@@ -35,7 +35,7 @@ export const addonRoutes = [
   route<AppParams>({
     method: 'get',
     path: '/apps/{uuid}/addons',
-    operation: 'addons.read',
+    requires: 'addons.read',
     tag: TAG,
     summary: 'List the add-ons attached to an app, newest first (cron jobs excluded)',
     response: yup.array(addonSchema),
@@ -47,7 +47,7 @@ export const addonRoutes = [
   route<AppParams, {}, AddonCreateBody>({
     method: 'post',
     path: '/apps/{uuid}/addons',
-    operation: 'addons.write',
+    requires: 'addons.write',
     tag: TAG,
     status: 201,
     body: addonCreateBody,
@@ -65,7 +65,7 @@ export const addonRoutes = [
   route<AddonParams>({
     method: 'get',
     path: '/apps/{uuid}/addons/{id}',
-    operation: 'addons.read',
+    requires: 'addons.read',
     tag: TAG,
     summary: 'Show an add-on with its connection details',
     response: addonSchema,
@@ -77,7 +77,7 @@ export const addonRoutes = [
   route<AddonParams, {}, AddonUpdateBody>({
     method: 'put',
     path: '/apps/{uuid}/addons/{id}',
-    operation: 'addons.write',
+    requires: 'addons.write',
     tag: TAG,
     body: addonUpdateBody,
     audit: 'addon.update',
@@ -94,7 +94,7 @@ export const addonRoutes = [
   route<AddonParams, {}, { public_access: boolean }>({
     method: 'post',
     path: '/apps/{uuid}/addons/{id}/public_access',
-    operation: 'addons.public_access',
+    requires: 'addons.public_access',
     tag: TAG,
     body: publicAccessBody,
     audit: 'addon.public_access',
@@ -112,7 +112,7 @@ export const addonRoutes = [
   route<AddonParams, {}, { action: 'start' | 'stop' }>({
     method: 'patch',
     path: '/apps/{uuid}/addons/{id}/state',
-    operation: 'addons.write',
+    requires: 'addons.write',
     tag: TAG,
     body: stateBody,
     audit: 'addon.change_state',
@@ -126,7 +126,7 @@ export const addonRoutes = [
   route<AddonParams>({
     method: 'delete',
     path: '/apps/{uuid}/addons/{id}',
-    operation: 'addons.delete',
+    requires: 'addons.delete',
     tag: TAG,
     status: 202,
     audit: 'addon.delete',
@@ -140,7 +140,7 @@ export const addonRoutes = [
   route<AddonParams>({
     method: 'post',
     path: '/apps/{uuid}/addons/{id}/reset_database',
-    operation: 'addons.reset_database',
+    requires: 'addons.reset_database',
     tag: TAG,
     status: 202,
     audit: 'addon.reset_database',
@@ -154,7 +154,7 @@ export const addonRoutes = [
   route<AddonParams>({
     method: 'get',
     path: '/apps/{uuid}/addons/{id}/backups',
-    operation: 'addons.read',
+    requires: 'addons.read',
     tag: TAG,
     summary:
       'Backups of an add-on: backup_enabled (the setting), backup_active (what runs), the recovery window and the backups',
@@ -167,7 +167,7 @@ export const addonRoutes = [
   route<AddonParams, {}, RestoreBody>({
     method: 'post',
     path: '/apps/{uuid}/addons/{id}/restore_backup',
-    operation: 'addons.restore',
+    requires: 'addons.restore',
     tag: TAG,
     status: 202,
     body: restoreBody,
@@ -188,7 +188,7 @@ export const addonRoutes = [
   route<AddonParams, {}, { cpu_size: number; ram_size: number }>({
     method: 'post',
     path: '/apps/{uuid}/addons/{id}/create_replica',
-    operation: 'addons.write',
+    requires: 'addons.write',
     tag: TAG,
     status: 201,
     body: replicaBody,

@@ -75,7 +75,7 @@ export function createDeployment(
 export const DEPLOY_ROUTE = route<{ uuid: string }, {}, yup.InferType<typeof deployBody>>({
   method: 'post',
   path: '/apps/{uuid}/deployments',
-  operation: 'apps.deploy_commit',
+  requires: 'apps.deploy_commit',
   tag: TAG,
   status: 202,
   audit: 'deployment.create',
@@ -94,7 +94,7 @@ export const appDeploymentRoutes = [
   route<{ uuid: string }, Page & yup.InferType<typeof listDeploymentsQuery>, unknown>({
     method: 'get',
     path: '/apps/{uuid}/deployments',
-    operation: 'apps.read',
+    requires: 'apps.read',
     tag: TAG,
     paginated: true,
     query: listDeploymentsQuery,
@@ -119,7 +119,7 @@ export const appDeploymentRoutes = [
   route<{ uuid: string; deployment_uuid: string }>({
     method: 'get',
     path: '/apps/{uuid}/deployments/{deployment_uuid}',
-    operation: 'apps.read',
+    requires: 'apps.read',
     tag: TAG,
     summary: 'Show a deployment',
     response: deploymentSchema,
@@ -137,7 +137,7 @@ export const appDeploymentRoutes = [
   route<{ uuid: string; deployment_uuid: string }>({
     method: 'get',
     path: '/apps/{uuid}/deployments/{deployment_uuid}/logs',
-    operation: 'apps.read',
+    requires: 'apps.read',
     tag: TAG,
     summary:
       "A deployment's build output, oldest line first (empty while nothing was written, and with a data plane that keeps no build logs)",
@@ -156,7 +156,7 @@ export const appDeploymentRoutes = [
   route<{ uuid: string; deployment_uuid: string }>({
     method: 'post',
     path: '/apps/{uuid}/deployments/{deployment_uuid}/cancel',
-    operation: 'apps.deploy_commit',
+    requires: 'apps.deploy_commit',
     tag: TAG,
     status: 202,
     audit: 'deployment.cancel',

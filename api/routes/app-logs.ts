@@ -35,7 +35,7 @@ export const appLogRoutes = [
   route<{ uuid: string }, LogQuery>({
     method: 'get',
     path: '/apps/{uuid}/logs',
-    operation: 'apps.logs',
+    requires: 'apps.logs',
     tag: 'apps',
     query: logQuery,
     summary:

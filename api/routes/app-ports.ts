@@ -171,7 +171,7 @@ export const appPortRoutes = [
   route<{ uuid: string }>({
     method: 'get',
     path: '/apps/{uuid}/ports',
-    operation: 'apps.read',
+    requires: 'apps.read',
     tag: TAG,
     summary: "List an app's ports",
     response: yup.array(portSchema),
@@ -185,7 +185,7 @@ export const appPortRoutes = [
   route<{ uuid: string }, {}, yup.InferType<typeof portBody>>({
     method: 'post',
     path: '/apps/{uuid}/ports',
-    operation: 'apps.ports',
+    requires: 'apps.ports',
     tag: TAG,
     status: 201,
     audit: 'port.create',
@@ -221,7 +221,7 @@ export const appPortRoutes = [
   route<{ uuid: string; port_id: number }>({
     method: 'delete',
     path: '/apps/{uuid}/ports/{port_id}',
-    operation: 'apps.ports',
+    requires: 'apps.ports',
     tag: TAG,
     status: 204,
     params: portParams,
@@ -246,7 +246,7 @@ export const appPortRoutes = [
   route<{ uuid: string; port_id: number }>({
     method: 'patch',
     path: '/apps/{uuid}/ports/{port_id}/expose_publicly',
-    operation: 'apps.ports',
+    requires: 'apps.ports',
     tag: TAG,
     params: portParams,
     audit: 'port.expose',
@@ -281,7 +281,7 @@ export const appPortRoutes = [
   route<{ uuid: string; port_id: number }>({
     method: 'patch',
     path: '/apps/{uuid}/ports/{port_id}/make_private',
-    operation: 'apps.ports',
+    requires: 'apps.ports',
     tag: TAG,
     params: portParams,
     audit: 'port.make_private',

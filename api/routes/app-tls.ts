@@ -59,7 +59,7 @@ export const appTlsRoutes = [
   route<{ uuid: string }>({
     method: 'get',
     path: '/apps/{uuid}/tls_certificates',
-    operation: 'apps.read',
+    requires: 'apps.read',
     tag: TAG,
     summary: "List an app's TLS certificates (never their private keys)",
     response: yup.array(certificateSchema),
@@ -77,7 +77,7 @@ export const appTlsRoutes = [
   route<{ uuid: string }, {}, yup.InferType<typeof certificateBody>>({
     method: 'post',
     path: '/apps/{uuid}/tls_certificates',
-    operation: 'apps.tls',
+    requires: 'apps.tls',
     tag: TAG,
     status: 201,
     audit: 'tls_certificate.create',
@@ -146,7 +146,7 @@ export const appTlsRoutes = [
   route<{ uuid: string; certificate_uuid: string }>({
     method: 'delete',
     path: '/apps/{uuid}/tls_certificates/{certificate_uuid}',
-    operation: 'apps.tls',
+    requires: 'apps.tls',
     tag: TAG,
     status: 204,
     audit: 'tls_certificate.delete',

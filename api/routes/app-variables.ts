@@ -5,7 +5,7 @@ import { assertChangeable, findApp } from './app-support';
 export const appVariableRoutes = variableRoutes({
   kind: 'app',
   base: '/apps/{uuid}',
-  operation: 'apps.variables',
+  requires: 'apps.variables',
   find: (ctx) => findApp(ctx, ctx.params.uuid),
   async lockForChange(ctx, m) {
     const app = await findApp(ctx, ctx.params.uuid, m, true);

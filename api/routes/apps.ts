@@ -137,7 +137,7 @@ export const appRoutes = [
   route<{}, {}, yup.InferType<typeof createAppBody>>({
     method: 'post',
     path: '/apps',
-    operation: 'apps.create',
+    requires: 'apps.create',
     tag: TAG,
     status: 201,
     audit: 'app.create',
@@ -154,7 +154,7 @@ export const appRoutes = [
   route<{}, Page & yup.InferType<typeof listAppsQuery>, unknown>({
     method: 'get',
     path: '/apps',
-    operation: 'apps.list',
+    requires: 'apps.list',
     tag: TAG,
     paginated: true,
     query: listAppsQuery,
@@ -183,7 +183,7 @@ export const appRoutes = [
   route<{ uuid: string }>({
     method: 'get',
     path: '/apps/{uuid}',
-    operation: 'apps.read',
+    requires: 'apps.read',
     tag: TAG,
     summary: 'Show an app with its platform, region, add-ons and cron jobs',
     response: appSchema,
@@ -204,7 +204,7 @@ export const appRoutes = [
   route<{ uuid: string }, {}, yup.InferType<typeof updateAppBody>>({
     method: 'put',
     path: '/apps/{uuid}',
-    operation: 'apps.update',
+    requires: 'apps.update',
     tag: TAG,
     audit: 'app.update',
     summary:
@@ -216,7 +216,7 @@ export const appRoutes = [
   route<{ uuid: string }, {}, yup.InferType<typeof updateAppBody>>({
     method: 'patch',
     path: '/apps/{uuid}',
-    operation: 'apps.update',
+    requires: 'apps.update',
     tag: TAG,
     audit: 'app.update',
     summary: 'Update some fields of an app',
@@ -227,7 +227,7 @@ export const appRoutes = [
   route<{ uuid: string }, {}, yup.InferType<typeof securityBody>>({
     method: 'put',
     path: '/apps/{uuid}/security',
-    operation: 'apps.update',
+    requires: 'apps.update',
     tag: TAG,
     audit: 'app.update_security',
     summary:
@@ -264,7 +264,7 @@ export const appRoutes = [
   route<{ uuid: string }, {}, yup.InferType<typeof deploymentSettingsBody>>({
     method: 'put',
     path: '/apps/{uuid}/deployment',
-    operation: 'apps.update',
+    requires: 'apps.update',
     tag: TAG,
     audit: 'app.update_deployment',
     summary: "Update an app's deployment settings (method, deployment_config, builder); the next deployment uses them",
@@ -292,7 +292,7 @@ export const appRoutes = [
   route<{ uuid: string }>({
     method: 'get',
     path: '/apps/{uuid}/health_checks',
-    operation: 'apps.read',
+    requires: 'apps.read',
     tag: TAG,
     summary: "List an app's health checks",
     response: yup.array(json()),
@@ -309,7 +309,7 @@ export const appRoutes = [
   route<{ uuid: string }, {}, yup.InferType<typeof healthChecksBody>>({
     method: 'put',
     path: '/apps/{uuid}/health_checks',
-    operation: 'apps.update',
+    requires: 'apps.update',
     tag: TAG,
     audit: 'app.update_health_checks',
     summary: "Replace an app's health checks (at most one of each kind: liveness, readiness, startup)",
@@ -358,7 +358,7 @@ export const appRoutes = [
   route<{ uuid: string }>({
     method: 'get',
     path: '/apps/{uuid}/scaling_profile',
-    operation: 'apps.read',
+    requires: 'apps.read',
     tag: TAG,
     summary: "Show an app's scaling profile",
     response: scalingSchema,
@@ -375,7 +375,7 @@ export const appRoutes = [
   route<{ uuid: string }, {}, yup.InferType<typeof scalingProfileBody>>({
     method: 'put',
     path: '/apps/{uuid}/scaling_profile',
-    operation: 'apps.update',
+    requires: 'apps.update',
     tag: TAG,
     audit: 'app.update_scaling',
     summary: "Set an app's scaling profile (replica range and CPU target); the free plan runs one replica",
@@ -422,7 +422,7 @@ export const appRoutes = [
   route<{ uuid: string }, {}, yup.InferType<typeof stateBody>>({
     method: 'patch',
     path: '/apps/{uuid}/state',
-    operation: 'apps.change_state',
+    requires: 'apps.change_state',
     tag: TAG,
     status: 202,
     audit: 'app.state_change',
@@ -449,7 +449,7 @@ export const appRoutes = [
   route<{ uuid: string }>({
     method: 'delete',
     path: '/apps/{uuid}',
-    operation: 'apps.delete',
+    requires: 'apps.delete',
     tag: TAG,
     status: 202,
     audit: 'app.delete',
@@ -488,7 +488,7 @@ export const appRoutes = [
   route<{ uuid: string }, {}, yup.InferType<typeof cloneBody>>({
     method: 'post',
     path: '/apps/{uuid}/clone',
-    operation: 'apps.clone',
+    requires: 'apps.clone',
     tag: TAG,
     status: 201,
     audit: 'app.clone',

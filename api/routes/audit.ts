@@ -31,7 +31,7 @@ export const auditRoutes = [
   route<{}, AuditQuery, unknown>({
     method: 'get',
     path: '/audit_events',
-    operation: 'audit.read',
+    requires: 'audit.read',
     tag: 'audit',
     paginated: true,
     query: auditQuery,
@@ -57,7 +57,7 @@ export const auditRoutes = [
   route<{ uuid: string }, Page, unknown>({
     method: 'get',
     path: '/apps/{uuid}/activity',
-    operation: 'apps.activity',
+    requires: 'apps.activity',
     tag: 'apps',
     paginated: true,
     summary:

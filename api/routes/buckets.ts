@@ -150,7 +150,7 @@ export const bucketRoutes = [
   route<{}, Page, unknown>({
     method: 'get',
     path: '/buckets',
-    operation: 'buckets.read',
+    requires: 'buckets.read',
     tag: TAG,
     paginated: true,
     summary: 'List the buckets of the workspace, newest first, with statistics (secret keys only on show)',
@@ -171,7 +171,7 @@ export const bucketRoutes = [
   route<{}, {}, yup.InferType<typeof createBody>>({
     method: 'post',
     path: '/buckets',
-    operation: 'buckets.create',
+    requires: 'buckets.create',
     tag: TAG,
     status: 201,
     audit: 'bucket.create',
@@ -252,7 +252,7 @@ export const bucketRoutes = [
   route<{ uuid: string }>({
     method: 'get',
     path: '/buckets/{uuid}',
-    operation: 'buckets.read',
+    requires: 'buckets.read',
     tag: TAG,
     summary:
       'Show a bucket with its connection details (endpoint, access key pair) and statistics from the object store',
@@ -264,7 +264,7 @@ export const bucketRoutes = [
   route<{ uuid: string }, {}, yup.InferType<typeof updateBody>>({
     method: 'put',
     path: '/buckets/{uuid}',
-    operation: 'buckets.update',
+    requires: 'buckets.update',
     tag: TAG,
     audit: 'bucket.update',
     summary: "Update a bucket's settings: label, visibility, disk allocation (GiB), project, policy",
@@ -328,7 +328,7 @@ export const bucketRoutes = [
   route<{ uuid: string }>({
     method: 'delete',
     path: '/buckets/{uuid}',
-    operation: 'buckets.delete',
+    requires: 'buckets.delete',
     tag: TAG,
     status: 204,
     audit: 'bucket.delete',
@@ -354,7 +354,7 @@ export const bucketRoutes = [
   route<{ uuid: string }, { prefix?: string; limit?: number }, unknown>({
     method: 'get',
     path: '/buckets/{uuid}/objects',
-    operation: 'buckets.read',
+    requires: 'buckets.read',
     tag: TAG,
     summary: 'List the objects of a bucket (query: prefix, limit up to 1000)',
     query: objectsQuery,
@@ -370,7 +370,7 @@ export const bucketRoutes = [
   route<{ uuid: string }, {}, yup.InferType<typeof uploadBody>>({
     method: 'post',
     path: '/buckets/{uuid}/objects',
-    operation: 'buckets.objects',
+    requires: 'buckets.objects',
     tag: TAG,
     status: 201,
     audit: 'bucket.object_upload',
@@ -406,7 +406,7 @@ export const bucketRoutes = [
   route<{ uuid: string }, {}, yup.InferType<typeof renameBody>>({
     method: 'post',
     path: '/buckets/{uuid}/objects/rename',
-    operation: 'buckets.objects',
+    requires: 'buckets.objects',
     tag: TAG,
     audit: 'bucket.object_rename',
     summary: 'Rename an object (409 when new_key is taken)',
@@ -433,7 +433,7 @@ export const bucketRoutes = [
   route<{ uuid: string }, { key: string }, unknown>({
     method: 'delete',
     path: '/buckets/{uuid}/objects',
-    operation: 'buckets.objects',
+    requires: 'buckets.objects',
     tag: TAG,
     status: 204,
     audit: 'bucket.object_delete',
@@ -462,7 +462,7 @@ export const bucketRoutes = [
   route<{ uuid: string }, {}, yup.InferType<typeof downloadBody>>({
     method: 'post',
     path: '/buckets/{uuid}/objects/download_url',
-    operation: 'buckets.download_url',
+    requires: 'buckets.download_url',
     tag: TAG,
     audit: false,
     summary: 'A presigned download link for an object (expires_in seconds, default 3600, at most 7 days)',

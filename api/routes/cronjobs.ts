@@ -78,7 +78,7 @@ export const cronjobRoutes = [
   route<AppParams>({
     method: 'get',
     path: '/apps/{uuid}/cronjobs',
-    operation: 'cronjobs.read',
+    requires: 'cronjobs.read',
     tag: TAG,
     summary: "List an app's cron jobs (add-on shaped, type cronjob), newest first",
     response: yup.array(addonSchema),
@@ -90,7 +90,7 @@ export const cronjobRoutes = [
   route<AppParams, {}, CreateBody>({
     method: 'post',
     path: '/apps/{uuid}/cronjobs',
-    operation: 'cronjobs.write',
+    requires: 'cronjobs.write',
     tag: TAG,
     status: 201,
     body: createBody,
@@ -128,7 +128,7 @@ export const cronjobRoutes = [
   route<JobParams>({
     method: 'get',
     path: '/apps/{uuid}/cronjobs/{id}',
-    operation: 'cronjobs.read',
+    requires: 'cronjobs.read',
     tag: TAG,
     summary: 'Show a cron job',
     response: addonSchema,
@@ -140,7 +140,7 @@ export const cronjobRoutes = [
   route<JobParams, {}, UpdateBody>({
     method: 'put',
     path: '/apps/{uuid}/cronjobs/{id}',
-    operation: 'cronjobs.write',
+    requires: 'cronjobs.write',
     tag: TAG,
     body: updateBody,
     audit: 'cronjob.update',
@@ -169,7 +169,7 @@ export const cronjobRoutes = [
   route<JobParams>({
     method: 'delete',
     path: '/apps/{uuid}/cronjobs/{id}',
-    operation: 'cronjobs.write',
+    requires: 'cronjobs.write',
     tag: TAG,
     status: 202,
     audit: 'cronjob.delete',
@@ -196,7 +196,7 @@ export const cronjobRoutes = [
   route<JobParams>({
     method: 'get',
     path: '/apps/{uuid}/cronjobs/{id}/logs',
-    operation: 'cronjobs.read',
+    requires: 'cronjobs.read',
     tag: TAG,
     summary: "The cron job's log stream: its last 50 runs, newest first, each with its log",
     response: yup.array(cronjobRunSchema),

@@ -95,7 +95,7 @@ export const domainRoutes = [
   route<{ uuid: string }, Page>({
     method: 'get',
     path: '/apps/{uuid}/domains',
-    operation: 'domains.read',
+    requires: 'domains.read',
     tag: TAG,
     paginated: true,
     summary: 'List the custom domains of an app, newest first',
@@ -116,7 +116,7 @@ export const domainRoutes = [
   route<{ uuid: string }, {}, DomainBody>({
     method: 'post',
     path: '/apps/{uuid}/domains',
-    operation: 'apps.domains',
+    requires: 'apps.domains',
     tag: TAG,
     status: 201,
     body: domainBody,
@@ -146,7 +146,7 @@ export const domainRoutes = [
   route<{ uuid: string; domain_uuid: string }>({
     method: 'get',
     path: '/apps/{uuid}/domains/{domain_uuid}',
-    operation: 'domains.read',
+    requires: 'domains.read',
     tag: TAG,
     summary: 'Show a custom domain (poll it while verification is in progress)',
     response: domainSchema,
@@ -158,7 +158,7 @@ export const domainRoutes = [
   route<{ uuid: string; domain_uuid: string }, {}, DomainBody>({
     method: 'put',
     path: '/apps/{uuid}/domains/{domain_uuid}',
-    operation: 'apps.domains',
+    requires: 'apps.domains',
     tag: TAG,
     body: domainBody,
     audit: 'domain.update',
@@ -200,7 +200,7 @@ export const domainRoutes = [
   route<{ uuid: string; domain_uuid: string }>({
     method: 'delete',
     path: '/apps/{uuid}/domains/{domain_uuid}',
-    operation: 'apps.domains',
+    requires: 'apps.domains',
     tag: TAG,
     status: 204,
     audit: 'domain.delete',
@@ -219,7 +219,7 @@ export const domainRoutes = [
   route<{ uuid: string; domain_uuid: string }>({
     method: 'post',
     path: '/apps/{uuid}/domains/{domain_uuid}/verify',
-    operation: 'apps.domains',
+    requires: 'apps.domains',
     tag: TAG,
     audit: 'domain.verify',
     summary:

@@ -58,7 +58,7 @@ export const previewRoutes = [
   route<{ uuid: string }>({
     method: 'get',
     path: '/apps/{uuid}/preview_environments/config',
-    operation: 'previews.config',
+    requires: 'previews.config',
     tag: TAG,
     summary:
       'Show the preview environment configuration of an app (defaults when never set); the webhook secret is never shown here',
@@ -72,7 +72,7 @@ export const previewRoutes = [
   route<{ uuid: string }, {}, ConfigBody>({
     method: 'put',
     path: '/apps/{uuid}/preview_environments/config',
-    operation: 'previews.config',
+    requires: 'previews.config',
     tag: TAG,
     body: configBody,
     audit: 'preview_settings.update',
@@ -152,7 +152,7 @@ export const previewRoutes = [
   route<{ uuid: string }, Page & { status?: string }>({
     method: 'get',
     path: '/apps/{uuid}/preview_environments',
-    operation: 'previews.read',
+    requires: 'previews.read',
     tag: TAG,
     paginated: true,
     query: listQuery,
@@ -173,7 +173,7 @@ export const previewRoutes = [
   route<{ uuid: string; id: number }>({
     method: 'get',
     path: '/apps/{uuid}/preview_environments/{id}',
-    operation: 'previews.read',
+    requires: 'previews.read',
     tag: TAG,
     params: idParams,
     summary: 'Show a preview environment by its integer id',
@@ -191,7 +191,7 @@ export const previewRoutes = [
   route<{ uuid: string; id: number }>({
     method: 'delete',
     path: '/apps/{uuid}/preview_environments/{id}',
-    operation: 'previews.delete',
+    requires: 'previews.delete',
     tag: TAG,
     params: idParams,
     status: 202,
@@ -228,7 +228,7 @@ export const previewRoutes = [
   route<{ uuid: string; id: number }>({
     method: 'post',
     path: '/apps/{uuid}/preview_environments/{id}/redeploy',
-    operation: 'previews.redeploy',
+    requires: 'previews.redeploy',
     tag: TAG,
     params: idParams,
     audit: 'preview.redeploy',

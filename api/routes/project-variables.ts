@@ -18,7 +18,7 @@ async function changeableProject(
 export const projectVariableRoutes = variableRoutes({
   kind: 'project',
   base: '/projects/{uuid}',
-  operation: 'projects.variables',
+  requires: 'projects.variables',
   find: (ctx) => findProject(ctx, ctx.params.uuid),
   lockForChange: changeableProject,
   applies: {

@@ -88,7 +88,7 @@ export const projectRoutes = [
   route<{}, Page, unknown>({
     method: 'get',
     path: '/projects',
-    operation: 'projects.read',
+    requires: 'projects.read',
     tag: TAG,
     paginated: true,
     summary: 'List the projects of the workspace, newest first',
@@ -114,7 +114,7 @@ export const projectRoutes = [
   route<{}, {}, yup.InferType<typeof createBody>>({
     method: 'post',
     path: '/projects',
-    operation: 'projects.write',
+    requires: 'projects.write',
     tag: TAG,
     status: 201,
     audit: 'project.create',
@@ -142,7 +142,7 @@ export const projectRoutes = [
   route<{ uuid: string }>({
     method: 'get',
     path: '/projects/{uuid}',
-    operation: 'projects.read',
+    requires: 'projects.read',
     tag: TAG,
     summary: 'Show a project',
     response: projectSchema,
@@ -153,7 +153,7 @@ export const projectRoutes = [
   route<{ uuid: string }, {}, yup.InferType<typeof updateBody>>({
     method: 'put',
     path: '/projects/{uuid}',
-    operation: 'projects.write',
+    requires: 'projects.write',
     tag: TAG,
     audit: 'project.update',
     summary: "Update a project's name, description and assigned compute resources",
@@ -190,7 +190,7 @@ export const projectRoutes = [
   route<{ uuid: string }>({
     method: 'delete',
     path: '/projects/{uuid}',
-    operation: 'projects.delete',
+    requires: 'projects.delete',
     tag: TAG,
     status: 202,
     audit: 'project.delete',
@@ -226,7 +226,7 @@ export const projectRoutes = [
   route<{ uuid: string }>({
     method: 'get',
     path: '/projects/{uuid}/restrictions',
-    operation: 'projects.read',
+    requires: 'projects.read',
     tag: TAG,
     summary: 'List who may reach a project',
     response: yup.array(restrictionSchema),
@@ -242,7 +242,7 @@ export const projectRoutes = [
   route<{ uuid: string }, {}, yup.InferType<typeof restrictionBody>>({
     method: 'post',
     path: '/projects/{uuid}/restrictions',
-    operation: 'projects.write',
+    requires: 'projects.write',
     tag: TAG,
     status: 201,
     audit: 'project.restriction_add',
@@ -291,7 +291,7 @@ export const projectRoutes = [
   route<{ uuid: string; id: number }>({
     method: 'delete',
     path: '/projects/{uuid}/restrictions/{id}',
-    operation: 'projects.write',
+    requires: 'projects.write',
     tag: TAG,
     status: 204,
     audit: 'project.restriction_remove',

@@ -82,7 +82,7 @@ export const registryCredentialRoutes = [
   route<{}, Page, unknown>({
     method: 'get',
     path: BASE,
-    operation: 'registry_credentials.read',
+    requires: 'registry_credentials.read',
     tag: TAG,
     paginated: true,
     summary: 'List the container registry credentials of the workspace, newest first (tokens are never returned)',
@@ -102,7 +102,7 @@ export const registryCredentialRoutes = [
   route<{}, {}, yup.InferType<typeof createBody>>({
     method: 'post',
     path: BASE,
-    operation: 'registry_credentials.write',
+    requires: 'registry_credentials.write',
     tag: TAG,
     status: 201,
     audit: 'registry_credential.create',
@@ -142,7 +142,7 @@ export const registryCredentialRoutes = [
   route<{ uuid: string }>({
     method: 'get',
     path: `${BASE}/{uuid}`,
-    operation: 'registry_credentials.read',
+    requires: 'registry_credentials.read',
     tag: TAG,
     summary: 'Show one container registry credential (without its token)',
     response: registryCredentialSchema,
@@ -153,7 +153,7 @@ export const registryCredentialRoutes = [
   route<{ uuid: string }, {}, yup.InferType<typeof updateBody>>({
     method: 'put',
     path: `${BASE}/{uuid}`,
-    operation: 'registry_credentials.write',
+    requires: 'registry_credentials.write',
     tag: TAG,
     audit: 'registry_credential.update',
     summary: 'Update a container registry credential; send token to replace it',
@@ -201,7 +201,7 @@ export const registryCredentialRoutes = [
   route<{ uuid: string }>({
     method: 'delete',
     path: `${BASE}/{uuid}`,
-    operation: 'registry_credentials.write',
+    requires: 'registry_credentials.write',
     tag: TAG,
     status: 204,
     audit: 'registry_credential.delete',

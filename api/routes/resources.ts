@@ -9,7 +9,7 @@ export const resourceRoutes = [
   route<{}, {}, unknown>({
     method: 'get',
     path: '/regions',
-    operation: 'resources.read',
+    requires: 'resources.read',
     tag: 'regions',
     summary: 'List the regions compute resources run in',
     response: yup.array(regionSchema),
@@ -20,7 +20,7 @@ export const resourceRoutes = [
   route<{}, Page, unknown>({
     method: 'get',
     path: '/resources',
-    operation: 'resources.read',
+    requires: 'resources.read',
     tag: 'resources',
     paginated: true,
     summary: 'List the compute resources of the workspace with their capacity',
@@ -34,7 +34,7 @@ export const resourceRoutes = [
   route<{ uuid: string }>({
     method: 'get',
     path: '/resources/{uuid}',
-    operation: 'resources.read',
+    requires: 'resources.read',
     tag: 'resources',
     summary: 'Show a compute resource',
     response: resourceSchema,

@@ -63,7 +63,7 @@ export const serviceRoutes = [
   route<{}, Page>({
     method: 'get',
     path: '/services',
-    operation: 'services.read',
+    requires: 'services.read',
     tag: TAG,
     paginated: true,
     summary: 'List standalone services (databases, caches, storage volumes), newest first',
@@ -84,7 +84,7 @@ export const serviceRoutes = [
   route<{}, {}, ServiceCreateBody>({
     method: 'post',
     path: '/services',
-    operation: 'services.write',
+    requires: 'services.write',
     tag: TAG,
     status: 201,
     body: serviceCreateBody,
@@ -108,7 +108,7 @@ export const serviceRoutes = [
   route<Params>({
     method: 'get',
     path: '/services/{id}',
-    operation: 'services.read',
+    requires: 'services.read',
     tag: TAG,
     summary: 'Show a service with its connection details',
     response: addonSchema,
@@ -119,7 +119,7 @@ export const serviceRoutes = [
   route<Params, {}, AddonUpdateBody>({
     method: 'put',
     path: '/services/{id}',
-    operation: 'services.write',
+    requires: 'services.write',
     tag: TAG,
     body: serviceUpdateBody,
     audit: 'service.update',
@@ -137,7 +137,7 @@ export const serviceRoutes = [
   route<Params>({
     method: 'delete',
     path: '/services/{id}',
-    operation: 'services.write',
+    requires: 'services.write',
     tag: TAG,
     status: 202,
     audit: 'service.delete',
@@ -150,7 +150,7 @@ export const serviceRoutes = [
   route<Params, {}, { public_access: boolean }>({
     method: 'post',
     path: '/services/{id}/public_access',
-    operation: 'services.public_access',
+    requires: 'services.public_access',
     tag: TAG,
     body: publicAccessBody,
     audit: 'service.public_access',
@@ -163,7 +163,7 @@ export const serviceRoutes = [
   route<Params, {}, { action: 'start' | 'stop' }>({
     method: 'patch',
     path: '/services/{id}/state',
-    operation: 'services.operate',
+    requires: 'services.operate',
     tag: TAG,
     body: stateBody,
     audit: 'service.change_state',
@@ -176,7 +176,7 @@ export const serviceRoutes = [
   route<Params>({
     method: 'post',
     path: '/services/{id}/reset_database',
-    operation: 'services.reset_database',
+    requires: 'services.reset_database',
     tag: TAG,
     status: 202,
     audit: 'service.reset_database',
@@ -189,7 +189,7 @@ export const serviceRoutes = [
   route<Params>({
     method: 'get',
     path: '/services/{id}/backups',
-    operation: 'services.read',
+    requires: 'services.read',
     tag: TAG,
     summary: 'Backups of a service: backup_enabled, backup_active, the recovery window and the backups',
     response: backupsSchema,
@@ -200,7 +200,7 @@ export const serviceRoutes = [
   route<Params, {}, RestoreBody>({
     method: 'post',
     path: '/services/{id}/restore_backup',
-    operation: 'services.operate',
+    requires: 'services.operate',
     tag: TAG,
     status: 202,
     body: restoreBody,
@@ -215,7 +215,7 @@ export const serviceRoutes = [
   route<Params, {}, { app_uuid: string; mount_path: string; sub_path?: string; access_mode?: 'shared' | 'exclusive' }>({
     method: 'post',
     path: '/services/{id}/mount_app',
-    operation: 'services.operate',
+    requires: 'services.operate',
     tag: TAG,
     status: 201,
     body: mountBody,

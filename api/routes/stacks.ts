@@ -179,7 +179,7 @@ export const stackRoutes = [
   route<{}, {}, yup.InferType<typeof analyzeBody>>({
     method: 'post',
     path: '/stacks/analyze',
-    operation: 'stacks.write',
+    requires: 'stacks.write',
     tag: TAG,
     audit: false,
     summary:
@@ -204,7 +204,7 @@ export const stackRoutes = [
   route<{}, Page, unknown>({
     method: 'get',
     path: '/stacks',
-    operation: 'stacks.read',
+    requires: 'stacks.read',
     tag: TAG,
     paginated: true,
     summary: 'List the stacks of the workspace, newest first, with services, latest deployment and totals',
@@ -230,7 +230,7 @@ export const stackRoutes = [
   route<{}, {}, yup.InferType<typeof createBody>>({
     method: 'post',
     path: '/stacks',
-    operation: 'stacks.write',
+    requires: 'stacks.write',
     tag: TAG,
     status: 201,
     audit: 'stack.create',
@@ -293,7 +293,7 @@ export const stackRoutes = [
   route<{ uuid: string }>({
     method: 'get',
     path: '/stacks/{uuid}',
-    operation: 'stacks.read',
+    requires: 'stacks.read',
     tag: TAG,
     summary: 'Show a stack: computed state, services, latest deployment, totals',
     response: stackSchema,
@@ -304,7 +304,7 @@ export const stackRoutes = [
   route<{ uuid: string }, {}, yup.InferType<typeof updateBody>>({
     method: 'put',
     path: '/stacks/{uuid}',
-    operation: 'stacks.write',
+    requires: 'stacks.write',
     tag: TAG,
     audit: 'stack.update',
     summary: "Update a stack's label or project (the codename is fixed)",
@@ -329,7 +329,7 @@ export const stackRoutes = [
   route<{ uuid: string }, {}, yup.InferType<typeof deploymentBody>>({
     method: 'put',
     path: '/stacks/{uuid}/deployment',
-    operation: 'stacks.write',
+    requires: 'stacks.write',
     tag: TAG,
     audit: 'stack.update_deployment',
     summary:
@@ -361,7 +361,7 @@ export const stackRoutes = [
   route<{ uuid: string }, {}, yup.InferType<typeof redeployBody>>({
     method: 'post',
     path: '/stacks/{uuid}/deployments',
-    operation: 'stacks.write',
+    requires: 'stacks.write',
     tag: TAG,
     status: 202,
     audit: 'stack.deploy',
@@ -392,7 +392,7 @@ export const stackRoutes = [
   route<{ uuid: string }>({
     method: 'delete',
     path: '/stacks/{uuid}',
-    operation: 'stacks.write',
+    requires: 'stacks.write',
     tag: TAG,
     status: 204,
     audit: 'stack.delete',

@@ -107,7 +107,7 @@ export const staticSiteRoutes = [
   route<{}, Page, unknown>({
     method: 'get',
     path: '/static_sites',
-    operation: 'static_sites.read',
+    requires: 'static_sites.read',
     tag: TAG,
     paginated: true,
     summary: 'List the static sites of the workspace, newest first',
@@ -128,7 +128,7 @@ export const staticSiteRoutes = [
   route<{}, {}, yup.InferType<typeof createBody>>({
     method: 'post',
     path: '/static_sites',
-    operation: 'static_sites.create',
+    requires: 'static_sites.create',
     tag: TAG,
     status: 201,
     audit: 'static_site.create',
@@ -198,7 +198,7 @@ export const staticSiteRoutes = [
   route<{ uuid: string }>({
     method: 'get',
     path: '/static_sites/{uuid}',
-    operation: 'static_sites.read',
+    requires: 'static_sites.read',
     tag: TAG,
     summary: 'Show a static site',
     response: siteSchema,
@@ -209,7 +209,7 @@ export const staticSiteRoutes = [
   route<{ uuid: string }, {}, yup.InferType<typeof updateBody>>({
     method: 'put',
     path: '/static/{uuid}',
-    operation: 'static_sites.update',
+    requires: 'static_sites.update',
     tag: TAG,
     audit: 'static_site.update',
     summary: "Update a static site's label or move it to another project; the served name is fixed",
@@ -233,7 +233,7 @@ export const staticSiteRoutes = [
   route<{ uuid: string }, {}, Source>({
     method: 'put',
     path: '/static_sites/{uuid}/deployment',
-    operation: 'static_sites.update',
+    requires: 'static_sites.update',
     tag: TAG,
     status: 202,
     audit: 'static_site.deploy',
@@ -285,7 +285,7 @@ export const staticSiteRoutes = [
   route<{ uuid: string }, Page, unknown>({
     method: 'get',
     path: '/static_sites/{uuid}/deployments',
-    operation: 'static_sites.read',
+    requires: 'static_sites.read',
     tag: TAG,
     paginated: true,
     summary: "A static site's deployments, newest first",
@@ -306,7 +306,7 @@ export const staticSiteRoutes = [
   route<{ uuid: string }>({
     method: 'delete',
     path: '/static_sites/{uuid}',
-    operation: 'static_sites.delete',
+    requires: 'static_sites.delete',
     tag: TAG,
     status: 204,
     audit: 'static_site.delete',

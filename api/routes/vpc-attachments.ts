@@ -16,7 +16,7 @@ export const vpcAttachmentRoutes = [
   route<{ uuid: string }>({
     method: 'get',
     path: '/vpcs/{uuid}/attachments',
-    operation: 'network.read',
+    requires: 'network.read',
     tag: TAG,
     summary: 'List the workloads attached to a VPC, newest first',
     response: yup.array(attachmentSchema),
@@ -33,7 +33,7 @@ export const vpcAttachmentRoutes = [
   route<{ uuid: string }, {}, yup.InferType<typeof createAttachmentBody>>({
     method: 'post',
     path: '/vpcs/{uuid}/attachments',
-    operation: 'vpcs.attachments',
+    requires: 'vpcs.attachments',
     tag: TAG,
     status: 201,
     audit: 'vpc_attachment.create',
@@ -76,7 +76,7 @@ export const vpcAttachmentRoutes = [
   route<{ uuid: string; attachment_uuid: string }>({
     method: 'delete',
     path: '/vpcs/{uuid}/attachments/{attachment_uuid}',
-    operation: 'vpcs.attachments',
+    requires: 'vpcs.attachments',
     tag: TAG,
     status: 202,
     audit: 'vpc_attachment.delete',

@@ -15,7 +15,7 @@ export const vpcPeerRouteRoutes = [
   route<{ uuid: string }>({
     method: 'get',
     path: '/vpcs/{uuid}/peer_routes',
-    operation: 'network.read',
+    requires: 'network.read',
     tag: TAG,
     summary: "List a VPC's peer routes, newest first (a pending route is not yet in the cluster)",
     response: yup.array(peerRouteSchema),
@@ -32,7 +32,7 @@ export const vpcPeerRouteRoutes = [
   route<{ uuid: string }, {}, yup.InferType<typeof createPeerRouteBody>>({
     method: 'post',
     path: '/vpcs/{uuid}/peer_routes',
-    operation: 'vpcs.peer_routes',
+    requires: 'vpcs.peer_routes',
     tag: TAG,
     status: 201,
     audit: 'vpc_peer_route.create',
@@ -79,7 +79,7 @@ export const vpcPeerRouteRoutes = [
   route<{ uuid: string }>({
     method: 'post',
     path: '/vpcs/{uuid}/peer_routes/apply',
-    operation: 'vpcs.peer_routes',
+    requires: 'vpcs.peer_routes',
     tag: TAG,
     status: 202,
     audit: 'vpc.apply_peer_routes',
@@ -141,7 +141,7 @@ export const vpcPeerRouteRoutes = [
   route<{ uuid: string; route_uuid: string }>({
     method: 'delete',
     path: '/vpcs/{uuid}/peer_routes/{route_uuid}',
-    operation: 'vpcs.peer_routes',
+    requires: 'vpcs.peer_routes',
     tag: TAG,
     status: 204,
     audit: 'vpc_peer_route.delete',

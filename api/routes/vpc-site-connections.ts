@@ -38,7 +38,7 @@ export const vpcSiteConnectionRoutes = [
   route<{ uuid: string }>({
     method: 'get',
     path: '/vpcs/{uuid}/site_connections',
-    operation: 'network.read',
+    requires: 'network.read',
     tag: TAG,
     summary: "List a VPC's site-to-site connections (pre-shared keys are never returned)",
     response: yup.array(siteConnectionSchema),
@@ -55,7 +55,7 @@ export const vpcSiteConnectionRoutes = [
   route<{ uuid: string }, {}, yup.InferType<typeof createSiteConnectionBody>>({
     method: 'post',
     path: '/vpcs/{uuid}/site_connections',
-    operation: 'vpcs.site_connections',
+    requires: 'vpcs.site_connections',
     tag: TAG,
     status: 201,
     audit: 'site_connection.create',
@@ -185,7 +185,7 @@ export const vpcSiteConnectionRoutes = [
   route<{ uuid: string; connection_uuid: string }>({
     method: 'delete',
     path: '/vpcs/{uuid}/site_connections/{connection_uuid}',
-    operation: 'vpcs.site_connections',
+    requires: 'vpcs.site_connections',
     tag: TAG,
     status: 202,
     audit: 'site_connection.delete',

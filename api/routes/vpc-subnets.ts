@@ -16,7 +16,7 @@ export const vpcSubnetRoutes = [
   route<{ uuid: string }>({
     method: 'get',
     path: '/vpcs/{uuid}/subnets',
-    operation: 'network.read',
+    requires: 'network.read',
     tag: TAG,
     summary: "List a VPC's subnets, newest first",
     response: yup.array(subnetSchema),
@@ -33,7 +33,7 @@ export const vpcSubnetRoutes = [
   route<{ uuid: string }, {}, yup.InferType<typeof createSubnetBody>>({
     method: 'post',
     path: '/vpcs/{uuid}/subnets',
-    operation: 'vpcs.subnets',
+    requires: 'vpcs.subnets',
     tag: TAG,
     status: 201,
     audit: 'vpc_subnet.create',
@@ -144,7 +144,7 @@ export const vpcSubnetRoutes = [
   route<{ uuid: string; subnet_uuid: string }>({
     method: 'delete',
     path: '/vpcs/{uuid}/subnets/{subnet_uuid}',
-    operation: 'vpcs.subnets',
+    requires: 'vpcs.subnets',
     tag: TAG,
     status: 204,
     audit: 'vpc_subnet.delete',

@@ -23,7 +23,7 @@ export const vpcVpnGatewayRoutes = [
   route<{ uuid: string }>({
     method: 'get',
     path: '/vpcs/{uuid}/vpn_gateways',
-    operation: 'network.read',
+    requires: 'network.read',
     tag: TAG,
     summary: "List a VPC's VPN gateways (credentials are never returned)",
     response: yup.array(gatewaySchema),
@@ -40,7 +40,7 @@ export const vpcVpnGatewayRoutes = [
   route<{ uuid: string }, {}, yup.InferType<typeof createGatewayBody>>({
     method: 'post',
     path: '/vpcs/{uuid}/vpn_gateways',
-    operation: 'vpcs.vpn_gateways',
+    requires: 'vpcs.vpn_gateways',
     tag: TAG,
     status: 201,
     audit: 'vpn_gateway.create',
@@ -109,7 +109,7 @@ export const vpcVpnGatewayRoutes = [
   route<{ uuid: string; gateway_uuid: string }>({
     method: 'delete',
     path: '/vpcs/{uuid}/vpn_gateways/{gateway_uuid}',
-    operation: 'vpcs.vpn_gateways',
+    requires: 'vpcs.vpn_gateways',
     tag: TAG,
     status: 202,
     audit: 'vpn_gateway.delete',

@@ -31,7 +31,7 @@ export const vpcVpnUserRoutes = [
   route<{ uuid: string }>({
     method: 'get',
     path: '/vpcs/{uuid}/vpn_users',
-    operation: 'network.read',
+    requires: 'network.read',
     tag: TAG,
     summary: "List a VPC's WireGuard devices",
     response: yup.array(vpnUserSchema),
@@ -48,7 +48,7 @@ export const vpcVpnUserRoutes = [
   route<{ uuid: string }, {}, yup.InferType<typeof createVpnUserBody>>({
     method: 'post',
     path: '/vpcs/{uuid}/vpn_users',
-    operation: 'vpcs.vpn_users',
+    requires: 'vpcs.vpn_users',
     tag: TAG,
     status: 201,
     audit: 'vpn_user.create',
@@ -124,7 +124,7 @@ export const vpcVpnUserRoutes = [
   route<{ uuid: string; user_uuid: string }>({
     method: 'get',
     path: '/vpcs/{uuid}/vpn_users/{user_uuid}/config',
-    operation: 'vpcs.vpn_users',
+    requires: 'vpcs.vpn_users',
     tag: TAG,
     response: yup.string().strict().required(),
     summary:
@@ -184,7 +184,7 @@ export const vpcVpnUserRoutes = [
   route<{ uuid: string; user_uuid: string }>({
     method: 'delete',
     path: '/vpcs/{uuid}/vpn_users/{user_uuid}',
-    operation: 'vpcs.vpn_users',
+    requires: 'vpcs.vpn_users',
     tag: TAG,
     status: 202,
     audit: 'vpn_user.delete',

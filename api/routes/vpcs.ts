@@ -49,7 +49,7 @@ export const vpcRoutes = [
   route<{}, Page, unknown>({
     method: 'get',
     path: '/vpcs',
-    operation: 'network.read',
+    requires: 'network.read',
     tag: TAG,
     paginated: true,
     summary: 'List the VPCs of the workspace, newest first',
@@ -68,7 +68,7 @@ export const vpcRoutes = [
   route<{}, {}, yup.InferType<typeof createVpcBody>>({
     method: 'post',
     path: '/vpcs',
-    operation: 'vpcs.manage',
+    requires: 'vpcs.manage',
     tag: TAG,
     status: 201,
     audit: 'vpc.create',
@@ -137,7 +137,7 @@ export const vpcRoutes = [
   route<{ uuid: string }>({
     method: 'get',
     path: '/vpcs/{uuid}',
-    operation: 'network.read',
+    requires: 'network.read',
     tag: TAG,
     summary: 'Show a VPC with its subnet and attachment counts',
     response: vpcSchema,
@@ -148,7 +148,7 @@ export const vpcRoutes = [
   route<{ uuid: string }, {}, yup.InferType<typeof updateVpcBody>>({
     method: 'put',
     path: '/vpcs/{uuid}',
-    operation: 'vpcs.update',
+    requires: 'vpcs.update',
     tag: TAG,
     audit: 'vpc.update',
     body: updateVpcBody,
@@ -192,7 +192,7 @@ export const vpcRoutes = [
   route<{ uuid: string }>({
     method: 'delete',
     path: '/vpcs/{uuid}',
-    operation: 'vpcs.manage',
+    requires: 'vpcs.manage',
     tag: TAG,
     status: 202,
     audit: 'vpc.delete',

@@ -46,7 +46,7 @@ export const webhookRoutes = [
   route<{}, Page, unknown>({
     method: 'get',
     path: '/webhooks',
-    operation: 'webhooks.manage',
+    requires: 'webhooks.manage',
     tag: TAG,
     paginated: true,
     summary: "List the workspace's webhooks, newest first",
@@ -66,7 +66,7 @@ export const webhookRoutes = [
   route<{}, {}, CreateBody>({
     method: 'post',
     path: '/webhooks',
-    operation: 'webhooks.manage',
+    requires: 'webhooks.manage',
     tag: TAG,
     status: 201,
     audit: 'webhook.create',
@@ -84,7 +84,7 @@ export const webhookRoutes = [
   route<{ uuid: string }>({
     method: 'get',
     path: '/webhooks/{uuid}',
-    operation: 'webhooks.manage',
+    requires: 'webhooks.manage',
     tag: TAG,
     summary: 'Show a webhook (never its secret)',
     response: webhookSchema,
@@ -95,7 +95,7 @@ export const webhookRoutes = [
   route<{ uuid: string }, {}, UpdateBody>({
     method: 'put',
     path: '/webhooks/{uuid}',
-    operation: 'webhooks.manage',
+    requires: 'webhooks.manage',
     tag: TAG,
     audit: 'webhook.update',
     summary:
@@ -110,7 +110,7 @@ export const webhookRoutes = [
   route<{ uuid: string }>({
     method: 'delete',
     path: '/webhooks/{uuid}',
-    operation: 'webhooks.manage',
+    requires: 'webhooks.manage',
     tag: TAG,
     status: 204,
     audit: 'webhook.delete',
@@ -132,7 +132,7 @@ export const webhookRoutes = [
   route<{ uuid: string }>({
     method: 'post',
     path: '/webhooks/{uuid}/test',
-    operation: 'webhooks.manage',
+    requires: 'webhooks.manage',
     tag: TAG,
     audit: 'webhook.test',
     summary:
@@ -191,7 +191,7 @@ export const webhookRoutes = [
   route<{ uuid: string }, Page, unknown>({
     method: 'get',
     path: '/webhooks/{uuid}/deliveries',
-    operation: 'webhooks.manage',
+    requires: 'webhooks.manage',
     tag: TAG,
     paginated: true,
     summary: 'Recent deliveries of a webhook, newest first, one per event (the last 50 events are kept)',
@@ -211,7 +211,7 @@ export const webhookRoutes = [
   route<{ uuid: string; delivery_uuid: string }>({
     method: 'get',
     path: '/webhooks/{uuid}/deliveries/{delivery_uuid}',
-    operation: 'webhooks.manage',
+    requires: 'webhooks.manage',
     tag: TAG,
     summary: 'Show one delivery',
     response: deliverySchema,
@@ -223,7 +223,7 @@ export const webhookRoutes = [
   route<{ uuid: string; delivery_uuid: string }>({
     method: 'post',
     path: '/webhooks/{uuid}/deliveries/{delivery_uuid}/retry',
-    operation: 'webhooks.manage',
+    requires: 'webhooks.manage',
     tag: TAG,
     audit: 'webhook_delivery.retry',
     summary:

@@ -93,7 +93,7 @@ describe('audit log', () => {
     const declared = route({
       method: 'post',
       path: '/things',
-      operation: 'projects.write',
+      requires: 'projects.write',
       tag: 'things',
       summary: 'a test route',
       audit: 'thing.create',

@@ -1,4 +1,4 @@
-import { PERMISSIONS, OPERATIONS, allows, type Permission } from '../../domain/permissions';
+import { PERMISSIONS, REQUIREMENTS, allows, type Permission } from '../../domain/permissions';
 import { routes } from '../../api/routes';
 import type { RouteDef } from '../../api/route';
 import { pathFor } from '../support/routes';
@@ -37,8 +37,8 @@ describe('permission matrix over every declared route', () => {
   });
 
   for (const route of routes) {
-    const requirement = OPERATIONS[route.operation];
-    it(`AUTH-02 ${route.method.toUpperCase()} ${route.path} (${route.operation})`, async () => {
+    const requirement = REQUIREMENTS[route.requires];
+    it(`AUTH-02 ${route.method.toUpperCase()} ${route.path} (${route.requires})`, async () => {
       const failures: string[] = [];
       for (const p of [...PERMISSIONS, 'none'] as const) {
         const expected403 = !allows({ builtinRole: null, permissions: new Set(p === 'none' ? [] : [p]) }, requirement);
@@ -60,7 +60,7 @@ describe('permission matrix over every declared route', () => {
       PERMISSIONS.filter((p) => p.endsWith(':view')),
     );
     for (const route of routes.filter((r) => r.method !== 'get')) {
-      const requirement = OPERATIONS[route.operation];
+      const requirement = REQUIREMENTS[route.requires];
       if ('authenticated' in requirement) continue;
       // A POST the contract grants to a view permission reads (buckets:view makes a download link, AUTH-11).
       if ('anyOf' in requirement && requirement.anyOf.some((p) => p.endsWith(':view'))) continue;

@@ -1,4 +1,4 @@
-import { OPERATIONS, allows, PERMISSIONS } from '../../domain/permissions';
+import { REQUIREMENTS, allows, PERMISSIONS } from '../../domain/permissions';
 import { canReachProject, type CallerIdentity } from '../../domain/projects';
 
 const caller = (over: Partial<CallerIdentity>): CallerIdentity => ({
@@ -50,8 +50,8 @@ describe('the permission table transcribes the contract', () => {
     ['AUTH-13', 'vpcs.vpn_users', ['network:manage']],
     ['AUTH-13', 'vpcs.site_connections', ['network:manage']],
     ['AUTH-14', 'webhooks.manage', ['workspace:general']],
-  ] as const)('%s %s needs any of %j and nothing else', (_rule, operation, permissions) => {
-    const requirement = OPERATIONS[operation];
+  ] as const)('%s %s needs any of %j and nothing else', (_rule, key, permissions) => {
+    const requirement = REQUIREMENTS[key];
     for (const p of PERMISSIONS) {
       expect([p, allows({ builtinRole: null, permissions: new Set([p]) }, requirement)]).toEqual([
         p,
@@ -61,7 +61,7 @@ describe('the permission table transcribes the contract', () => {
   });
 
   it('AUTH-02 owner and admin hold every permission; a token with none holds none', () => {
-    for (const requirement of Object.values(OPERATIONS)) {
+    for (const requirement of Object.values(REQUIREMENTS)) {
       expect(allows({ builtinRole: 'owner', permissions: new Set() }, requirement)).toBe(true);
       expect(allows({ builtinRole: 'admin', permissions: new Set() }, requirement)).toBe(true);
       if ('anyOf' in requirement || 'workspaceAdmin' in requirement)
