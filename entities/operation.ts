@@ -18,5 +18,8 @@ export class Operation {
   @Column('timestamptz', { nullable: true }) started_at: Date | null;
   @Column('integer', { default: 0 }) start_attempts: number;
   @Column('text', { nullable: true }) last_error: string | null;
+  /** Sent with a signal-with-start instead of a plain start (migration 1732965000000). */
+  @Column('text', { nullable: true }) signal: string | null;
+  @Column('jsonb', { default: () => "'[]'" }) signal_args: unknown[];
   @CreateDateColumn({ type: 'timestamptz' }) created_at: Date;
 }

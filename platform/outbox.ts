@@ -2,6 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { WorkflowIdConflictPolicy, WorkflowIdReusePolicy, type Client } from '@temporalio/client';
 import type { Logger } from 'pino';
 import type { DataSource, EntityManager } from 'typeorm';
+import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
+import { Operation } from '../entities/operation';
 import { operationStart, type OperationTarget } from '../domain/search-attributes';
 import type { WorkflowArgs, WorkflowName } from './workflow-starts';
 
@@ -33,18 +35,20 @@ export interface EnqueuedOperation {
   readonly row: OperationRow;
 }
 
-export interface OperationRow {
-  uuid: string;
-  workflow_id: string;
-  workflow_type: string;
-  operation: string;
-  workspace_uuid: string;
-  resource_uuid: string;
-  args: unknown[];
-  task_queue: string;
-  signal: string | null;
-  signal_args: unknown[];
-}
+/** What `enqueue` writes of an outbox row (its entity, less the bookkeeping `start` fills in). */
+export type OperationRow = Pick<
+  Operation,
+  | 'uuid'
+  | 'workflow_id'
+  | 'workflow_type'
+  | 'operation'
+  | 'workspace_uuid'
+  | 'resource_uuid'
+  | 'args'
+  | 'task_queue'
+  | 'signal'
+  | 'signal_args'
+>;
 
 /**
  * Durable workflow starts. `enqueue` writes an outbox row in the caller's transaction;
@@ -76,22 +80,9 @@ export class Outbox {
       signal: req.signal?.name ?? null,
       signal_args: req.signal?.args ?? [],
     };
-    await manager.query(
-      `INSERT INTO operations (uuid, workflow_id, workflow_type, operation, workspace_uuid, resource_uuid, args, task_queue, signal, signal_args)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-      [
-        row.uuid,
-        row.workflow_id,
-        row.workflow_type,
-        row.operation,
-        row.workspace_uuid,
-        row.resource_uuid,
-        JSON.stringify(row.args),
-        row.task_queue,
-        row.signal,
-        JSON.stringify(row.signal_args),
-      ],
-    );
+    // args are typed per workflow (OperationRequest); the jsonb column holds them as they are.
+    const values = row as QueryDeepPartialEntity<Operation>;
+    await manager.createQueryBuilder().insert().into(Operation).values(values).updateEntity(false).execute();
     return { uuid: row.uuid, workflowId: row.workflow_id, row };
   }
 
@@ -115,12 +106,15 @@ export class Outbox {
   async reconcile(graceMs: number, limit = 100): Promise<number> {
     let started = 0;
     await this.ds.transaction(async (m) => {
-      const rows: OperationRow[] = await m.query(
-        `SELECT * FROM operations
-          WHERE started_at IS NULL AND created_at < now() - ($1::double precision * interval '1 millisecond')
-          ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED`,
-        [graceMs, limit],
-      );
+      const rows = await m
+        .createQueryBuilder(Operation, 'o')
+        .where('o.started_at IS NULL')
+        .andWhere(`o.created_at < now() - (:graceMs::double precision * interval '1 millisecond')`, { graceMs })
+        .orderBy('o.created_at')
+        .limit(limit)
+        .setLock('pessimistic_write')
+        .setOnLocked('skip_locked')
+        .getMany();
       for (const row of rows) if (await this.start(row, m)) started++;
     });
     return started;
@@ -152,21 +146,25 @@ export class Outbox {
           workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
         });
       }
-      await db.query(
-        `UPDATE operations SET started_at = now(), start_attempts = start_attempts + 1, last_error = NULL WHERE uuid = $1`,
-        [row.uuid],
-      );
+      await this.mark(db, row, { started_at: () => 'now()', last_error: null });
       return true;
     } catch (err) {
       this.options.logger.warn(
         { err, operation: row.operation, workflowId: row.workflow_id },
         'workflow start failed; the reconciler will retry',
       );
-      await db.query(`UPDATE operations SET start_attempts = start_attempts + 1, last_error = $2 WHERE uuid = $1`, [
-        row.uuid,
-        String((err as Error).message ?? err).slice(0, 500),
-      ]);
+      await this.mark(db, row, { last_error: String((err as Error).message ?? err).slice(0, 500) });
       return false;
     }
+  }
+
+  /** Counts a start attempt on the row, with what it changed. */
+  private async mark(db: DataSource | EntityManager, row: OperationRow, set: QueryDeepPartialEntity<Operation>) {
+    await db
+      .createQueryBuilder()
+      .update(Operation)
+      .set({ ...set, start_attempts: () => 'start_attempts + 1' })
+      .where('uuid = :uuid', { uuid: row.uuid })
+      .execute();
   }
 }

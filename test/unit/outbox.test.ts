@@ -1,3 +1,4 @@
+import { PostgresQueryRunner } from 'typeorm/driver/postgres/PostgresQueryRunner';
 import { randomUUID } from 'node:crypto';
 import { WorkflowIdConflictPolicy, WorkflowIdReusePolicy, type Client } from '@temporalio/client';
 import pino from 'pino';
@@ -62,7 +63,8 @@ describe('outbox', () => {
       started_at: null,
     });
 
-    const query = jest.spyOn(db.ds, 'query');
+    // Every statement, raw or built, goes through the query runner.
+    const query = jest.spyOn(PostgresQueryRunner.prototype, 'query');
     try {
       await outbox.dispatch(op);
       expect(query.mock.calls.map(([sql]) => String(sql).trim().split(/\s+/)[0])).toEqual(['UPDATE']);
