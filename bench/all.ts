@@ -41,6 +41,14 @@ const BENCHES: Array<{ name: string; file: string; summary: Array<[RegExp, (m: R
       [/create -> healthy\s+(.*)$/m, (m) => `local postgres add-on create -> healthy ${m[1]!.replace(/\s+/g, ' ')}`],
     ],
   },
+  {
+    name: 'bench:temporal-memory',
+    file: 'temporal-memory.ts',
+    summary: [
+      [/growth per 1,000 workflows: (.*)$/m, (m) => `Temporal dev server PSS per 1,000 workflows: ${m[1]}`],
+      [/ratio bounded\/default (\S+)/, (m) => ` (bounded/default ${m[1]}; goal < 0.5)`],
+    ],
+  },
 ];
 
 function runOne(file: string): Promise<{ code: number | null; output: string }> {

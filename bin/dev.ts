@@ -10,7 +10,7 @@ import { startEmbeddedObjectStore } from '../platform/object-store';
 import { objectStoreFromConfig, openRuntime, type Runtime } from '../worker/runtime';
 import { startSimulatedIngress } from '../activities/provider/simulated/ingress';
 import { labelResourcesWithDriver, seedDefaults } from './bootstrap';
-import { superviseDev } from './lifecycle';
+import { supervise } from './lifecycle';
 import { closeDataDir } from './data-dir';
 import { startEmbeddedPostgres, type EmbeddedPostgresHandle } from './embedded-postgres';
 import { resolveTemporal } from './temporal-cli';
@@ -28,7 +28,7 @@ export async function runDev(config: Config): Promise<void> {
   const say = (msg: string) => process.stdout.write(`${msg}\n`);
   closeDataDir(config.dataDir);
   const stops: Array<() => Promise<void>> = [];
-  const stopAll = superviseDev({ stops, say, logger });
+  const stopAll = supervise({ stops, say, logger });
 
   try {
     let databaseUrl = config.databaseUrl;

@@ -112,27 +112,31 @@ function startWatchdog(logger: Logger): { guard(pids: readonly number[]): void; 
 
 let supervised = false;
 
-/** Whether superviseDev handles this process's signals (other handlers must not exit it). */
+/** Whether supervise handles this process's signals (other handlers must not exit it). */
 export function ownsSignals(): boolean {
   return supervised;
 }
 
 /**
- * The stop of `berth dev`. SIGINT, SIGTERM or SIGHUP (to the process group, or to berth
- * alone), or the end of the process that started berth (`npm start` runs it under `sh -c`;
- * npm ends on SIGTERM without waiting for it), runs `stops` in reverse order, each step at
- * most 4 s and all within STOP_BUDGET_MS; then whatever still runs under berth (app
- * processes, add-on servers, a server that did not stop) gets SIGTERM and, a second later,
- * SIGKILL; then berth exits. A second SIGINT or SIGTERM kills every descendant at once. A
- * watchdog process guards against berth itself being killed (see WATCHDOG).
+ * The stop of `berth dev`, and of `npm run chaos` (which starts the same kinds of servers).
+ * SIGINT, SIGTERM or SIGHUP (to the process group, or to berth alone), or the end of the
+ * process that started berth (`npm start` runs it under `sh -c`; npm ends on SIGTERM without
+ * waiting for it), runs `stops` in reverse order, each step at most 4 s and all within
+ * STOP_BUDGET_MS; then whatever still runs under berth (app processes, add-on servers, a
+ * server that did not stop) gets SIGTERM and, a second later, SIGKILL; then berth exits
+ * (with `signalExitCode`, 0 unless given). A second SIGINT or SIGTERM kills every descendant
+ * at once. A watchdog process guards against berth itself being killed (see WATCHDOG).
+ * `name` prefixes what it says ("berth").
  * Returns the stop, for a failed start or a dead worker.
  */
-export function superviseDev(options: {
+export function supervise(options: {
   stops: Array<() => Promise<void>>;
   say: (msg: string) => void;
   logger: Logger;
+  name?: string;
+  signalExitCode?: number;
 }): (code: number) => Promise<void> {
-  const { stops, say, logger } = options;
+  const { stops, say, logger, name = 'berth', signalExitCode = 0 } = options;
   supervised = true;
   process.stdout.on('error', () => {}); // the terminal or pipe may be gone before berth is
   const watchdog = startWatchdog(logger);
@@ -145,7 +149,7 @@ export function superviseDev(options: {
     if (stopping) return;
     stopping = true;
     clearInterval(guardTimer);
-    say('\nberth: stopping…');
+    say(`\n${name}: stopping…`);
     const deadline = Date.now() + STOP_BUDGET_MS;
     for (const stop of [...stops].reverse()) {
       const left = Math.min(STEP_MS, deadline - Date.now());
@@ -171,16 +175,16 @@ export function superviseDev(options: {
       signal(left.filter(alive), 'SIGKILL');
     }
     watchdog.guard([]);
-    say('berth: stopped');
+    say(`${name}: stopped`);
     process.exit(code);
   };
   const killNow = () => {
-    say('\nberth: killing everything now');
+    say(`\n${name}: killing everything now`);
     signal(descendants(process.pid), 'SIGKILL');
     process.exit(130);
   };
   for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
-    process.on(sig, () => (stopping && sig !== 'SIGHUP' ? killNow() : void stopAll(0)));
+    process.on(sig, () => (stopping && sig !== 'SIGHUP' ? killNow() : void stopAll(signalExitCode)));
   }
 
   // Under npm, berth's parent is the `sh -c` npm runs the script in: watch npm as well.
@@ -189,8 +193,8 @@ export function superviseDev(options: {
   const watch = setInterval(() => {
     if (process.ppid === parent && (launcher === undefined || launcher <= 1 || alive(launcher))) return;
     clearInterval(watch);
-    say('\nberth: the process that started berth is gone');
-    void stopAll(0);
+    say(`\n${name}: the process that started it is gone`);
+    void stopAll(signalExitCode);
   }, WATCH_MS);
   watch.unref();
   return stopAll;

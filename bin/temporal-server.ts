@@ -9,8 +9,24 @@ export interface TemporalDevServer {
 }
 
 /**
+ * Dynamic config every dev server Berth starts gets (`npm start`, the chaos runs, the test
+ * suite), for the Temporal CLI 1.9.1 (Server 1.32). Measured by `npm run bench:temporal-memory`;
+ * see docs/reliability.md.
+ */
+export const DEV_SERVER_DYNAMIC_CONFIG: Readonly<Record<string, string | number | boolean>> = {
+  // The history service's cache of workflow mutable state (one host-level LRU). Its default
+  // bound is 128,000 entries, and its 1-hour TTL is only checked when an entry is read
+  // again (background eviction is off), so every workflow run stays cached: the server grows
+  // with every workflow run, about 2.4 entries and 0.1 MB each. 1,000 entries is far more
+  // than the workflows a single machine has in flight at once (an entry in use cannot be
+  // evicted; a full cache of them refuses work), and a miss costs one read from SQLite.
+  'history.hostLevelCacheMaxSize': 1000,
+};
+
+/**
  * The Temporal CLI dev server with Berth's search attributes registered. With
  * `dbFilename` its state survives restarts; without, it lives in memory (tests).
+ * `dynamicConfig` replaces DEV_SERVER_DYNAMIC_CONFIG (the memory bench compares with `{}`).
  */
 export async function startTemporalDevServer(options: {
   executable: Executable;
@@ -18,7 +34,9 @@ export async function startTemporalDevServer(options: {
   uiPort?: number;
   dbFilename?: string;
   namespace?: string;
+  dynamicConfig?: Readonly<Record<string, string | number | boolean>>;
 }): Promise<TemporalDevServer> {
+  const dynamicConfig = options.dynamicConfig ?? DEV_SERVER_DYNAMIC_CONFIG;
   const env = await TestWorkflowEnvironment.createLocal({
     server: {
       executable: options.executable,
@@ -29,6 +47,10 @@ export async function startTemporalDevServer(options: {
       namespace: options.namespace ?? 'default',
       searchAttributes: SEARCH_ATTRIBUTES,
       log: { format: 'pretty', level: 'error' },
+      extraArgs: Object.entries(dynamicConfig).flatMap(([key, value]) => [
+        '--dynamic-config-value',
+        `${key}=${JSON.stringify(value)}`,
+      ]),
     },
   });
   return {

