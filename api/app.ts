@@ -14,7 +14,7 @@ import { requestId } from './middleware/request-id';
 import { openApiDocument, referencePage } from './openapi';
 import { Problem } from './problem';
 import type { RouteDef } from './route';
-import { buildRouter } from './router';
+import { routeDispatch } from './route-dispatch';
 import { routes as allRoutes } from './routes';
 
 export const BODY_LIMIT = '1mb';
@@ -41,8 +41,7 @@ export function createApp(deps: ApiDeps, routes: readonly RouteDef[] = allRoutes
     ctx.body = { status: 'ok' };
   });
 
-  const api = buildRouter(routes, deps);
-  const allowed = api.allowedMethods({ throw: false });
+  const api = routeDispatch(routes, deps);
 
   app.use(requestId());
   app.use(problemErrors(deps.logger));
@@ -88,8 +87,7 @@ export function createApp(deps: ApiDeps, routes: readonly RouteDef[] = allRoutes
     }),
   );
   app.use(idempotency(deps.dataSource, deps.secretBox));
-  app.use(api.routes());
-  app.use(allowed);
+  app.use(api.middleware);
   app.use(async (ctx) => {
     ctx.status = 404;
   });
