@@ -14,7 +14,7 @@ import { requestId } from './middleware/request-id';
 import { openApiDocument, referencePage } from './openapi';
 import { Problem } from './problem';
 import type { RouteDef } from './route';
-import { routeDispatch } from './route-dispatch';
+import { onlyItsShapes, routeDispatch } from './route-dispatch';
 import { routes as allRoutes } from './routes';
 
 export const BODY_LIMIT = '1mb';
@@ -56,7 +56,7 @@ export function createApp(deps: ApiDeps, routes: readonly RouteDef[] = allRoutes
       });
     }
   });
-  app.use(meta.routes());
+  app.use(onlyItsShapes(meta));
   const limiter = createRequestLimiter(deps.config.rateLimit);
   // git's Smart HTTP for git_push apps (HTTP Basic with a token, not bearer): /git/<app name>.git (api/git-http.ts),
   // limited per app and client address like the code-host endpoint.
@@ -70,7 +70,7 @@ export function createApp(deps: ApiDeps, routes: readonly RouteDef[] = allRoutes
     ctx.status = 404;
   });
   // Signed by the code host, not bearer-authenticated: before authentication (api/code-host.ts).
-  app.use(codeHostRouter(deps, limiter).routes());
+  app.use(onlyItsShapes(codeHostRouter(deps, limiter)));
   app.use(rateLimit(limiter, tokenOrAddressKey));
   app.use(authenticate(deps.dataSource, deps.tokenCache));
   app.use(

@@ -18,6 +18,23 @@ export function pathShape(path: string): string {
   return `${(end === -1 ? rest.slice(1) : rest.slice(1, end)).toLowerCase()}/${segments}`;
 }
 
+/**
+ * `router` run only for a path of one of its routes' shapes; any other path passes by it
+ * untouched, as no route of it could match (the API's own routers run after these).
+ */
+export function onlyItsShapes(router: Router): RouterMiddleware {
+  const shapes = new Set(
+    router.stack.map((layer) => {
+      const path = String(layer.path);
+      if (!/^(\/[\w.-]+)+$/.test(path.replace(/\/:\w+/g, '/x')) || path.startsWith('/:'))
+        throw new Error(`${path}: only literal first segments and whole-segment parameters have a shape`);
+      return pathShape(path);
+    }),
+  );
+  const routes = router.routes();
+  return (ctx, next) => (shapes.has(pathShape(ctx.path)) ? routes(ctx, next) : next());
+}
+
 function served(router: Router): RouterMiddleware {
   const routes = router.routes();
   const allowed = router.allowedMethods({ throw: false });
