@@ -18,6 +18,8 @@ import { onlyItsShapes, routeDispatch } from './route-dispatch';
 import { routes as allRoutes } from './routes';
 
 export const BODY_LIMIT = '1mb';
+/** The methods whose request body is read. */
+const BODY_METHODS = ['POST', 'PUT', 'PATCH', 'DELETE'];
 
 /** The Koa app, without listen: bin/ serves it, tests call it in process. */
 export function createApp(deps: ApiDeps, routes: readonly RouteDef[] = allRoutes): Koa {
@@ -73,20 +75,22 @@ export function createApp(deps: ApiDeps, routes: readonly RouteDef[] = allRoutes
   app.use(onlyItsShapes(codeHostRouter(deps, limiter)));
   app.use(rateLimit(limiter, tokenOrAddressKey));
   app.use(authenticate(deps.dataSource, deps.tokenCache));
-  app.use(
-    bodyParser({
-      enableTypes: ['json'],
-      jsonLimit: BODY_LIMIT,
-      encoding: 'utf-8',
-      parsedMethods: ['POST', 'PUT', 'PATCH', 'DELETE'],
-      onError: (err: Error & { status?: number }) => {
-        if (err.status === 413 || /too large/i.test(err.message))
-          throw new Problem(413, `request body is larger than the ${BODY_LIMIT} limit`);
-        throw new Problem(400, 'request body is not valid JSON');
-      },
-    }),
+  const parseBody = bodyParser({
+    enableTypes: ['json'],
+    jsonLimit: BODY_LIMIT,
+    encoding: 'utf-8',
+    parsedMethods: BODY_METHODS,
+    onError: (err: Error & { status?: number }) => {
+      if (err.status === 413 || /too large/i.test(err.message))
+        throw new Problem(413, `request body is larger than the ${BODY_LIMIT} limit`);
+      throw new Problem(400, 'request body is not valid JSON');
+    },
+  });
+  const idempotent = idempotency(deps.dataSource, deps.secretBox);
+  // Both concern requests with a body only (Idempotency-Key is read on POST): a GET passes by them.
+  app.use((ctx, next) =>
+    BODY_METHODS.includes(ctx.method.toUpperCase()) ? parseBody(ctx, () => idempotent(ctx, next)) : next(),
   );
-  app.use(idempotency(deps.dataSource, deps.secretBox));
   app.use(api.middleware);
   app.use(async (ctx) => {
     ctx.status = 404;
