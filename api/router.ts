@@ -105,8 +105,8 @@ export function buildRouter(routes: readonly RouteDef[], deps: ApiDeps): Router 
           later.push(op);
         },
       });
-      await checkAudit?.();
-      await deps.outbox.dispatch(...later);
+      if (checkAudit) await checkAudit();
+      if (later.length > 0) await deps.outbox.dispatch(...later);
       ctx.status = r.status ?? 200;
       if (result !== undefined) ctx.body = result;
       if (deps.validateResponses && r.response && result !== undefined) {

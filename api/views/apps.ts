@@ -209,7 +209,7 @@ export async function loadReachableApp(
     >(ds, 'berth_app_show', REACHABLE_APP_SQL, [workspaceUuid, appUuid]),
   );
   if (!row || !reaches(row.restrictions ?? [])) return null;
-  return { ...appView(row, origin), ...appAddonsFromJson(row.addon_rows ?? [], secretBox) };
+  return Object.assign(appView(row, origin), appAddonsFromJson(row.addon_rows ?? [], secretBox));
 }
 
 // inside the add-ons' subquery `a` is the add-on (ADDON_COLUMNS); the app is $2
