@@ -14,10 +14,12 @@ import { requestId } from './middleware/request-id';
 import { openApiDocument, referencePage } from './openapi';
 import { Problem } from './problem';
 import type { RouteDef } from './route';
-import { buildRouter } from './router';
+import { onlyItsShapes, routeDispatch } from './route-dispatch';
 import { routes as allRoutes } from './routes';
 
 export const BODY_LIMIT = '1mb';
+/** The methods whose request body is read. */
+const BODY_METHODS = ['POST', 'PUT', 'PATCH', 'DELETE'];
 
 /** The Koa app, without listen: bin/ serves it, tests call it in process. */
 export function createApp(deps: ApiDeps, routes: readonly RouteDef[] = allRoutes): Koa {
@@ -41,8 +43,7 @@ export function createApp(deps: ApiDeps, routes: readonly RouteDef[] = allRoutes
     ctx.body = { status: 'ok' };
   });
 
-  const api = buildRouter(routes, deps);
-  const allowed = api.allowedMethods({ throw: false });
+  const api = routeDispatch(routes, deps);
 
   app.use(requestId());
   app.use(problemErrors(deps.logger));
@@ -57,7 +58,7 @@ export function createApp(deps: ApiDeps, routes: readonly RouteDef[] = allRoutes
       });
     }
   });
-  app.use(meta.routes());
+  app.use(onlyItsShapes(meta));
   const limiter = createRequestLimiter(deps.config.rateLimit);
   // git's Smart HTTP for git_push apps (HTTP Basic with a token, not bearer): /git/<app name>.git (api/git-http.ts),
   // limited per app and client address like the code-host endpoint.
@@ -71,25 +72,26 @@ export function createApp(deps: ApiDeps, routes: readonly RouteDef[] = allRoutes
     ctx.status = 404;
   });
   // Signed by the code host, not bearer-authenticated: before authentication (api/code-host.ts).
-  app.use(codeHostRouter(deps, limiter).routes());
+  app.use(onlyItsShapes(codeHostRouter(deps, limiter)));
   app.use(rateLimit(limiter, tokenOrAddressKey));
   app.use(authenticate(deps.dataSource, deps.tokenCache));
-  app.use(
-    bodyParser({
-      enableTypes: ['json'],
-      jsonLimit: BODY_LIMIT,
-      encoding: 'utf-8',
-      parsedMethods: ['POST', 'PUT', 'PATCH', 'DELETE'],
-      onError: (err: Error & { status?: number }) => {
-        if (err.status === 413 || /too large/i.test(err.message))
-          throw new Problem(413, `request body is larger than the ${BODY_LIMIT} limit`);
-        throw new Problem(400, 'request body is not valid JSON');
-      },
-    }),
+  const parseBody = bodyParser({
+    enableTypes: ['json'],
+    jsonLimit: BODY_LIMIT,
+    encoding: 'utf-8',
+    parsedMethods: BODY_METHODS,
+    onError: (err: Error & { status?: number }) => {
+      if (err.status === 413 || /too large/i.test(err.message))
+        throw new Problem(413, `request body is larger than the ${BODY_LIMIT} limit`);
+      throw new Problem(400, 'request body is not valid JSON');
+    },
+  });
+  const idempotent = idempotency(deps.dataSource, deps.secretBox);
+  // Both concern requests with a body only (Idempotency-Key is read on POST): a GET passes by them.
+  app.use((ctx, next) =>
+    BODY_METHODS.includes(ctx.method.toUpperCase()) ? parseBody(ctx, () => idempotent(ctx, next)) : next(),
   );
-  app.use(idempotency(deps.dataSource, deps.secretBox));
-  app.use(api.routes());
-  app.use(allowed);
+  app.use(api.middleware);
   app.use(async (ctx) => {
     ctx.status = 404;
   });

@@ -31,13 +31,16 @@ async function validate<T>(schema: yup.Schema<T>, value: unknown, where: string)
   }
 }
 
+/** Where the route table is served. */
+export const API_PREFIX = '/api/v1';
+
 /**
  * Builds the router from the route table: permission first (a caller without it learns
  * nothing about the resource or the body shape), then path, query and body validation,
  * then the handler. Unknown query parameters are refused like unknown body fields.
  */
 export function buildRouter(routes: readonly RouteDef[], deps: ApiDeps): Router {
-  const router = new Router({ prefix: '/api/v1' });
+  const router = new Router({ prefix: API_PREFIX });
   for (const r of routes) {
     const requirement = REQUIREMENTS[r.requires];
     const paramNames = pathParams(r.path);
@@ -102,8 +105,8 @@ export function buildRouter(routes: readonly RouteDef[], deps: ApiDeps): Router 
           later.push(op);
         },
       });
-      await checkAudit?.();
-      await deps.outbox.dispatch(...later);
+      if (checkAudit) await checkAudit();
+      if (later.length > 0) await deps.outbox.dispatch(...later);
       ctx.status = r.status ?? 200;
       if (result !== undefined) ctx.body = result;
       if (deps.validateResponses && r.response && result !== undefined) {

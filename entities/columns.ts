@@ -13,9 +13,19 @@ interface ColumnOptions<E> {
 /** The row type of a `columnsOf(..., { prefix })` select: the entity's fields under prefixed names. */
 export type Prefixed<T, P extends string> = { [K in keyof T & string as `${P}${K}`]: T[K] };
 
-function declared<E>(
-  target: EntityClass<E>,
-): Array<{ name: string; type: unknown; array: boolean; transformer?: ValueTransformer | ValueTransformer[] }> {
+interface DeclaredColumn {
+  name: string;
+  type: unknown;
+  array: boolean;
+  transformer?: ValueTransformer | ValueTransformer[];
+}
+
+/** Read once per entity: the decorators ran when its class (and its parents) were defined. */
+const declaredOf = new WeakMap<Function, DeclaredColumn[]>();
+
+function declared<E>(target: EntityClass<E>): DeclaredColumn[] {
+  const known = declaredOf.get(target);
+  if (known) return known;
   const chain: Function[] = [];
   for (let t: Function | null = target; t && t !== Function.prototype; t = Object.getPrototypeOf(t) as Function | null)
     chain.unshift(t);
@@ -28,6 +38,7 @@ function declared<E>(
       transformer: c.options.transformer,
     }));
   if (columns.length === 0) throw new Error(`${target.name} declares no columns (is it an entity?)`);
+  declaredOf.set(target, columns);
   return columns;
 }
 
@@ -61,19 +72,35 @@ export function columnsOf<E>(target: EntityClass<E>, alias?: string, options: Co
     .join(', ');
 }
 
+/** Each transformed column's name and its `from` steps in the order TypeORM applies them (the last transformer first). */
+const fromStepsOf = new WeakMap<Function, Array<{ name: string; steps: ValueTransformer[] }>>();
+
+function fromSteps<E>(target: EntityClass<E>): Array<{ name: string; steps: ValueTransformer[] }> {
+  let steps = fromStepsOf.get(target);
+  if (!steps) {
+    steps = declared(target)
+      .filter((c) => c.transformer)
+      .map((c) => ({
+        name: c.name,
+        steps: Array.isArray(c.transformer) ? [...c.transformer].reverse() : [c.transformer!],
+      }));
+    fromStepsOf.set(target, steps);
+  }
+  return steps;
+}
+
 /**
  * Raw rows of a `columnsOf` select made the entity's type: each column's transformer (e.g.
  * a bigint read as a number) is applied as TypeORM would on a find. Rows are changed in place.
  */
 export function hydrated<E, R extends object>(target: EntityClass<E>, rows: R[], prefix = ''): R[] {
-  const transformed = declared(target).filter((c) => c.transformer);
+  const transformed = fromSteps(target);
   for (const row of rows) {
     const r = row as Record<string, unknown>;
     for (const c of transformed) {
       const key = `${prefix}${c.name}`;
       if (!(key in r)) continue;
-      const chain = Array.isArray(c.transformer) ? [...c.transformer].reverse() : [c.transformer!];
-      r[key] = chain.reduce((v, t) => t.from(v), r[key]);
+      r[key] = c.steps.reduce((v, t) => t.from(v), r[key]);
     }
   }
   return rows;

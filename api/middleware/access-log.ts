@@ -1,9 +1,10 @@
 import type Koa from 'koa';
 import type { Logger } from 'pino';
 
-/** One line per request; never the Authorization header or a body. */
+/** One line per request at `info` (nothing is measured below that level); never the Authorization header or a body. */
 export function accessLog(logger: Logger): Koa.Middleware {
   return async (ctx, next) => {
+    if (!logger.isLevelEnabled('info')) return next();
     const started = process.hrtime.bigint();
     try {
       await next();

@@ -6,6 +6,7 @@ import { hashToken } from '../../domain/tokens';
 import { preparedRows } from '../../entities/sql';
 import type { Caller } from '../context';
 import { badRequest, forbidden, unauthorized } from '../problem';
+import { bearerTokenHash } from './bearer';
 import type { TokenCache } from './token-cache';
 
 export const WORKSPACE_HEADER = 'X-Workspace-Id';
@@ -35,9 +36,9 @@ export function authenticate(ds: DataSource, cache?: TokenCache<TokenRow>): Koa.
   return async (ctx, next) => {
     const header = ctx.get('authorization');
     if (!header) throw unauthorized('missing Authorization header; send "Authorization: Bearer <token>"');
-    const match = /^Bearer[ ]+([^\s]+)$/i.exec(header);
-    if (!match) throw unauthorized('the Authorization header must read "Bearer <token>"');
-    ctx.state.caller = await callerOfToken(ds, match[1]!, ctx.get(WORKSPACE_HEADER) || null, cache);
+    const hash = bearerTokenHash(ctx);
+    if (!hash) throw unauthorized('the Authorization header must read "Bearer <token>"');
+    ctx.state.caller = await callerOfTokenHash(ds, hash, ctx.get(WORKSPACE_HEADER) || null, cache);
     await next();
   };
 }
@@ -56,8 +57,17 @@ export async function callerOfToken(
   selected: string | null,
   cache?: TokenCache<TokenRow>,
 ): Promise<Caller> {
+  return callerOfTokenHash(ds, hashToken(token), selected, cache);
+}
+
+/** `callerOfToken` for a token known by its hash (`hashToken`). */
+async function callerOfTokenHash(
+  ds: DataSource,
+  hash: string,
+  selected: string | null,
+  cache?: TokenCache<TokenRow>,
+): Promise<Caller> {
   if (selected !== null && !isUuid(selected)) throw badRequest(`${WORKSPACE_HEADER} must be a workspace UUID`);
-  const hash = hashToken(token);
   const key = `${hash} ${selected ?? ''}`;
   let row = cache?.get(key);
   if (!row) {

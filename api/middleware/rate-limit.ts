@@ -1,8 +1,8 @@
 import type Koa from 'koa';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
-import { hashToken } from '../../domain/tokens';
 import type { RateLimit } from '../../platform/config';
 import { Problem } from '../problem';
+import { bearerTokenHash } from './bearer';
 
 /**
  * Rate limits (BERTH_RATE_LIMIT): at most `points` requests per caller in each fixed window
@@ -18,14 +18,12 @@ export function createRequestLimiter(limit: RateLimit): RequestLimiter {
   return new RateLimiterMemory({ keyPrefix: '', points: limit.points, duration: limit.durationSeconds });
 }
 
-const BEARER = /^Bearer[ ]+([^\s]+)$/i;
-
 const addressKey = (ctx: Koa.Context) => `addr:${ctx.ip}`;
 
 /** An API caller: its bearer token (by hash), else its client address. */
 export function tokenOrAddressKey(ctx: Koa.Context): string {
-  const bearer = BEARER.exec(ctx.get('authorization'));
-  return bearer ? `token:${hashToken(bearer[1]!)}` : addressKey(ctx);
+  const hash = bearerTokenHash(ctx);
+  return hash ? `token:${hash}` : addressKey(ctx);
 }
 
 /** A caller of an unauthenticated per-app endpoint (code-host deliveries, git): the app and the client address. */

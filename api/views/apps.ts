@@ -189,11 +189,30 @@ export async function loadApp(db: Db, workspaceUuid: string, appUuid: string, or
   return row ? appView(row, origin) : null;
 }
 
+/** A reachable-app row as `row_to_json` answers it: timestamps and numeric sums arrive as JSON. */
+type ReachableJson = Omit<
+  JoinedRow,
+  'created_at' | 'updated_at' | 'r_created_at' | 'r_updated_at' | 'used_ram' | 'used_disk'
+> & {
+  created_at: string;
+  updated_at: string;
+  r_created_at: string;
+  r_updated_at: string;
+  used_ram: number | null;
+  used_disk: number | null;
+  restrictions: RestrictionRule[] | null;
+  addon_rows: Parameters<typeof appAddonsFromJson>[0] | null;
+};
+
+const numericText = (n: number | null) => (n === null ? null : String(n));
+
 /**
  * The hot path of GET /apps/{uuid}: the App, the restrictions of its project, and its
  * add-ons and cron jobs in one statement (one round trip: docs/performance.md), or null when
  * there is no such app in the workspace or `reaches` refuses its project's restrictions.
- * The add-on views (which open sealed passwords) are built only once the project check passed.
+ * The row comes as one JSON value (node-postgres then describes and parses one field, not
+ * some forty). The add-on views (which open sealed passwords) are built only once the
+ * project check passed.
  */
 export async function loadReachableApp(
   ds: DataSource,
@@ -203,22 +222,34 @@ export async function loadReachableApp(
   origin: string,
   reaches: (restrictions: RestrictionRule[]) => boolean,
 ): Promise<AppView | null> {
-  const [row] = joinedRows(
-    await preparedRows<
-      JoinedRow & { restrictions: RestrictionRule[] | null; addon_rows: Parameters<typeof appAddonsFromJson>[0] | null }
-    >(ds, 'berth_app_show', REACHABLE_APP_SQL, [workspaceUuid, appUuid]),
-  );
-  if (!row || !reaches(row.restrictions ?? [])) return null;
-  return { ...appView(row, origin), ...appAddonsFromJson(row.addon_rows ?? [], secretBox) };
+  const [found] = await preparedRows<{ app: ReachableJson }>(ds, 'berth_app_show', REACHABLE_APP_SQL, [
+    workspaceUuid,
+    appUuid,
+  ]);
+  const json = found?.app;
+  if (!json || !reaches(json.restrictions ?? [])) return null;
+  const [row] = joinedRows([
+    {
+      ...json,
+      created_at: new Date(json.created_at),
+      updated_at: new Date(json.updated_at),
+      r_created_at: new Date(json.r_created_at),
+      r_updated_at: new Date(json.r_updated_at),
+      used_ram: numericText(json.used_ram),
+      used_disk: numericText(json.used_disk),
+    },
+  ]);
+  return Object.assign(appView(row!, origin), appAddonsFromJson(json.addon_rows ?? [], secretBox));
 }
 
 // inside the add-ons' subquery `a` is the add-on (ADDON_COLUMNS); the app is $2
-const REACHABLE_APP_SQL = `${APP_SELECT.replace('FROM apps a', `, rs.rules AS restrictions, ad.list AS addon_rows FROM apps a`)}
+const REACHABLE_APP_SQL = `SELECT row_to_json(found) AS app FROM (
+  ${APP_SELECT.replace('FROM apps a', `, rs.rules AS restrictions, ad.list AS addon_rows FROM apps a`)}
      LEFT JOIN LATERAL (SELECT json_agg(json_build_object('subject_type', subject_type, 'user_uuid', user_uuid, 'role_name', role_name)) AS rules
                           FROM project_restrictions WHERE project_uuid = a.project_id) rs ON true
      LEFT JOIN LATERAL (SELECT json_agg(x ORDER BY x.created_at DESC, x.uuid DESC) AS list
                           FROM (SELECT ${ADDON_COLUMNS} FROM ${ADDON_FROM} WHERE a.app_uuid = $2 AND ${APP_ADDONS_WHERE} ORDER BY ${APP_ADDONS_ORDER}) x) ad ON true
-     WHERE a.workspace_uuid = $1 AND a.uuid = $2`;
+     WHERE a.workspace_uuid = $1 AND a.uuid = $2) found`;
 
 // --- deployments ---
 

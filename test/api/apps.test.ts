@@ -132,6 +132,9 @@ describe('POST /apps and the App', () => {
     // the app's quota is held on the resource
     expect(app.platform.total_used_cpu_size).toBeGreaterThanOrEqual(app.quota.cpu_size);
     expect(app.platform.available_cpu_size).toBe(app.platform.total_cpu_size - app.platform.total_used_cpu_size);
+    // the same App, to the millisecond, as the list reads it (another statement)
+    const list = await stack.http.get('/api/v1/apps?per_page=100').set(auth(ws.ownerToken)).expect(200);
+    expect(list.body.find((a: { uuid: string }) => a.uuid === app.uuid)).toEqual(app);
   });
 
   it('APP-09 custom domains are not part of the App: they are listed separately', async () => {

@@ -91,6 +91,19 @@ describe('problem bodies (RFC 9457)', () => {
     expect(res.headers.allow).toMatch(/POST/);
   });
 
+  it('matches paths as @koa/router does: any case, one trailing slash, OPTIONS and methods of other routers', async () => {
+    await stack.http.get('/api/v1/Projects/').set(auth(ws.ownerToken)).expect(200);
+    expectProblem(await stack.http.get('/api/v1/projects//').set(auth(ws.ownerToken)), 404);
+    expectProblem(await stack.http.get('/api/v1/projects/a/b/c/d/e').set(auth(ws.ownerToken)), 404);
+    const options = await stack.http.options('/api/v1/projects').set(auth(ws.ownerToken)).expect(200);
+    expect(options.headers.allow?.split(', ').sort()).toEqual(['GET', 'HEAD', 'POST']);
+    const document = await stack.http.post('/api/v1/openapi.json').set(auth(ws.ownerToken)).send({});
+    expectProblem(document, 405);
+    expect(document.headers.allow).toMatch(/GET/);
+    const unknown = await stack.http.propfind('/api/v1/projects').set(auth(ws.ownerToken));
+    expectProblem(unknown, 405);
+  });
+
   it('409 for a conflict and 422 for a rule', async () => {
     await stack.http.post('/api/v1/projects').set(auth(ws.ownerToken)).send({ name: 'twice' }).expect(201);
     expectProblem(await stack.http.post('/api/v1/projects').set(auth(ws.ownerToken)).send({ name: 'twice' }), 409);

@@ -1,5 +1,5 @@
 import { validate } from '@readme/openapi-parser';
-import { buildRouter } from '../../api/router';
+import { routeDispatch } from '../../api/route-dispatch';
 import { routes } from '../../api/routes';
 import { seedWorkspace, type Workspace } from '../support/fixtures';
 import { pathFor } from '../support/routes';
@@ -38,10 +38,11 @@ describe('OpenAPI document', () => {
       for (const m of METHODS) if (item[m]) documented.add(`${m.toUpperCase()} ${path}`);
     }
     const served = new Set<string>();
-    for (const layer of buildRouter(routes, stack.apiDeps).stack) {
-      const path = String(layer.path).replace(/:([A-Za-z_]+)/g, '{$1}');
-      for (const m of layer.methods) if (m !== 'HEAD') served.add(`${m} ${path}`);
-    }
+    for (const router of routeDispatch(routes, stack.apiDeps).routers)
+      for (const layer of router.stack) {
+        const path = String(layer.path).replace(/:([A-Za-z_]+)/g, '{$1}');
+        for (const m of layer.methods) if (m !== 'HEAD') served.add(`${m} ${path}`);
+      }
     expect([...served].sort()).toEqual([...documented].sort());
   });
 
