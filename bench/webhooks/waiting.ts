@@ -13,6 +13,7 @@
  * timed before any delivery exists (baseline, BENCH_BASELINE_S, default 60) and once every
  * delivery has failed its first attempt and waits (BENCH_WAITING_S, default 120); the
  * worker's RSS and PSS are sampled every 10 s throughout. The run stops by itself.
+ * BENCH_WORKER_NODE_OPTIONS: NODE_OPTIONS for the worker process alone.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -113,6 +114,8 @@ async function run(stack: TestStack, keyring: string, receiverUrl: string): Prom
     const worker = spawnBerth('worker', stack, keyring, {
       BERTH_DATA_DIR: dataDir,
       BERTH_INGRESS_PORT: String(await freePort()),
+      // V8 flags for the worker alone, as a deployment would set them (e.g. --max-semi-space-size=2).
+      ...(process.env.BENCH_WORKER_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_WORKER_NODE_OPTIONS } : {}),
     });
     processes.push(worker);
     const api = spawnBerth('api', stack, keyring, {
