@@ -25,6 +25,15 @@ const BENCHES: Array<{ name: string; file: string; summary: Array<[RegExp, (m: R
     ],
   },
   {
+    name: 'bench:webhooks:waiting',
+    file: 'webhooks/waiting.ts',
+    summary: [
+      [/created (\d+) deliveries waiting in retry timers in (\S+ s)/, (m) => `${m[1]} waiting, created in ${m[2]}`],
+      [/worker RSS waiting peak (\S+ MB)/, (m) => `: worker RSS peak ${m[1]} (goal <= 300 MB)`],
+      [/API p99 waiting\/baseline (\S+)/, (m) => `, API p99 waiting/baseline ${m[1]} (goal: unchanged)`],
+    ],
+  },
+  {
     name: 'bench:ingress',
     file: 'ingress.ts',
     summary: [
@@ -79,7 +88,7 @@ async function main(): Promise<void> {
     const took = `${((Date.now() - started) / 1000).toFixed(0)} s`;
     if (code !== 0 || !parts) process.exitCode = 1;
     summary.push(
-      `${bench.name.padEnd(15)} ${code === 0 && parts ? parts : `FAILED (exit ${code}) ${parts}`} [${took}]`,
+      `${bench.name.padEnd(22)} ${code === 0 && parts ? parts : `FAILED (exit ${code}) ${parts}`} [${took}]`,
     );
   }
   process.stdout.write(`\n=== summary\n${summary.join('\n')}\n`);

@@ -10,6 +10,28 @@ export interface LoadResult {
   cpuUs: number;
 }
 
+export interface PacedLoadResult {
+  sent: number;
+  ok: number;
+  bad: number;
+  p50: number;
+  p99: number;
+  max: number;
+}
+
+/** Runs a load generator script of bench/ in a process of its own; resolves with the JSON line it prints. */
+function fromProcess<T>(script: string, args: string[], url: string): Promise<T> {
+  const child = spawn(TSX, [path.join(__dirname, script), ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+  return new Promise((resolve, reject) => {
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+      if (out.includes('\n')) resolve(JSON.parse(out.split('\n')[0]!) as T);
+    });
+    child.once('exit', (code) => reject(new Error(`the load generator for ${url} exited ${code} before answering`)));
+  });
+}
+
 /** One round of closed-loop load from a process of its own (bench/load.ts). */
 export function loadFromProcess(
   url: string,
@@ -17,17 +39,15 @@ export function loadFromProcess(
   seconds: number,
   concurrency: number,
 ): Promise<LoadResult> {
-  const child = spawn(
-    TSX,
-    [path.join(__dirname, 'load.ts'), url, String(seconds), String(concurrency), JSON.stringify(headers)],
-    { stdio: ['ignore', 'pipe', 'inherit'] },
-  );
-  return new Promise((resolve, reject) => {
-    let out = '';
-    child.stdout.on('data', (d: Buffer) => {
-      out += d.toString();
-      if (out.includes('\n')) resolve(JSON.parse(out.split('\n')[0]!) as LoadResult);
-    });
-    child.once('exit', (code) => reject(new Error(`the load generator for ${url} exited ${code} before answering`)));
-  });
+  return fromProcess('load.ts', [url, String(seconds), String(concurrency), JSON.stringify(headers)], url);
+}
+
+/** Fixed-rate GETs for `seconds` from a process of its own (bench/paced-load.ts), with their latencies. */
+export function pacedLoadFromProcess(
+  url: string,
+  headers: Record<string, string>,
+  rate: number,
+  seconds: number,
+): Promise<PacedLoadResult> {
+  return fromProcess('paced-load.ts', [url, String(rate), String(seconds), JSON.stringify(headers)], url);
 }

@@ -1,3 +1,4 @@
+import { runBundle } from './bundle';
 import { runDev } from './dev';
 import { runResource, UsageError } from './resource';
 import { runApi, runMigrate, runWorkerProcess } from './serve';
@@ -10,6 +11,7 @@ const USAGE = `usage: berth <command>
   dev                     the whole stack on this machine (npm start)
   api                     the API server (production: DATABASE_URL and TEMPORAL_ADDRESS set)
   worker                  a worker (scale out by running more)
+  bundle <file>           write the workflow bundle, for BERTH_WORKFLOW_BUNDLE (workers then start without bundling)
   migrate                 apply database migrations and seed the default workspace (prints its owner token once)
   setup                   locate or install the Temporal CLI and test server (what npm start and npm test use)
   token create --workspace <uuid|name> (--role <name> [--email <e>] | --permissions a,b) [--name <n>] [--expires-in-days <n>]
@@ -32,6 +34,8 @@ async function main(argv: string[]): Promise<void> {
       return runWorkerProcess(config);
     case 'migrate':
       return runMigrate(config);
+    case 'bundle':
+      return runBundle(rest[0]);
     case 'setup': {
       for (const kind of ['cli', 'test-server'] as const) {
         const found = resolveTemporal(kind, {

@@ -10,6 +10,7 @@ import { startEmbeddedObjectStore } from '../platform/object-store';
 import { objectStoreFromConfig, openRuntime, type Runtime } from '../worker/runtime';
 import { startSimulatedIngress } from '../activities/provider/simulated/ingress';
 import { labelResourcesWithDriver, seedDefaults } from './bootstrap';
+import { workflowBundle } from './bundle';
 import { supervise } from './lifecycle';
 import { closeDataDir } from './data-dir';
 import { startEmbeddedPostgres, type EmbeddedPostgresHandle } from './embedded-postgres';
@@ -100,6 +101,7 @@ export async function runDev(config: Config): Promise<void> {
 
     const deps = await runtime.activityDeps();
     await labelResourcesWithDriver(runtime.dataSource, deps.provider.name);
+    const bundle = await workflowBundle(config);
     const worker: WorkerHandle = await startWorker({
       connection: await runtime.nativeConnection(),
       namespace: config.temporalNamespace,
@@ -108,7 +110,9 @@ export async function runDev(config: Config): Promise<void> {
       outbox: runtime.outbox,
       logger,
       reconcileIntervalMs: config.reconcileIntervalMs,
-    });
+      workflowBundle: { codePath: bundle.codePath },
+      cachedWorkflows: config.workerCachedWorkflows,
+    }).finally(() => bundle.discard());
     stops.push(() => worker.shutdown());
     void worker.done.catch((err) => {
       logger.error({ err }, 'worker stopped with an error');

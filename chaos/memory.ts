@@ -20,22 +20,34 @@ export function memoryByCommand(root = process.pid): Record<string, number> {
   }
   const totals: Record<string, number> = {};
   const visit = (pid: number) => {
-    try {
-      const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-      const name = /^Name:\s+(\S+)/m.exec(status)?.[1] ?? '?';
-      let kb = Number(/^VmRSS:\s+(\d+)/m.exec(status)?.[1] ?? 0);
-      try {
-        kb = Number(/^Pss:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'))?.[1] ?? kb);
-      } catch {
-        /* no smaps_rollup: RSS */
-      }
-      const key = pid === root ? 'berth (api+worker)' : name;
-      totals[key] = (totals[key] ?? 0) + kb / 1024;
-    } catch {
-      /* gone meanwhile */
+    const memory = processMemory(pid);
+    if (memory) {
+      const key = pid === root ? 'berth (api+worker)' : memory.name;
+      totals[key] = (totals[key] ?? 0) + memory.pssMb;
     }
     for (const child of parents.get(pid) ?? []) visit(child);
   };
   visit(root);
   return totals;
+}
+
+/**
+ * One process's memory in MB from /proc: its resident set (VmRSS) and its proportional
+ * share (Pss from smaps_rollup; the RSS where the kernel gives none). Undefined once gone.
+ */
+export function processMemory(pid: number): { name: string; rssMb: number; pssMb: number } | undefined {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const name = /^Name:\s+(\S+)/m.exec(status)?.[1] ?? '?';
+    const rssKb = Number(/^VmRSS:\s+(\d+)/m.exec(status)?.[1] ?? 0);
+    let pssKb = rssKb;
+    try {
+      pssKb = Number(/^Pss:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'))?.[1] ?? rssKb);
+    } catch {
+      /* no smaps_rollup: RSS */
+    }
+    return { name, rssMb: rssKb / 1024, pssMb: pssKb / 1024 };
+  } catch {
+    return undefined; // gone meanwhile
+  }
 }

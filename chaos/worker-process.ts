@@ -3,22 +3,33 @@ import path from 'node:path';
 import type { TestStack } from '../test/support/stack';
 import { RECEIVER_ALLOW } from '../test/support/webhooks';
 
-export interface WorkerProcess {
+export interface BerthProcess {
   child: ChildProcess;
-  /** Every line the worker wrote (its JSON log). */
+  /** The lines the process wrote (its JSON log), the newest KEPT_LINES of them. */
   lines: string[];
-  /** Resolves once the worker polls its task queue. */
+  /** Resolves once the process logged that it runs (the worker polls, the API listens). */
   ready: Promise<void>;
   /** Resolves when the process has exited. */
   exited: Promise<void>;
 }
 
+/** A long run must not hold every log line of its processes. */
+const KEPT_LINES = 1000;
+
+/** The log line each command writes once it runs. */
+const READY: Record<'worker' | 'api', string> = { worker: 'berth worker running', api: 'berth api listening' };
+
 /**
- * `berth worker` (the production entry point) in a child process of its own, on the
+ * `berth <command>` (the production entry point) in a child process of its own, on the
  * stack's database, Temporal server and task queue, with the stack's secret keyring.
  */
-export function spawnWorker(stack: TestStack, secretKeyring: string, env: NodeJS.ProcessEnv = {}): WorkerProcess {
-  const child = spawn(process.execPath, [path.join(__dirname, '..', 'bin', 'berth.js'), 'worker'], {
+export function spawnBerth(
+  command: 'worker' | 'api',
+  stack: TestStack,
+  secretKeyring: string,
+  env: NodeJS.ProcessEnv = {},
+): BerthProcess {
+  const child = spawn(process.execPath, [path.join(__dirname, '..', 'bin', 'berth.js'), command], {
     env: {
       ...process.env,
       DATABASE_URL: stack.db.url,
@@ -34,26 +45,34 @@ export function spawnWorker(stack: TestStack, secretKeyring: string, env: NodeJS
   });
   const lines: string[] = [];
   let buffered = '';
+  let running = false;
   const collect = (chunk: Buffer) => {
     buffered += chunk.toString('utf8');
     const parts = buffered.split('\n');
     buffered = parts.pop() ?? '';
     lines.push(...parts.filter(Boolean));
+    running ||= parts.some((l) => l.includes(READY[command]));
+    if (lines.length > KEPT_LINES) lines.splice(0, lines.length - KEPT_LINES);
   };
   child.stdout!.on('data', collect);
   child.stderr!.on('data', collect);
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const ready = new Promise<void>((resolve, reject) => {
     const timer = setInterval(() => {
-      if (lines.some((l) => l.includes('berth worker running'))) {
+      if (running) {
         clearInterval(timer);
         resolve();
       }
     }, 100);
     void exited.then(() => {
       clearInterval(timer);
-      reject(new Error(`worker exited before it ran: ${lines.slice(-5).join('\n')}`));
+      reject(new Error(`berth ${command} exited before it ran: ${lines.slice(-5).join('\n')}`));
     });
   });
   return { child, lines, ready, exited };
+}
+
+/** `berth worker` in a child process of its own (see spawnBerth). */
+export function spawnWorker(stack: TestStack, secretKeyring: string, env: NodeJS.ProcessEnv = {}): BerthProcess {
+  return spawnBerth('worker', stack, secretKeyring, env);
 }

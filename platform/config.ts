@@ -67,7 +67,25 @@ export interface Config {
   mysqlServer: string | undefined;
   /** Requests each caller (token, or app + client address) may make per window (BERTH_RATE_LIMIT). */
   rateLimit: RateLimit;
+  /** A prebuilt workflow bundle (`berth bundle <file>`); unset: a worker bundles workflows/ in a child process at start. */
+  workflowBundle: string | undefined;
+  /**
+   * Workflows a worker keeps in its sticky cache (BERTH_WORKER_CACHED_WORKFLOWS; 0: none).
+   * An evicted workflow is replayed from its history at its next task; a workflow waiting
+   * on a timer (a webhook retry, a verification backoff) need not stay cached.
+   */
+  workerCachedWorkflows: number;
 }
+
+/**
+ * The sticky cache's default size. The SDK's own default grows with the heap limit (600
+ * per GiB: 2,310 on a 4 GiB heap), and each cached workflow keeps its state in the shared
+ * workflow context, about 0.1-0.15 MB for a webhook delivery: with thousands of deliveries
+ * waiting in retry timers that is hundreds of MB (docs/performance.md). 100 holds the
+ * workflows being worked on (at most 40 workflow tasks at once, the SDK's default); a
+ * workflow evicted while it waits is replayed from its short history when its timer fires.
+ */
+export const DEFAULT_WORKER_CACHED_WORKFLOWS = 100;
 
 export interface RateLimit {
   points: number;
@@ -207,7 +225,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     valkeyServer: env.BERTH_VALKEY_SERVER || undefined,
     mysqlServer: env.BERTH_MYSQL_SERVER || undefined,
     rateLimit: parseRateLimit(env.BERTH_RATE_LIMIT || '600/60s'),
+    workflowBundle: env.BERTH_WORKFLOW_BUNDLE ? path.resolve(cwd, env.BERTH_WORKFLOW_BUNDLE) : undefined,
+    workerCachedWorkflows: cachedWorkflows(env.BERTH_WORKER_CACHED_WORKFLOWS),
   };
+}
+
+/** BERTH_WORKER_CACHED_WORKFLOWS: 0 (no cache) or a whole number of at least 2 (the SDK's floor). */
+function cachedWorkflows(value: string | undefined): number {
+  const n = int(value, DEFAULT_WORKER_CACHED_WORKFLOWS, 'BERTH_WORKER_CACHED_WORKFLOWS');
+  if (!Number.isInteger(n) || n < 0 || n === 1) {
+    throw new Error(
+      `BERTH_WORKER_CACHED_WORKFLOWS must be 0 (no cache) or a whole number of at least 2, got "${value}"`,
+    );
+  }
+  return n;
 }
 
 /** BERTH_PUBLIC_URL as an origin (`http(s)://host[:port][/prefix]`, no trailing slash); by default where the API listens. */

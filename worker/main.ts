@@ -21,8 +21,10 @@ export interface StartWorkerOptions {
   outbox: Outbox;
   logger: Logger;
   reconcileIntervalMs: number;
-  /** A prebuilt bundle (tests build one per run); otherwise workflows/ is bundled now. */
+  /** A prebuilt bundle (bin/ builds one in a child process; tests one per run); otherwise workflows/ is bundled here. */
   workflowBundle?: { codePath: string };
+  /** The sticky cache's size (Config.workerCachedWorkflows); unset: the SDK's default, which grows with the heap. */
+  cachedWorkflows?: number;
   /** Extra or replacement activities (tests). */
   activities?: Record<string, (...args: any[]) => Promise<unknown>>;
   workerOptions?: Partial<WorkerOptions>;
@@ -39,6 +41,7 @@ export async function startWorker(options: StartWorkerOptions): Promise<WorkerHa
     taskQueue: options.taskQueue,
     ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
     activities: { ...createActivities(options.deps), ...options.activities },
+    ...(options.cachedWorkflows === undefined ? {} : { maxCachedWorkflows: options.cachedWorkflows }),
     ...options.workerOptions,
   });
   let stopped = false;
