@@ -1,4 +1,5 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
+import { processTree } from './processes';
 
 /**
  * Memory in MB of this process and every descendant, summed per command name (node,
@@ -7,19 +8,8 @@ import { readdirSync, readFileSync } from 'node:fs';
  * kernel gives no PSS.
  */
 export function memoryByCommand(root = process.pid): Record<string, number> {
-  const parents = new Map<number, number[]>();
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      parents.set(ppid, [...(parents.get(ppid) ?? []), Number(entry)]);
-    } catch {
-      /* gone meanwhile */
-    }
-  }
   const totals: Record<string, number> = {};
-  const visit = (pid: number) => {
+  for (const pid of processTree(root)) {
     try {
       const status = readFileSync(`/proc/${pid}/status`, 'utf8');
       const name = /^Name:\s+(\S+)/m.exec(status)?.[1] ?? '?';
@@ -34,8 +24,6 @@ export function memoryByCommand(root = process.pid): Record<string, number> {
     } catch {
       /* gone meanwhile */
     }
-    for (const child of parents.get(pid) ?? []) visit(child);
-  };
-  visit(root);
+  }
   return totals;
 }
