@@ -11,13 +11,13 @@
  * BENCH_N (default 300) workflows per phase, BENCH_CONCURRENCY (default 50) in flight.
  */
 import path from 'node:path';
-import { NativeConnection, Worker } from '@temporalio/worker';
-import { createActivities } from '../../activities';
+import { NativeConnection } from '@temporalio/worker';
 import globalSetup from '../../test/support/global-setup';
 import globalTeardown from '../../test/support/global-teardown';
 import { seedWorkspace } from '../../test/support/fixtures';
 import { startStack } from '../../test/support/stack';
 import { RECEIVER_ALLOW, startReceiver } from '../../test/support/webhooks';
+import { startWorker } from '../../worker/main';
 import { closedLoop, cpuPerItem, emitToArrival, firstArrivals, openLoop, percentile, taskCounts } from './measure';
 
 const N = Number(process.env.BENCH_N ?? 300);
@@ -29,13 +29,18 @@ async function main(): Promise<void> {
   const stack = await startStack({ env: { BERTH_WEBHOOK_ALLOW_CIDRS: RECEIVER_ALLOW, LOG_LEVEL: 'warn' } });
   const connection = await NativeConnection.connect({ address: stack.config.temporalAddress! });
   const taskQueue = `bench-${Date.now()}`;
-  const worker = await Worker.create({
+  // Berth's worker (its activities, the outbox reconciler) with the bench's workflows beside Berth's own.
+  const worker = await startWorker({
     connection,
+    namespace: stack.config.temporalNamespace,
     taskQueue,
-    workflowsPath: path.join(__dirname, 'workflows.ts'),
-    activities: { ...createActivities(stack.activityDeps), benchNoop: async () => {} },
+    deps: stack.activityDeps,
+    outbox: stack.outbox,
+    logger: stack.logger,
+    reconcileIntervalMs: stack.config.reconcileIntervalMs,
+    workerOptions: { workflowsPath: path.join(__dirname, 'workflows.ts') },
+    activities: { benchNoop: async () => {} },
   });
-  const running = worker.run();
   try {
     const ws = await seedWorkspace(stack.ds);
     const res = await stack.http
@@ -108,8 +113,7 @@ async function main(): Promise<void> {
     process.stdout.write(`${lines.join('\n')}\n`);
     if (ceiling.result.length < N || half.result.length < N) process.exitCode = 1;
   } finally {
-    worker.shutdown();
-    await running.catch(() => {});
+    await worker.shutdown().catch(() => {});
     await connection.close();
     await stack.close();
     await receiver.close();
