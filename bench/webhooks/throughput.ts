@@ -8,7 +8,8 @@
  * Also: CPU per event of this process (worker and client), PostgreSQL and Temporal's dev
  * server, and the Temporal tasks one event costs.
  *
- * BENCH_N (default 300) workflows per phase, BENCH_CONCURRENCY (default 50) in flight.
+ * BENCH_N (default 300) workflows per phase, BENCH_CONCURRENCY (default 50) in flight;
+ * BENCH_OPEN_RATE (events per second) overrides the open loop's rate.
  */
 import path from 'node:path';
 import { NativeConnection } from '@temporalio/worker';
@@ -78,7 +79,8 @@ async function main(): Promise<void> {
     // Latency at half the ceiling: emitting workflows started at a fixed rate whatever is in flight.
     await new Promise((r) => setTimeout(r, 1000));
     receiver.hits.length = 0;
-    const halfRate = deliveredRate / 2;
+    // BENCH_OPEN_RATE fixes the rate instead (to compare latencies of two versions at the same load).
+    const halfRate = Number(process.env.BENCH_OPEN_RATE) || deliveredRate / 2;
     const half = await cpuPerItem(N, async () => {
       await openLoop(N, halfRate, (i) => run('benchEmitEvent', [ws.uuid], `half-${i}-${taskQueue}`));
       return firstArrivals(receiver, N);
@@ -99,7 +101,7 @@ async function main(): Promise<void> {
       `  webhook events delivered end to end          ${deliveredRate.toFixed(1)} /s (${ceiling.result.length}/${N} arrived)`,
       `  ratio delivered/baseline                     ${(deliveredRate / baselineRate).toFixed(3)}`,
       `  emit -> first attempt at the ceiling p50/p99 ${percentile(closedLatencies, 50)} / ${percentile(closedLatencies, 99)} ms`,
-      `  open loop at half the ceiling                ${halfRate.toFixed(1)} /s (${half.result.length}/${N} arrived)`,
+      `  open loop (half the ceiling unless set)     ${halfRate.toFixed(1)} /s (${half.result.length}/${N} arrived)`,
       `  emit -> first attempt p50                    ${percentile(latencies, 50)} ms`,
       `  emit -> first attempt p99                    ${percentile(latencies, 99)} ms`,
       `  CPU per no-op workflow                       ${baseline.cpu}`,
