@@ -28,8 +28,6 @@ export const quickDb: ActivityOptions = { startToCloseTimeout: '1 minute', retry
 export const eventEmit: ActivityOptions = { startToCloseTimeout: '30 seconds', retry: UNTIL_DONE };
 /** Emitting an event in the workflow's own task (a local activity: no activity task, no second workflow task). */
 export const localEventEmit: LocalActivityOptions = { startToCloseTimeout: '30 seconds', retry: UNTIL_DONE };
-/** A webhook delivery attempt in the workflow's own task (DNS, the 10 s POST, bookkeeping: within a minute). */
-export const localDeliveryAttempt: LocalActivityOptions = { startToCloseTimeout: '1 minute', retry: UNTIL_DONE };
 /** Driver calls that take minutes and must land (an add-on's data destroyed or restored). */
 export const patientDriverCall: ActivityOptions = { startToCloseTimeout: '5 minutes', retry: UNTIL_DONE };
 /** Network driver calls: two minutes each, retried a bounded number of times. */

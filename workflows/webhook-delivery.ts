@@ -1,11 +1,4 @@
-import {
-  condition,
-  defineSignal,
-  patched,
-  proxyActivities,
-  proxyLocalActivities,
-  setHandler,
-} from '@temporalio/workflow';
+import { condition, defineSignal, proxyActivities, setHandler } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import type { DeliveryAttemptResult } from '../activities/webhooks';
 import {
@@ -15,16 +8,13 @@ import {
   type WebhookDeliveryArgs,
 } from '../domain/webhooks';
 import { stateQuery } from './common';
-import { localDeliveryAttempt, quickDb } from './activity-options';
+import { quickDb } from './activity-options';
 
 /** A manual retry: a finished cycle starts over under the same event id; a waiting one attempts now. */
 export const redeliverSignal = defineSignal(WEBHOOK_REDELIVER_SIGNAL);
 
 // One attempt: DNS (a few seconds) plus the 10 s HTTP deadline plus bookkeeping, within a minute.
 const { attemptWebhookDelivery, notifyWebhookDisabled } = proxyActivities<Activities>(quickDb);
-// Deliveries started from here on attempt in their own workflow task (a local activity: no activity task).
-const LOCAL_ATTEMPT_PATCH = 'webhook-attempt-local-activity';
-const local = proxyLocalActivities<Activities>(localDeliveryAttempt);
 
 /** Where a delivery is, as its `state` query answers: attempting, waiting between attempts, then the last outcome. */
 export type WebhookDeliveryState =
@@ -52,12 +42,11 @@ export async function webhookDelivery(input: WebhookDeliveryArgs): Promise<strin
   });
   const maxAttempts = input.ping ? 1 : WEBHOOK_MAX_ATTEMPTS;
   let result: DeliveryAttemptResult = { outcome: 'retry', responseCode: null, notifyDisabled: false };
-  const attemptDelivery = patched(LOCAL_ATTEMPT_PATCH) ? local.attemptWebhookDelivery : attemptWebhookDelivery;
   for (let cycle = 1; ; cycle++) {
     handled = requested;
     for (let attempt = 1; attempt <= maxAttempts; attempt++) {
       state = `attempt ${attempt} of ${maxAttempts}`;
-      result = await attemptDelivery({
+      result = await attemptWebhookDelivery({
         webhookUuid: input.webhookUuid,
         eventId: input.eventId,
         attempt,

@@ -79,16 +79,10 @@ const delivery = async (webhookUuid: string, eventId: string) =>
 const webhook = async (uuid: string) =>
   (await stack.ds.query(`SELECT enabled, consecutive_failures FROM webhooks WHERE uuid = $1`, [uuid]))[0];
 
-/** The activity type of a history event: a scheduled activity's, or a local activity's marker's. */
-function activityType(e: temporal.api.history.v1.IHistoryEvent): string | undefined {
-  if (e.activityTaskScheduledEventAttributes) return e.activityTaskScheduledEventAttributes.activityType?.name ?? '';
-  const marker = e.markerRecordedEventAttributes;
-  if (marker?.markerName !== 'core_local_activity') return undefined;
-  const data = JSON.parse(Buffer.from(marker.details!.data!.payloads![0]!.data!).toString('utf8'));
-  return data.activity_type ?? data.activityType;
-}
 function attemptTimes(history: temporal.api.history.v1.IHistory): number[] {
-  return history.events!.filter((e) => activityType(e) === 'attemptWebhookDelivery').map((e) => tsToMs(e.eventTime));
+  return history
+    .events!.filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'attemptWebhookDelivery')
+    .map((e) => tsToMs(e.eventTime));
 }
 function timerDelays(history: temporal.api.history.v1.IHistory): number[] {
   return history
