@@ -55,6 +55,22 @@ export async function pruneDeliveries(db: Pick<EntityManager, 'query'>, webhookU
   );
 }
 
+/**
+ * Records an attempt on its delivery row, once per attempt key ($2); with $6 a success
+ * also resets the webhook's failure count, in the same statement. Answers whether the row
+ * took it.
+ */
+const RECORD_ATTEMPT = `
+  WITH attempt AS (
+    UPDATE webhook_deliveries SET status = $3, attempts = attempts + 1, attempt_key = $2, response_code = $4, message = $5,
+           last_attempt_at = now()
+     WHERE uuid = $1 AND status = 'pending' AND attempt_key IS DISTINCT FROM $2 RETURNING webhook_uuid
+  ), reset AS (
+    UPDATE webhooks SET consecutive_failures = 0
+     WHERE $6 AND uuid IN (SELECT webhook_uuid FROM attempt) AND consecutive_failures <> 0
+  )
+  SELECT EXISTS (SELECT 1 FROM attempt) AS recorded`;
+
 function runId(): string {
   try {
     return Context.current().info.workflowExecution?.runId ?? 'direct';
@@ -79,45 +95,40 @@ export function createWebhookActivities(deps: Pick<ActivityDeps, 'dataSource' | 
     const responseCode = result.kind === 'response' ? result.status : null;
     const outcome: DeliveryOutcome =
       conclusion === 'delivered' ? 'delivered' : result.kind === 'refused' ? 'refused' : (conclusion ?? 'retry');
+    const params = [row.uuid, key, conclusion ?? 'pending', responseCode, result.message];
+    if (conclusion !== 'failed') {
+      // A retry to come or a success: one statement, no transaction.
+      await rows(dataSource, RECORD_ATTEMPT, [...params, conclusion === 'delivered' && !input.ping]);
+      if (conclusion) await pruneDeliveries(dataSource, input.webhookUuid);
+      return { outcome, responseCode, notifyDisabled: false };
+    }
     return dataSource.transaction(async (m) => {
-      const updated = await rows(
-        m,
-        `UPDATE webhook_deliveries SET status = $3, attempts = attempts + 1, attempt_key = $2, response_code = $4, message = $5,
-                last_attempt_at = now()
-          WHERE uuid = $1 AND status = 'pending' AND attempt_key IS DISTINCT FROM $2 RETURNING webhook_uuid`,
-        [row.uuid, key, conclusion ?? 'pending', responseCode, result.message],
-      );
+      const [{ recorded }] = await rows<{ recorded: boolean }>(m, RECORD_ATTEMPT, [...params, false]);
       let notifyDisabled = false;
-      if (updated.length > 0 && conclusion && !input.ping) {
-        if (conclusion === 'delivered') {
-          await m.query(`UPDATE webhooks SET consecutive_failures = 0 WHERE uuid = $1 AND consecutive_failures <> 0`, [
-            input.webhookUuid,
-          ]);
-        } else {
-          const webhook = await one<{
-            enabled: boolean;
-            disable_notice_pending: boolean;
-            consecutive_failures: number;
-          }>(
-            m,
-            `UPDATE webhooks SET consecutive_failures = consecutive_failures + 1,
-                    enabled = enabled AND consecutive_failures + 1 < $2,
-                    disabled_at = CASE WHEN enabled AND consecutive_failures + 1 >= $2 THEN now() ELSE disabled_at END,
-                    disable_notice_pending = disable_notice_pending OR (enabled AND consecutive_failures + 1 >= $2),
-                    updated_at = CASE WHEN enabled AND consecutive_failures + 1 >= $2 THEN now() ELSE updated_at END
-              WHERE uuid = $1 RETURNING enabled, disable_notice_pending, consecutive_failures`,
-            [input.webhookUuid, WEBHOOK_DISABLE_AFTER_FAILURES],
+      if (recorded && !input.ping) {
+        const webhook = await one<{
+          enabled: boolean;
+          disable_notice_pending: boolean;
+          consecutive_failures: number;
+        }>(
+          m,
+          `UPDATE webhooks SET consecutive_failures = consecutive_failures + 1,
+                  enabled = enabled AND consecutive_failures + 1 < $2,
+                  disabled_at = CASE WHEN enabled AND consecutive_failures + 1 >= $2 THEN now() ELSE disabled_at END,
+                  disable_notice_pending = disable_notice_pending OR (enabled AND consecutive_failures + 1 >= $2),
+                  updated_at = CASE WHEN enabled AND consecutive_failures + 1 >= $2 THEN now() ELSE updated_at END
+            WHERE uuid = $1 RETURNING enabled, disable_notice_pending, consecutive_failures`,
+          [input.webhookUuid, WEBHOOK_DISABLE_AFTER_FAILURES],
+        );
+        notifyDisabled = Boolean(webhook && !webhook.enabled && webhook.disable_notice_pending);
+        if (webhook && !webhook.enabled && notifyDisabled) {
+          logger.warn(
+            { webhookUuid: input.webhookUuid, failures: webhook.consecutive_failures },
+            'webhook disabled after consecutive failed deliveries',
           );
-          notifyDisabled = Boolean(webhook && !webhook.enabled && webhook.disable_notice_pending);
-          if (webhook && !webhook.enabled && notifyDisabled) {
-            logger.warn(
-              { webhookUuid: input.webhookUuid, failures: webhook.consecutive_failures },
-              'webhook disabled after consecutive failed deliveries',
-            );
-          }
         }
       }
-      if (conclusion) await pruneDeliveries(m, input.webhookUuid);
+      await pruneDeliveries(m, input.webhookUuid);
       return { outcome, responseCode, notifyDisabled };
     });
   }

@@ -1,4 +1,5 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
+import { processTree } from './processes';
 
 /**
  * Memory in MB of this process and every descendant, summed per command name (node,
@@ -7,27 +8,14 @@ import { readdirSync, readFileSync } from 'node:fs';
  * kernel gives no PSS.
  */
 export function memoryByCommand(root = process.pid): Record<string, number> {
-  const parents = new Map<number, number[]>();
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      parents.set(ppid, [...(parents.get(ppid) ?? []), Number(entry)]);
-    } catch {
-      /* gone meanwhile */
-    }
-  }
   const totals: Record<string, number> = {};
-  const visit = (pid: number) => {
+  for (const pid of processTree(root)) {
     const memory = processMemory(pid);
     if (memory) {
       const key = pid === root ? 'berth (api+worker)' : memory.name;
       totals[key] = (totals[key] ?? 0) + memory.pssMb;
     }
-    for (const child of parents.get(pid) ?? []) visit(child);
-  };
-  visit(root);
+  }
   return totals;
 }
 

@@ -1,4 +1,5 @@
 import {
+  InternalConnectionLikeSymbol,
   WorkflowExecutionAlreadyStartedError,
   WorkflowIdConflictPolicy,
   WorkflowIdReusePolicy,
@@ -20,6 +21,16 @@ function target(workspaceUuid: string, args: WebhookDeliveryArgs): OperationTarg
 }
 
 /**
+ * Whether the client shares a worker's NativeConnection, so the server can hand the new
+ * workflow's first task straight back in the start's answer (eager start) instead of
+ * through a poll; the SDK refuses the request on any other connection.
+ */
+function sharesWorkerConnection(client: Client): boolean {
+  const connection = client.connection as { [InternalConnectionLikeSymbol]?: { supportsEagerStart?: boolean } };
+  return connection[InternalConnectionLikeSymbol]?.supportsEagerStart === true;
+}
+
+/**
  * Starts the delivery workflow of one webhook and event (event fan-out, test pings). A
  * run already going is used as is and a finished one is not started again, so a retried
  * fan-out delivers once; manual retries go through `redeliveryOperation`.
@@ -37,6 +48,7 @@ export async function startWebhookDelivery(
       taskQueue,
       workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
       workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+      requestEagerStart: sharesWorkerConnection(client),
     });
   } catch (err) {
     if (err instanceof WorkflowExecutionAlreadyStartedError) return;

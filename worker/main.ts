@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { Client } from '@temporalio/client';
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import type { Logger } from 'pino';
 import { createActivities, type ActivityDeps } from '../activities';
@@ -35,12 +36,15 @@ export interface StartWorkerOptions {
  * workflow whose entity was committed but whose start never happened.
  */
 export async function startWorker(options: StartWorkerOptions): Promise<WorkerHandle> {
+  // Activities start workflows over the worker's own connection: a start on this task queue
+  // (a webhook delivery) can then be eager, its first workflow task handed straight to this worker.
+  const temporal = new Client({ connection: options.connection, namespace: options.namespace });
   const worker = await Worker.create({
     connection: options.connection,
     namespace: options.namespace,
     taskQueue: options.taskQueue,
     ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
-    activities: { ...createActivities(options.deps), ...options.activities },
+    activities: { ...createActivities({ ...options.deps, temporal }), ...options.activities },
     ...(options.cachedWorkflows === undefined ? {} : { maxCachedWorkflows: options.cachedWorkflows }),
     ...options.workerOptions,
   });

@@ -1,4 +1,4 @@
-import type { ActivityOptions, RetryPolicy } from '@temporalio/workflow';
+import type { ActivityOptions, LocalActivityOptions, RetryPolicy } from '@temporalio/workflow';
 
 /**
  * The activity options every workflow picks from (`proxyActivities<Activities>(quickDb)`),
@@ -26,6 +26,8 @@ const FEW_TRIES: RetryPolicy = {
 export const quickDb: ActivityOptions = { startToCloseTimeout: '1 minute', retry: UNTIL_DONE };
 /** Emitting an event (one insert): retried until it lands. */
 export const eventEmit: ActivityOptions = { startToCloseTimeout: '30 seconds', retry: UNTIL_DONE };
+/** Emitting an event in the workflow's own task (a local activity: no activity task, no second workflow task). */
+export const localEventEmit: LocalActivityOptions = { startToCloseTimeout: '30 seconds', retry: UNTIL_DONE };
 /** Driver calls that take minutes and must land (an add-on's data destroyed or restored). */
 export const patientDriverCall: ActivityOptions = { startToCloseTimeout: '5 minutes', retry: UNTIL_DONE };
 /** Network driver calls: two minutes each, retried a bounded number of times. */
