@@ -1,5 +1,5 @@
 import * as yup from 'yup';
-import { one, rows } from '../../entities/sql';
+import { one } from '../../entities/sql';
 import { recordAudit, snapshot } from '../audit';
 import { hiddenProjects } from '../access';
 import { conflict, notFound, unprocessable } from '../problem';
@@ -8,7 +8,8 @@ import { createAttachmentBody } from '../schemas/vpcs';
 import { ATTACHABLES } from '../vpc-attachables';
 import { checkAttachment, insertAttachment } from '../vpc-join';
 import { ATTACHMENT_COLUMNS, attachmentSchema, attachmentView, type AttachmentRow } from '../views/vpcs';
-import { findVpc } from './vpcs';
+import { findVpc } from '../commands/vpcs';
+import { vpcChildren } from './vpc-children';
 
 const TAG = 'vpcs';
 
@@ -21,11 +22,10 @@ export const vpcAttachmentRoutes = [
     summary: 'List the workloads attached to a VPC, newest first',
     response: yup.array(attachmentSchema),
     async handler(ctx) {
-      const vpc = await findVpc(ctx, ctx.params.uuid);
-      const found = await rows<AttachmentRow>(
-        ctx.deps.dataSource,
-        `SELECT ${ATTACHMENT_COLUMNS} FROM vpc_attachments WHERE vpc_uuid = $1 ORDER BY created_at DESC, uuid DESC`,
-        [vpc.uuid],
+      const found = await vpcChildren<AttachmentRow>(
+        ctx,
+        ctx.params.uuid,
+        `SELECT ${ATTACHMENT_COLUMNS} FROM vpc_attachments`,
       );
       return found.map(attachmentView);
     },

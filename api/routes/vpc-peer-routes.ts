@@ -7,7 +7,7 @@ import { badRequest, conflict, notFound, unprocessable } from '../problem';
 import { route } from '../route';
 import { createPeerRouteBody } from '../schemas/vpcs';
 import { PEER_ROUTE_COLUMNS, peerRouteSchema, peerRouteView, type PeerRouteRow } from '../views/vpcs';
-import { assertVpcActive, findVpc } from './vpcs';
+import { assertVpcActive, findVpc } from '../commands/vpcs';
 
 const TAG = 'vpcs';
 

@@ -1,13 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import * as yup from 'yup';
 import { WIREGUARD_PORT, generateWireguardKeyPair } from '../../domain/wireguard';
-import { one, rows } from '../../entities/sql';
+import { one } from '../../entities/sql';
 import { recordAudit, snapshot } from '../audit';
 import { badRequest, conflict, notFound, unprocessable } from '../problem';
 import { route } from '../route';
 import { createGatewayBody } from '../schemas/vpcs';
 import { GATEWAY_COLUMNS, gatewaySchema, gatewayView, type GatewayRow } from '../views/vpcs';
-import { assertVpcActive, findVpc } from './vpcs';
+import { assertVpcActive, findVpc } from '../commands/vpcs';
+import { vpcChildren } from './vpc-children';
 
 const TAG = 'vpcs';
 
@@ -28,11 +29,10 @@ export const vpcVpnGatewayRoutes = [
     summary: "List a VPC's VPN gateways (credentials are never returned)",
     response: yup.array(gatewaySchema),
     async handler(ctx) {
-      const vpc = await findVpc(ctx, ctx.params.uuid);
-      const found = await rows<GatewayRow>(
-        ctx.deps.dataSource,
-        `SELECT ${GATEWAY_COLUMNS} FROM vpc_vpn_gateways WHERE vpc_uuid = $1 ORDER BY created_at DESC, uuid DESC`,
-        [vpc.uuid],
+      const found = await vpcChildren<GatewayRow>(
+        ctx,
+        ctx.params.uuid,
+        `SELECT ${GATEWAY_COLUMNS} FROM vpc_vpn_gateways`,
       );
       return found.map(gatewayView);
     },

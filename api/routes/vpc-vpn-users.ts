@@ -8,7 +8,8 @@ import { conflict, gone, notFound, unprocessable } from '../problem';
 import { route, type AnyRouteContext } from '../route';
 import { createVpnUserBody } from '../schemas/vpcs';
 import { VPN_USER_COLUMNS, vpnUserSchema, vpnUserView, type VpcRow, type VpnUserRow } from '../views/vpcs';
-import { assertVpcActive, findVpc } from './vpcs';
+import { assertVpcActive, findVpc } from '../commands/vpcs';
+import { vpcChildren } from './vpc-children';
 
 const TAG = 'vpcs';
 
@@ -36,11 +37,10 @@ export const vpcVpnUserRoutes = [
     summary: "List a VPC's WireGuard devices",
     response: yup.array(vpnUserSchema),
     async handler(ctx) {
-      const vpc = await findVpc(ctx, ctx.params.uuid);
-      const found = await rows<VpnUserRow>(
-        ctx.deps.dataSource,
-        `SELECT ${VPN_USER_COLUMNS} FROM vpc_vpn_users WHERE vpc_uuid = $1 ORDER BY created_at DESC, uuid DESC`,
-        [vpc.uuid],
+      const found = await vpcChildren<VpnUserRow>(
+        ctx,
+        ctx.params.uuid,
+        `SELECT ${VPN_USER_COLUMNS} FROM vpc_vpn_users`,
       );
       return found.map((u) => vpnUserView(u));
     },
