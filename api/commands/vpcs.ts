@@ -41,6 +41,18 @@ export function assertVpcActive(vpc: VpcRow): void {
   if (vpc.status !== 'active') throw conflict(`the VPC is ${vpc.status}; this needs an active VPC`);
 }
 
+/** cidr_v4 refused: 400 when it is no IPv4 range at all, else 422 naming every rule it breaks. */
+export function refuseCidr4(problems: ReadonlyArray<{ rule: string; message: string }>): void {
+  if (problems.some((p) => p.rule === 'format'))
+    throw badRequest(problems[0]!.message, [{ path: 'body.cidr_v4', message: problems[0]!.message }]);
+  if (problems.length > 0) {
+    throw unprocessable(
+      `cidr_v4 is refused: ${problems.map((p) => p.message).join('; ')}`,
+      problems.map((p) => ({ path: 'body.cidr_v4', message: p.message })),
+    );
+  }
+}
+
 /** The constraint a failed statement broke, if any. */
 export function constraintOf(err: unknown): string | undefined {
   return err instanceof QueryFailedError ? (err.driverError as { constraint?: string }).constraint : undefined;
@@ -225,14 +237,7 @@ export async function createSubnet(tx: Tx, caller: Caller, input: CreateSubnetIn
       v4,
       siblings.flatMap((s) => (s.cidr_v4 ? [s.cidr_v4] : [])),
     );
-    if (problems.some((p) => p.rule === 'format'))
-      throw badRequest(problems[0]!.message, [{ path: 'body.cidr_v4', message: problems[0]!.message }]);
-    if (problems.length > 0) {
-      throw unprocessable(
-        `cidr_v4 is refused: ${problems.map((p) => p.message).join('; ')}`,
-        problems.map((p) => ({ path: 'body.cidr_v4', message: p.message })),
-      );
-    }
+    refuseCidr4(problems);
   }
   const v6 = input.family === 'ipv4' ? null : subnetV6(vpc, input, siblings);
   const name = input.name ?? (v4 ? v4.replace(/[./]/g, '-') : `ipv6-${v6!.split(':')[3] || '0'}`);

@@ -2,9 +2,9 @@ import * as yup from 'yup';
 import { DEFAULT_VPC_CIDR, LOCAL_NO_VPC_FABRIC, vpcRangeProblems } from '../../domain/vpc';
 import { one } from '../../entities/sql';
 import { write } from '../commands/audited-write';
-import { constraintOf, createVpc, deleteVpc, findVpc, updateVpc } from '../commands/vpcs';
+import { constraintOf, createVpc, deleteVpc, findVpc, refuseCidr4, updateVpc } from '../commands/vpcs';
 import { selectPage, type Page } from '../pagination';
-import { badRequest, unprocessable } from '../problem';
+import { unprocessable } from '../problem';
 import { route } from '../route';
 import { createVpcBody, updateVpcBody } from '../schemas/vpcs';
 import { VPC_SELECT, vpcSchema, vpcView, type VpcRow } from '../views/vpcs';
@@ -48,14 +48,7 @@ export const vpcRoutes = [
       const name = ctx.body.name ?? 'default';
       const range = ctx.body.cidr_v4 ?? DEFAULT_VPC_CIDR;
       const problems = vpcRangeProblems(range, ctx.deps.config.platformNetworks);
-      if (problems.some((p) => p.rule === 'format'))
-        throw badRequest(problems[0]!.message, [{ path: 'body.cidr_v4', message: problems[0]!.message }]);
-      if (problems.length > 0) {
-        throw unprocessable(
-          `cidr_v4 is refused: ${problems.map((p) => p.message).join('; ')}`,
-          problems.map((p) => ({ path: 'body.cidr_v4', message: p.message })),
-        );
-      }
+      refuseCidr4(problems);
       const region = await one<{ id: number }>(ctx.deps.dataSource, `SELECT id FROM regions WHERE id = $1`, [
         ctx.body.region_id,
       ]);
