@@ -19,18 +19,33 @@ export interface AttachableKind {
   find(db: Pick<EntityManager, 'query'>, workspaceUuid: string, uuid: string): Promise<Attachable | null>;
 }
 
+/** What each kind's query answers: the workload, its project and its compute resource's region. */
+interface WorkloadRow {
+  uuid: string;
+  name: string;
+  project_id: string | null;
+  region_id: number;
+  region_code: string;
+}
+
+function attachable(row: WorkloadRow | undefined, cronJob: boolean): Attachable | null {
+  return row
+    ? {
+        uuid: row.uuid,
+        name: row.name,
+        projectUuid: row.project_id,
+        regionId: row.region_id,
+        regionCode: row.region_code,
+        cronJob,
+      }
+    : null;
+}
+
 /** Standalone services and app add-ons live in one table, told apart by `kind`. */
 function dataWorkload(kind: 'service' | 'addon'): AttachableKind {
   return {
     async find(db, workspaceUuid, uuid) {
-      const row = await one<{
-        uuid: string;
-        name: string;
-        type: string;
-        project_id: string | null;
-        region_id: number;
-        region_code: string;
-      }>(
+      const row = await one<WorkloadRow & { type: string }>(
         db,
         `SELECT a.uuid, a.name, a.type, COALESCE(a.project_id, ap.project_id) AS project_id, c.region_id, g.code AS region_code
            FROM addons a JOIN compute_resources c ON c.uuid = a.resource_uuid JOIN regions g ON g.id = c.region_id
@@ -38,16 +53,7 @@ function dataWorkload(kind: 'service' | 'addon'): AttachableKind {
           WHERE a.uuid = $1 AND a.workspace_uuid = $2 AND a.kind = $3 AND a.state <> 'deleting'`,
         [uuid, workspaceUuid, kind],
       );
-      return row
-        ? {
-            uuid: row.uuid,
-            name: row.name,
-            projectUuid: row.project_id,
-            regionId: row.region_id,
-            regionCode: row.region_code,
-            cronJob: row.type === 'cronjob',
-          }
-        : null;
+      return attachable(row, row?.type === 'cronjob');
     },
   };
 }
@@ -59,29 +65,14 @@ function dataWorkload(kind: 'service' | 'addon'): AttachableKind {
 export const ATTACHABLES: Record<AttachableType, AttachableKind | null> = {
   App: {
     async find(db, workspaceUuid, uuid) {
-      const row = await one<{
-        uuid: string;
-        name: string;
-        project_id: string | null;
-        region_id: number;
-        region_code: string;
-      }>(
+      const row = await one<WorkloadRow>(
         db,
         `SELECT a.uuid, a.name, a.project_id, c.region_id, g.code AS region_code
            FROM apps a JOIN compute_resources c ON c.uuid = a.resource_uuid JOIN regions g ON g.id = c.region_id
           WHERE a.uuid = $1 AND a.workspace_uuid = $2`,
         [uuid, workspaceUuid],
       );
-      return row
-        ? {
-            uuid: row.uuid,
-            name: row.name,
-            projectUuid: row.project_id,
-            regionId: row.region_id,
-            regionCode: row.region_code,
-            cronJob: false,
-          }
-        : null;
+      return attachable(row, false);
     },
   },
   Service: dataWorkload('service'),

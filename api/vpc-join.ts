@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { EntityManager } from 'typeorm';
 import { attachmentFqdn, type AttachableType } from '../domain/vpc';
-import { one } from '../entities/sql';
+import { insertReturning, one } from '../entities/sql';
+import { VpcAttachment } from '../entities/vpc';
 import { conflict, unprocessable } from './problem';
 import type { Attachable } from './vpc-attachables';
-import { ATTACHMENT_COLUMNS, VPC_SELECT, type AttachmentRow, type VpcRow } from './views/vpcs';
+import { VPC_SELECT, type AttachmentRow, type VpcRow } from './views/vpcs';
 
 type Db = Pick<EntityManager, 'query'>;
 
@@ -47,29 +48,29 @@ export async function checkAttachment(
 
 /** Writes the attachment row (409 when the workload is already in this VPC). */
 export async function insertAttachment(
-  db: Db,
+  m: EntityManager,
   vpc: VpcRow,
   subnetUuid: string,
   type: AttachableType,
   workload: Pick<Attachable, 'uuid' | 'name' | 'cronJob'>,
   status: 'attaching' | 'attached',
 ): Promise<AttachmentRow> {
-  const uuid = randomUUID();
-  const row = await one<AttachmentRow>(
-    db,
-    `INSERT INTO vpc_attachments (uuid, vpc_uuid, subnet_uuid, attachable_type, attachable_uuid, attachable_name, cron_job, status, fqdn)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT ON CONSTRAINT vpc_attachments_once DO NOTHING RETURNING ${ATTACHMENT_COLUMNS}`,
-    [
-      uuid,
-      vpc.uuid,
-      subnetUuid,
-      type,
-      workload.uuid,
-      workload.name,
-      workload.cronJob,
+  // ON CONFLICT DO NOTHING: the uuid is fresh, so the one conflict possible is the workload (vpc_attachments_once).
+  const row = await insertReturning(
+    m,
+    VpcAttachment,
+    {
+      uuid: randomUUID(),
+      vpc_uuid: vpc.uuid,
+      subnet_uuid: subnetUuid,
+      attachable_type: type,
+      attachable_uuid: workload.uuid,
+      attachable_name: workload.name,
+      cron_job: workload.cronJob,
       status,
-      attachmentFqdn(workload, vpc.name, vpc.region_domain),
-    ],
+      fqdn: attachmentFqdn(workload, vpc.name, vpc.region_domain),
+    },
+    { ignoreConflict: true },
   );
   if (!row) throw conflict(`this ${type} is already attached to the VPC ${vpc.name}`);
   return row;
@@ -163,7 +164,7 @@ export async function resolveVpcJoin(db: Db, req: VpcJoinRequest): Promise<VpcJo
  * address; if the driver cannot attach it, the app's provisioning fails.
  */
 export async function recordVpcJoin(
-  db: Db,
+  db: EntityManager,
   join: VpcJoin,
   app: { uuid: string; name: string },
 ): Promise<AttachmentRow> {

@@ -1,121 +1,58 @@
-import { Addon } from './addon';
-import { ApiToken } from './api-token';
-import { AuditEvent } from './audit-event';
-import { App, AppDeployment, AppPort, AppSecretFile, AppTlsCertificate, AppVariable, ResourceEndpoint } from './app';
-import { ComputeResource, ResourceAllocation } from './compute-resource';
-import { CustomDomain } from './domain';
-import { PlatformEvent } from './event';
-import { PreviewConfig, PreviewEnvironment } from './preview';
-import { IdempotencyKey } from './idempotency-key';
-import { LocalApp, LocalAppBuild } from './local-app';
-import { Member } from './member';
-import { Operation } from './operation';
-import { Project, ProjectResource, ProjectRestriction } from './project';
-import { Region } from './region';
-import { RegistryCredential } from './registry-credential';
-import { Role } from './role';
-import { User } from './user';
-import { Webhook } from './webhook';
-import { WebhookDelivery } from './webhook-delivery';
-import { Bucket } from './bucket';
-import { StaticSite, StaticSiteDeployment } from './static-site';
-import { Stack, StackDeployment, StackItem } from './stack';
-import { Workspace } from './workspace';
-import {
-  BillableItem,
-  RegionPublicIpv4,
-  Vpc,
-  VpcAttachment,
-  VpcPeerRoute,
-  VpcSiteConnection,
-  VpcSubnet,
-  VpcVpnGateway,
-  VpcVpnUser,
-} from './vpc';
+import { getMetadataArgsStorage } from 'typeorm';
+import * as addon from './addon';
+import * as apiToken from './api-token';
+import * as app from './app';
+import * as auditEvent from './audit-event';
+import * as bucket from './bucket';
+import * as computeResource from './compute-resource';
+import * as domain from './domain';
+import * as event from './event';
+import * as idempotencyKey from './idempotency-key';
+import * as localApp from './local-app';
+import * as member from './member';
+import * as operation from './operation';
+import * as preview from './preview';
+import * as project from './project';
+import * as region from './region';
+import * as registryCredential from './registry-credential';
+import * as role from './role';
+import * as stack from './stack';
+import * as staticSite from './static-site';
+import * as user from './user';
+import * as vpc from './vpc';
+import * as webhook from './webhook';
+import * as webhookDelivery from './webhook-delivery';
+import * as workspace from './workspace';
 
-export {
-  Addon,
-  ApiToken,
-  App,
-  AuditEvent,
-  ComputeResource,
-  ResourceAllocation,
-  PlatformEvent,
-  IdempotencyKey,
-  Member,
-  Operation,
-  Project,
-  ProjectResource,
-  ProjectRestriction,
-  Region,
-  RegistryCredential,
-  Role,
-  User,
-  Workspace,
-};
-export {
-  BillableItem,
-  RegionPublicIpv4,
-  Vpc,
-  VpcAttachment,
-  VpcPeerRoute,
-  VpcSiteConnection,
-  VpcSubnet,
-  VpcVpnGateway,
-  VpcVpnUser,
-};
-export { Webhook, WebhookDelivery };
-export { Bucket, StaticSite, StaticSiteDeployment, Stack, StackDeployment, StackItem };
-export { CustomDomain, PreviewConfig, PreviewEnvironment };
-export { AppDeployment, AppPort, AppSecretFile, AppTlsCertificate, AppVariable, ResourceEndpoint };
-export { LocalApp, LocalAppBuild };
-
-/** Every entity class; register new ones here. */
-export const entities = [
-  ApiToken,
-  App,
-  AuditEvent,
-  ComputeResource,
-  ResourceAllocation,
-  PlatformEvent,
-  IdempotencyKey,
-  Member,
-  Operation,
-  Project,
-  ProjectResource,
-  ProjectRestriction,
-  Region,
-  RegistryCredential,
-  Role,
-  User,
-  Workspace,
-  BillableItem,
-  RegionPublicIpv4,
-  Vpc,
-  VpcAttachment,
-  VpcPeerRoute,
-  VpcSiteConnection,
-  VpcSubnet,
-  VpcVpnGateway,
-  VpcVpnUser,
-  Webhook,
-  WebhookDelivery,
-  Bucket,
-  StaticSite,
-  StaticSiteDeployment,
-  Stack,
-  StackDeployment,
-  StackItem,
-  CustomDomain,
-  PreviewConfig,
-  PreviewEnvironment,
-  Addon,
-  AppDeployment,
-  AppPort,
-  AppSecretFile,
-  AppTlsCertificate,
-  AppVariable,
-  ResourceEndpoint,
-  LocalApp,
-  LocalAppBuild,
+/** The modules that declare entities; a new entity file is added here, and each `@Entity` class it exports is registered. */
+const modules: object[] = [
+  addon,
+  apiToken,
+  app,
+  auditEvent,
+  bucket,
+  computeResource,
+  domain,
+  event,
+  idempotencyKey,
+  localApp,
+  member,
+  operation,
+  preview,
+  project,
+  region,
+  registryCredential,
+  role,
+  stack,
+  staticSite,
+  user,
+  vpc,
+  webhook,
+  webhookDelivery,
+  workspace,
 ];
+
+const tables = new Set<unknown>(getMetadataArgsStorage().tables.map((t) => t.target));
+
+/** Every entity class: the `@Entity` classes the modules above export. */
+export const entities = modules.flatMap((m) => Object.values(m)).filter((v): v is Function => tables.has(v));

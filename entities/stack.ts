@@ -1,4 +1,5 @@
 import { Column, CreateDateColumn, Entity, PrimaryColumn, UpdateDateColumn } from 'typeorm';
+import type { Manifest } from '../domain/compose';
 
 const bigint = { to: (v: number) => v, from: (v: string | null) => (v === null ? v : Number(v)) };
 
@@ -17,7 +18,7 @@ export class Stack {
   @Column('boolean', { default: false }) auto_deploy_enabled: boolean;
   @Column('uuid', { nullable: true }) credential_id: string | null;
   /** The analyzed compose manifest. */
-  @Column('jsonb') manifest: Record<string, unknown>;
+  @Column('jsonb') manifest: Manifest;
   /** Values of the required variables, sealed as one JSON document. */
   @Column('text') variables_sealed: string;
   @CreateDateColumn({ type: 'timestamptz' }) created_at: Date;

@@ -1,26 +1,13 @@
-import { randomBytes, randomUUID } from 'node:crypto';
 import type { EntityManager } from 'typeorm';
 import * as yup from 'yup';
-import type { StorageDriver } from '../../platform/drivers/storage';
-import {
-  bucketName,
-  defaultAcl,
-  defaultPolicy,
-  GIB,
-  objectKeyProblem,
-  policyProblem,
-  quotaBytes,
-  VISIBILITIES,
-  type Visibility,
-} from '../../domain/buckets';
+import { objectKeyProblem, policyProblem, quotaBytes, VISIBILITIES } from '../../domain/buckets';
 import { one } from '../../entities/sql';
 import { assertProjectVisible, visibleProjectsClause } from '../access';
-import { recordAudit, snapshot } from '../audit';
+import { recordAudit } from '../audit';
 import { write } from '../commands/audited-write';
+import { createBucket, deleteBucket, storageOf, storeCall, updateBucket } from '../commands/buckets';
 import { selectPage, type Page } from '../pagination';
-import { checkPlacement } from '../placement';
-import { conflict, notFound, Problem, unavailable, unprocessable } from '../problem';
-import { withQuotaAlerts } from '../quota-alerts';
+import { conflict, notFound, Problem, unprocessable } from '../problem';
 import { route, type AnyRouteContext } from '../route';
 import { int, obj, oneOf, str, uuid } from '../schemas/common';
 import {
@@ -91,24 +78,12 @@ const deleteObjectQuery = yup.object({ key: yup.string().max(1024).required() })
 
 type Ctx = AnyRouteContext;
 
-function storageOf(ctx: Ctx): StorageDriver & { endpoint: string } {
-  const storage = ctx.deps.storage;
-  if (!storage?.endpoint)
-    throw new Problem(503, 'object storage is not configured on this installation (BERTH_S3_ENDPOINT)');
-  return storage as StorageDriver & { endpoint: string };
-}
-
-async function findBucket(
-  ctx: Ctx,
-  uuid: string,
-  db: EntityManager = ctx.deps.dataSource.manager,
-  lock = false,
-): Promise<BucketRow> {
-  const row = await one<BucketRow>(
-    db,
-    `${BUCKET_SELECT} WHERE b.uuid = $1 AND b.workspace_uuid = $2${lock ? ' FOR UPDATE OF b' : ''}`,
-    [uuid, ctx.caller.workspaceUuid],
-  );
+/** The bucket of the caller's workspace with its region, in a project open to the caller, else 404. */
+async function findBucket(ctx: Ctx, uuid: string, db: EntityManager = ctx.deps.dataSource.manager): Promise<BucketRow> {
+  const row = await one<BucketRow>(db, `${BUCKET_SELECT} WHERE b.uuid = $1 AND b.workspace_uuid = $2`, [
+    uuid,
+    ctx.caller.workspaceUuid,
+  ]);
   if (!row) throw notFound('bucket');
   await assertProjectVisible(ctx, row.project_id, 'bucket');
   return row;
@@ -120,30 +95,6 @@ function assertActive(b: BucketRow): void {
 
 async function view(ctx: Ctx, db: EntityManager, b: BucketRow, withSecret = false) {
   return (await bucketViews(db, ctx.deps, ctx.caller.workspaceUuid, [b], withSecret))[0]!;
-}
-
-/** The disk allocation must fit the compute resource (its other allocations counted). */
-async function checkCapacity(m: EntityManager, resourceUuid: string, ownerUuid: string, gib: number): Promise<void> {
-  const [r] = await m.query(
-    `SELECT c.total_disk_size - COALESCE((SELECT sum(disk_size) FROM resource_allocations WHERE resource_uuid = c.uuid AND owner_uuid <> $2), 0) AS free
-       FROM compute_resources c WHERE c.uuid = $1`,
-    [resourceUuid, ownerUuid],
-  );
-  if (Number(r.free) < gib * GIB) {
-    throw unprocessable(
-      `disk_size ${gib} GiB does not fit the compute resource (${Math.floor(Number(r.free) / GIB)} GiB free)`,
-      [{ path: 'body.disk_size', message: 'exceeds the free disk of the compute resource' }],
-    );
-  }
-}
-
-async function storeCall<T>(fn: () => Promise<T>): Promise<T> {
-  try {
-    return await fn();
-  } catch (err) {
-    if (err instanceof Problem) throw err;
-    throw unavailable('the object store did not answer; try again shortly', 5);
-  }
 }
 
 export const bucketRoutes = [
@@ -190,56 +141,13 @@ export const bucketRoutes = [
       const resourceId = b.resource_id ?? b.platform_id;
       if (!resourceId)
         throw unprocessable('resource_id is required', [{ path: 'body.resource_id', message: 'required' }]);
-      const storage = storageOf(ctx);
-      const visibility: Visibility = b.visibility ?? 'private_access';
-      const disk = b.disk_size ?? 1;
-      const bucket = await write(ctx, async ({ m, enqueue }) => {
-        await checkPlacement(ctx, m, {
+      const bucket = await write(ctx, async (tx) => {
+        const created = await createBucket(tx, ctx.caller, {
+          ...b,
           resourceId,
-          projectId: b.project_id,
           paths: { resource: b.resource_id ? 'body.resource_id' : 'body.platform_id' },
         });
-        await m.query(`SELECT 1 FROM compute_resources WHERE uuid = $1 FOR UPDATE`, [resourceId]);
-        const uuid = randomUUID();
-        await checkCapacity(m, resourceId, uuid, disk);
-        const name = bucketName(b.label, randomBytes(4).toString('hex'));
-        const accessKey = `BRT${randomBytes(10).toString('hex').toUpperCase()}`;
-        const secret = randomBytes(30).toString('base64url');
-        await m.query(
-          `INSERT INTO buckets (uuid, workspace_uuid, project_id, resource_uuid, name, label, visibility, disk_size_gib, s3_endpoint,
-                                s3_access_key, s3_secret_sealed, policy, acl)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
-          [
-            uuid,
-            ctx.caller.workspaceUuid,
-            b.project_id ?? null,
-            resourceId,
-            name,
-            b.label,
-            visibility,
-            disk,
-            storage.endpoint,
-            accessKey,
-            ctx.deps.secretBox.seal(secret),
-            defaultPolicy(visibility, name),
-            defaultAcl(visibility, accessKey),
-          ],
-        );
-        await withQuotaAlerts(ctx, m, resourceId, () =>
-          m.query(
-            `INSERT INTO resource_allocations (owner_uuid, owner_type, resource_uuid, disk_size) VALUES ($1, 'bucket', $2, $3)`,
-            [uuid, resourceId, quotaBytes(disk)],
-          ),
-        );
-        await recordAudit(m, ctx, { resourceUuid: uuid, before: null, after: await snapshot(m, 'buckets', uuid) });
-        await enqueue({
-          operation: 'bucket-provision',
-          workflow: 'bucketProvision',
-          workspaceUuid: ctx.caller.workspaceUuid,
-          resourceUuid: uuid,
-          args: [{ bucketUuid: uuid }],
-        });
-        return view(ctx, m, (await findBucket(ctx, uuid, m))!, true);
+        return view(ctx, tx.m, await findBucket(ctx, created.uuid, tx.m), true);
       });
       if (b.platform_id) {
         ctx.koa.set('Deprecation', PLATFORM_ID_DEPRECATED);
@@ -270,60 +178,11 @@ export const bucketRoutes = [
     summary: "Update a bucket's settings: label, visibility, disk allocation (GiB), project, policy",
     body: updateBody,
     response: bucketSchema,
-    async handler(ctx) {
-      const b = ctx.body;
-      return ctx.deps.dataSource.transaction(async (m) => {
-        const current = await findBucket(ctx, ctx.params.uuid, m, true);
-        const before = await snapshot(m, 'buckets', current.uuid);
-        if (b.project_id !== undefined)
-          await checkPlacement(ctx, m, { resourceId: current.resource_uuid, projectId: b.project_id });
-        const disk = b.disk_size ?? current.disk_size_gib;
-        if (b.disk_size !== undefined && b.disk_size !== current.disk_size_gib) {
-          await m.query(`SELECT 1 FROM compute_resources WHERE uuid = $1 FOR UPDATE`, [current.resource_uuid]);
-          await checkCapacity(m, current.resource_uuid, current.uuid, disk);
-          if (b.disk_size < current.disk_size_gib && current.state === 'active') {
-            const { usageBytes } = await storeCall(() => storageOf(ctx).usage(current.name));
-            if (usageBytes > quotaBytes(disk)) {
-              throw unprocessable(`the bucket holds ${usageBytes} bytes, more than ${disk} GiB`, [
-                { path: 'body.disk_size', message: 'smaller than the current usage' },
-              ]);
-            }
-          }
-          await withQuotaAlerts(ctx, m, current.resource_uuid, () =>
-            m.query(`UPDATE resource_allocations SET disk_size = $2 WHERE owner_uuid = $1`, [
-              current.uuid,
-              quotaBytes(disk),
-            ]),
-          );
-        }
-        const visibility = b.visibility ?? current.visibility;
-        const visibilityChanged = visibility !== current.visibility;
-        const policyValue =
-          b.policy ??
-          (visibilityChanged && current.policy === defaultPolicy(current.visibility, current.name)
-            ? defaultPolicy(visibility, current.name)
-            : current.policy);
-        const acl = visibilityChanged ? defaultAcl(visibility, current.s3_access_key) : current.acl;
-        await m.query(
-          `UPDATE buckets SET label = $2, visibility = $3, disk_size_gib = $4, project_id = $5, policy = $6, acl = $7, updated_at = now() WHERE uuid = $1`,
-          [
-            current.uuid,
-            b.label ?? current.label,
-            visibility,
-            disk,
-            b.project_id === undefined ? current.project_id : b.project_id,
-            policyValue,
-            acl,
-          ],
-        );
-        await recordAudit(m, ctx, {
-          resourceUuid: current.uuid,
-          before,
-          after: await snapshot(m, 'buckets', current.uuid),
-        });
-        return view(ctx, m, await findBucket(ctx, current.uuid, m), true);
-      });
-    },
+    handler: (ctx) =>
+      write(ctx, async (tx) => {
+        const updated = await updateBucket(tx, ctx.caller, { ...ctx.body, uuid: ctx.params.uuid });
+        return view(ctx, tx.m, await findBucket(ctx, updated.uuid, tx.m), true);
+      }),
   }),
   route<{ uuid: string }>({
     method: 'delete',
@@ -334,20 +193,7 @@ export const bucketRoutes = [
     audit: 'bucket.delete',
     summary: 'Delete a bucket: its access key is revoked and its objects removed (data does not come back)',
     async handler(ctx) {
-      await write(ctx, async ({ m, enqueue }) => {
-        const b = await findBucket(ctx, ctx.params.uuid, m, true);
-        const before = await snapshot(m, 'buckets', b.uuid);
-        await m.query(`DELETE FROM resource_allocations WHERE owner_uuid = $1`, [b.uuid]);
-        await m.query(`DELETE FROM buckets WHERE uuid = $1`, [b.uuid]);
-        await recordAudit(m, ctx, { resourceUuid: b.uuid, before, after: null });
-        await enqueue({
-          operation: 'bucket-delete',
-          workflow: 'storageCleanup',
-          workspaceUuid: ctx.caller.workspaceUuid,
-          resourceUuid: b.uuid,
-          args: [{ bucketName: b.name, accessKey: b.s3_access_key, siteHost: null }],
-        });
-      });
+      await write(ctx, (tx) => deleteBucket(tx, ctx.caller, { uuid: ctx.params.uuid }));
       return undefined;
     },
   }),
@@ -363,7 +209,7 @@ export const bucketRoutes = [
       const b = await findBucket(ctx, ctx.params.uuid);
       if (b.state !== 'active') return [];
       return storeCall(() =>
-        storageOf(ctx).listObjects(b.name, { prefix: ctx.query.prefix, limit: ctx.query.limit ?? 1000 }),
+        storageOf(ctx.deps).listObjects(b.name, { prefix: ctx.query.prefix, limit: ctx.query.limit ?? 1000 }),
       );
     },
   }),
@@ -384,7 +230,7 @@ export const bucketRoutes = [
       const body = Buffer.from(ctx.body.content_base64, 'base64');
       if (body.length > MAX_OBJECT_BYTES)
         throw new Problem(413, 'objects uploaded through the API are limited to 700 KiB');
-      const storage = storageOf(ctx);
+      const storage = storageOf(ctx.deps);
       const existing = await storeCall(() => storage.headObject(b.name, ctx.body.key));
       const { usageBytes } = await storeCall(() => storage.usage(b.name));
       if (usageBytes - (existing?.size ?? 0) + body.length > quotaBytes(b.disk_size_gib)) {
@@ -415,7 +261,7 @@ export const bucketRoutes = [
     async handler(ctx) {
       const b = await findBucket(ctx, ctx.params.uuid);
       assertActive(b);
-      const storage = storageOf(ctx);
+      const storage = storageOf(ctx.deps);
       if (!(await storeCall(() => storage.headObject(b.name, ctx.body.key)))) throw notFound('object');
       if (ctx.body.new_key === ctx.body.key)
         throw unprocessable('new_key equals key', [{ path: 'body.new_key', message: 'same as key' }]);
@@ -447,7 +293,7 @@ export const bucketRoutes = [
         });
       const b = await findBucket(ctx, ctx.params.uuid);
       assertActive(b);
-      const storage = storageOf(ctx);
+      const storage = storageOf(ctx.deps);
       const existing = await storeCall(() => storage.headObject(b.name, ctx.query.key));
       if (!existing) throw notFound('object');
       await storeCall(() => storage.deleteObject(b.name, ctx.query.key));
@@ -471,7 +317,7 @@ export const bucketRoutes = [
     async handler(ctx) {
       const b = await findBucket(ctx, ctx.params.uuid);
       assertActive(b);
-      const storage = storageOf(ctx);
+      const storage = storageOf(ctx.deps);
       if (!(await storeCall(() => storage.headObject(b.name, ctx.body.key)))) throw notFound('object');
       const expiresIn = ctx.body.expires_in ?? 3600;
       const url = await storeCall(() => storage.presignDownload(b.name, ctx.body.key, expiresIn));

@@ -1,17 +1,16 @@
-import { randomUUID } from 'node:crypto';
 import type { EntityManager } from 'typeorm';
-import { columnsOf } from '../../entities/columns';
-import { Project, ProjectRestriction } from '../../entities/project';
-import { one, rows } from '../../entities/sql';
 import * as yup from 'yup';
+import { Project, ProjectRestriction } from '../../entities/project';
 import { assertProjectVisible } from '../access';
-import { recordAudit, snapshot } from '../audit';
+import { write } from '../commands/audited-write';
+import { addRestriction, createProject, deleteProject, removeRestriction, updateProject } from '../commands/projects';
+import type { Caller } from '../context';
 import { pageOf, type Page } from '../pagination';
-import { whereVisible } from '../visible-projects';
-import { conflict, notFound, unprocessable } from '../problem';
+import { notFound } from '../problem';
 import { route, type AnyRouteContext } from '../route';
 import { arr, obj, oneOf, str, uuid } from '../schemas/common';
 import { projectSchema, projectViews, restrictionSchema, restrictionView } from '../views/projects';
+import { newestVisible } from '../visible-projects';
 
 const TAG = 'projects';
 
@@ -50,38 +49,8 @@ export async function findProject(
   return row;
 }
 
-async function assignResources(ctx: Ctx, m: EntityManager, projectUuid: string, resourceIds: string[]): Promise<void> {
-  const ids = [...new Set(resourceIds)];
-  const found: Array<{ uuid: string }> = await m.query(
-    `SELECT uuid FROM compute_resources WHERE workspace_uuid = $1 AND uuid = ANY($2::uuid[])`,
-    [ctx.caller.workspaceUuid, ids],
-  );
-  const missing = ids.filter((id) => !found.some((f) => f.uuid === id));
-  if (missing.length > 0) {
-    throw unprocessable(
-      `compute resource not found in this workspace: ${missing.join(', ')}`,
-      missing.map((id) => ({
-        path: 'body.resource_ids',
-        message: `${id} is not a compute resource of this workspace`,
-      })),
-    );
-  }
-  await m.query(`DELETE FROM project_resources WHERE project_uuid = $1 AND NOT (resource_uuid = ANY($2::uuid[]))`, [
-    projectUuid,
-    ids,
-  ]);
-  await m.query(
-    `INSERT INTO project_resources (project_uuid, resource_uuid) SELECT $1, unnest($2::uuid[]) ON CONFLICT DO NOTHING`,
-    [projectUuid, ids],
-  );
-}
-
-async function view(ctx: Ctx, m: EntityManager, row: Project) {
-  return (await projectViews(m, ctx.caller.workspaceUuid, [row]))[0]!;
-}
-
-function assertActive(p: Project): void {
-  if (p.state === 'deleting') throw conflict('the project is being deleted');
+async function view(m: EntityManager, caller: Caller, row: Project) {
+  return (await projectViews(m, caller.workspaceUuid, [row]))[0]!;
 }
 
 export const projectRoutes = [
@@ -94,21 +63,8 @@ export const projectRoutes = [
     summary: 'List the projects of the workspace, newest first',
     response: yup.array(projectSchema),
     async handler(ctx) {
-      const rows = await pageOf(
-        ctx,
-        (
-          await whereVisible(
-            ctx,
-            ctx.deps.dataSource.manager
-              .createQueryBuilder(Project, 'p')
-              .where('p.workspace_uuid = :workspace', { workspace: ctx.caller.workspaceUuid }),
-            'p.uuid',
-          )
-        )
-          .orderBy('p.created_at', 'DESC')
-          .addOrderBy('p.uuid', 'DESC'),
-      );
-      return projectViews(ctx.deps.dataSource.manager, ctx.caller.workspaceUuid, rows);
+      const list = await pageOf(ctx, await newestVisible(ctx, Project, 'uuid'));
+      return projectViews(ctx.deps.dataSource.manager, ctx.caller.workspaceUuid, list);
     },
   }),
   route<{}, {}, yup.InferType<typeof createBody>>({
@@ -122,21 +78,11 @@ export const projectRoutes = [
     body: createBody,
     response: projectSchema,
     async handler(ctx) {
-      return ctx.deps.dataSource.transaction(async (m) => {
-        const uuid = randomUUID();
-        const row = await one<Project>(
-          m,
-          `INSERT INTO projects (uuid, workspace_uuid, name, description) VALUES ($1, $2, $3, $4)
-           ON CONFLICT (workspace_uuid, name) DO NOTHING
-           RETURNING ${columnsOf(Project)}`,
-          [uuid, ctx.caller.workspaceUuid, ctx.body.name, ctx.body.description ?? ''],
-        );
-        if (!row) throw conflict(`a project named "${ctx.body.name}" already exists in this workspace`);
-        if (ctx.body.resource_ids) await assignResources(ctx, m, uuid, ctx.body.resource_ids);
-        await recordAudit(m, ctx, { resourceUuid: uuid, before: null, after: await snapshot(m, 'projects', uuid) });
-        ctx.koa.set('Location', `/api/v1/projects/${uuid}`);
-        return view(ctx, m, row);
-      });
+      const project = await write(ctx, async (tx) =>
+        view(tx.m, ctx.caller, await createProject(tx, ctx.caller, ctx.body)),
+      );
+      ctx.koa.set('Location', `/api/v1/projects/${project.uuid}`);
+      return project;
     },
   }),
   route<{ uuid: string }>({
@@ -147,7 +93,7 @@ export const projectRoutes = [
     summary: 'Show a project',
     response: projectSchema,
     async handler(ctx) {
-      return view(ctx, ctx.deps.dataSource.manager, await findProject(ctx, ctx.params.uuid));
+      return view(ctx.deps.dataSource.manager, ctx.caller, await findProject(ctx, ctx.params.uuid));
     },
   }),
   route<{ uuid: string }, {}, yup.InferType<typeof updateBody>>({
@@ -159,33 +105,10 @@ export const projectRoutes = [
     summary: "Update a project's name, description and assigned compute resources",
     body: updateBody,
     response: projectSchema,
-    async handler(ctx) {
-      return ctx.deps.dataSource.transaction(async (m) => {
-        const project = await findProject(ctx, ctx.params.uuid, m);
-        assertActive(project);
-        const before = await snapshot(m, 'projects', project.uuid);
-        if (ctx.body.name !== undefined && ctx.body.name !== project.name) {
-          const [taken] = await m.query(`SELECT 1 FROM projects WHERE workspace_uuid = $1 AND name = $2`, [
-            ctx.caller.workspaceUuid,
-            ctx.body.name,
-          ]);
-          if (taken) throw conflict(`a project named "${ctx.body.name}" already exists in this workspace`);
-        }
-        const row = await one<Project>(
-          m,
-          `UPDATE projects SET name = COALESCE($2, name), description = COALESCE($3, description), updated_at = now()
-            WHERE uuid = $1 RETURNING ${columnsOf(Project)}`,
-          [project.uuid, ctx.body.name ?? null, ctx.body.description ?? null],
-        );
-        if (ctx.body.resource_ids) await assignResources(ctx, m, project.uuid, ctx.body.resource_ids);
-        await recordAudit(m, ctx, {
-          resourceUuid: project.uuid,
-          before,
-          after: await snapshot(m, 'projects', project.uuid),
-        });
-        return view(ctx, m, row!);
-      });
-    },
+    handler: (ctx) =>
+      write(ctx, async (tx) =>
+        view(tx.m, ctx.caller, await updateProject(tx, ctx.caller, { ...ctx.body, uuid: ctx.params.uuid })),
+      ),
   }),
   route<{ uuid: string }>({
     method: 'delete',
@@ -196,32 +119,8 @@ export const projectRoutes = [
     audit: 'project.delete',
     summary: 'Delete a project: its resource assignments are released, then it is removed (poll GET until 404)',
     response: projectSchema,
-    async handler(ctx) {
-      const { project, operation } = await ctx.deps.dataSource.transaction(async (m) => {
-        const found = await findProject(ctx, ctx.params.uuid, m);
-        const before = await snapshot(m, 'projects', found.uuid);
-        const updated = await one<Project>(
-          m,
-          `UPDATE projects SET state = 'deleting', updated_at = now() WHERE uuid = $1 RETURNING ${columnsOf(Project)}`,
-          [found.uuid],
-        );
-        const op = await ctx.deps.outbox.enqueue(m, {
-          operation: 'project-delete',
-          workflow: 'projectDelete',
-          workspaceUuid: ctx.caller.workspaceUuid,
-          resourceUuid: found.uuid,
-          args: [{ projectUuid: found.uuid }],
-        });
-        await recordAudit(m, ctx, {
-          resourceUuid: found.uuid,
-          before,
-          after: await snapshot(m, 'projects', found.uuid),
-        });
-        return { project: await view(ctx, m, updated!), operation: op };
-      });
-      await ctx.deps.outbox.dispatch(operation);
-      return project;
-    },
+    handler: (ctx) =>
+      write(ctx, async (tx) => view(tx.m, ctx.caller, await deleteProject(tx, ctx.caller, { uuid: ctx.params.uuid }))),
   }),
   route<{ uuid: string }>({
     method: 'get',
@@ -249,44 +148,10 @@ export const projectRoutes = [
     summary: 'Restrict a project to a member (subject_type user) or a role (subject_type role)',
     body: restrictionBody,
     response: restrictionSchema,
-    async handler(ctx) {
-      return ctx.deps.dataSource.transaction(async (m) => {
-        const project = await findProject(ctx, ctx.params.uuid, m);
-        assertActive(project);
-        if (ctx.body.subject_type === 'user') {
-          const [member] = await m.query(`SELECT 1 FROM members WHERE workspace_uuid = $1 AND user_uuid = $2`, [
-            ctx.caller.workspaceUuid,
-            ctx.body.user_uuid,
-          ]);
-          if (!member)
-            throw unprocessable('user_uuid is not a member of this workspace', [
-              { path: 'body.user_uuid', message: 'not a member of this workspace' },
-            ]);
-        } else {
-          const [role] = await m.query(`SELECT 1 FROM roles WHERE workspace_uuid = $1 AND name = $2`, [
-            ctx.caller.workspaceUuid,
-            ctx.body.role_name,
-          ]);
-          if (!role)
-            throw unprocessable('role_name is not a role of this workspace', [
-              { path: 'body.role_name', message: 'no such role in this workspace' },
-            ]);
-        }
-        const row = await one<ProjectRestriction>(
-          m,
-          `INSERT INTO project_restrictions (project_uuid, subject_type, user_uuid, role_name) VALUES ($1, $2, $3, $4)
-           ON CONFLICT DO NOTHING RETURNING ${columnsOf(ProjectRestriction)}`,
-          [project.uuid, ctx.body.subject_type, ctx.body.user_uuid ?? null, ctx.body.role_name ?? null],
-        );
-        if (!row) throw conflict('this restriction already exists');
-        await recordAudit(m, ctx, {
-          resourceUuid: project.uuid,
-          before: null,
-          after: restrictionView(row) as unknown as Record<string, unknown>,
-        });
-        return restrictionView(row);
-      });
-    },
+    handler: (ctx) =>
+      write(ctx, async (tx) =>
+        restrictionView(await addRestriction(tx, ctx.caller, { ...ctx.body, uuid: ctx.params.uuid })),
+      ),
   }),
   route<{ uuid: string; id: number }>({
     method: 'delete',
@@ -298,21 +163,8 @@ export const projectRoutes = [
     summary: 'Remove a restriction',
     params: yup.object({ uuid: uuid().required(), id: yup.number().integer().min(1).max(2147483647).required() }),
     async handler(ctx) {
-      return ctx.deps.dataSource.transaction(async (m) => {
-        const project = await findProject(ctx, ctx.params.uuid, m);
-        const deleted = await rows<ProjectRestriction>(
-          m,
-          `DELETE FROM project_restrictions WHERE project_uuid = $1 AND id = $2 RETURNING ${columnsOf(ProjectRestriction)}`,
-          [project.uuid, ctx.params.id],
-        );
-        if (deleted.length === 0) throw notFound('restriction');
-        await recordAudit(m, ctx, {
-          resourceUuid: project.uuid,
-          before: restrictionView(deleted[0]!) as unknown as Record<string, unknown>,
-          after: null,
-        });
-        return undefined;
-      });
+      await write(ctx, (tx) => removeRestriction(tx, ctx.caller, ctx.params));
+      return undefined;
     },
   }),
 ];

@@ -3,21 +3,31 @@ import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import type { EntityManager } from 'typeorm';
 import * as yup from 'yup';
-import { composePathProblem, type Manifest } from '../../domain/compose';
-import { BRANCH, normalizeRepositoryUrl } from '../../domain/git-urls';
+import { composePathProblem } from '../../domain/compose';
+import { BRANCH } from '../../domain/git-urls';
 import { typedStart, type Workflows } from '../../platform/workflow-starts';
 import { STACK_NAME, VARIABLE_NAME, type AnalyzeInput, type AnalyzeResult } from '../../domain/stacks';
 import { Stack } from '../../entities/stack';
-import { one, rows } from '../../entities/sql';
 import { assertProjectVisible } from '../access';
-import { recordAudit, snapshot } from '../audit';
+import { write } from '../commands/audited-write';
+import {
+  checkNewStack,
+  checkVariables,
+  createStack,
+  deleteStack,
+  redeployStack,
+  updateStack,
+  updateStackDeployment,
+} from '../commands/stacks';
+import type { Caller } from '../context';
+import { checkCredential, checkRepository } from '../git-source';
 import { pageOf, type Page } from '../pagination';
-import { checkPlacement, checkResource } from '../placement';
-import { conflict, notFound, Problem, unprocessable } from '../problem';
+import { checkResource } from '../placement';
+import { notFound, Problem, unprocessable } from '../problem';
 import { route, type AnyRouteContext } from '../route';
 import { bool, json, obj, str, uuid } from '../schemas/common';
 import { analyzeSchema, stackListSchema, stackSchema, stackViews } from '../views/stacks';
-import { whereVisible } from '../visible-projects';
+import { newestVisible } from '../visible-projects';
 
 const TAG = 'stacks';
 
@@ -72,25 +82,6 @@ const updateBody = obj({ label: str().trim().min(1).max(100), project_id: uuid()
 
 type Ctx = AnyRouteContext;
 
-function repository(ctx: Ctx, value: string, field: string): string {
-  const r = normalizeRepositoryUrl(value, ctx.deps.config.gitAllowFileUrls);
-  if ('problem' in r) throw unprocessable(`${field} ${r.problem}`, [{ path: `body.${field}`, message: r.problem }]);
-  return r.url;
-}
-
-async function checkCredential(ctx: Ctx, credentialId: string | null | undefined): Promise<void> {
-  if (!credentialId) return;
-  const found = await one(
-    ctx.deps.dataSource,
-    `SELECT 1 FROM container_registry_credentials WHERE uuid = $1 AND workspace_uuid = $2`,
-    [credentialId, ctx.caller.workspaceUuid],
-  );
-  if (!found)
-    throw unprocessable('credential_id is not a stored credential of this workspace', [
-      { path: 'body.credential_id', message: 'no such credential' },
-    ]);
-}
-
 /** Runs the analysis on a worker (it clones with git there) and waits for it. */
 async function analyze(ctx: Ctx, input: AnalyzeInput): Promise<AnalyzeResult> {
   const id = randomUUID();
@@ -119,60 +110,16 @@ async function analyze(ctx: Ctx, input: AnalyzeInput): Promise<AnalyzeResult> {
   }
 }
 
-async function findStack(
-  ctx: Ctx,
-  uuid: string,
-  db: EntityManager = ctx.deps.dataSource.manager,
-  lock = false,
-): Promise<Stack> {
-  const row = await db.findOne(Stack, {
-    where: { uuid, workspace_uuid: ctx.caller.workspaceUuid },
-    ...(lock ? { lock: { mode: 'pessimistic_write' as const } } : {}),
-  });
+/** The stack of the caller's workspace, in a project open to the caller, else 404. */
+async function findStack(ctx: Ctx, uuid: string): Promise<Stack> {
+  const row = await ctx.deps.dataSource.manager.findOneBy(Stack, { uuid, workspace_uuid: ctx.caller.workspaceUuid });
   if (!row) throw notFound('stack');
   await assertProjectVisible(ctx, row.project_id, 'stack');
   return row;
 }
 
-async function view(ctx: Ctx, db: EntityManager, uuid: string) {
-  return (await stackViews(db, ctx.caller.workspaceUuid, [await findStack(ctx, uuid, db)]))[0]!;
-}
-
-function checkVariables(manifest: Manifest, values: Record<string, string>): void {
-  const missing = manifest.required_variables.filter((v) => values[v] === undefined);
-  const known = new Set([...manifest.required_variables, ...manifest.optional_variables.map((v) => v.name)]);
-  const unknown = Object.keys(values).filter((v) => !known.has(v));
-  const errors = [
-    ...missing.map((v) => ({ path: `body.variables.${v}`, message: 'required by the compose file' })),
-    ...unknown.map((v) => ({ path: `body.variables.${v}`, message: 'not used by the compose file' })),
-  ];
-  if (errors.length > 0) {
-    throw unprocessable(
-      missing.length > 0
-        ? `the compose file needs values for: ${missing.join(', ')}`
-        : `variables not used by the compose file: ${unknown.join(', ')}`,
-      errors,
-    );
-  }
-}
-
-async function startDeployment(ctx: Ctx, m: EntityManager, stackUuid: string) {
-  const running = await one(
-    m,
-    `SELECT 1 FROM stack_deployments WHERE stack_uuid = $1 AND state NOT IN ('completed', 'failed')`,
-    [stackUuid],
-  );
-  if (running) throw conflict('a deployment of this stack is in progress');
-  const deploymentUuid = randomUUID();
-  await m.query(`INSERT INTO stack_deployments (uuid, stack_uuid) VALUES ($1, $2)`, [deploymentUuid, stackUuid]);
-  return ctx.deps.outbox.enqueue(m, {
-    operation: 'stack-deploy',
-    workflow: 'stackDeploy',
-    workspaceUuid: ctx.caller.workspaceUuid,
-    resourceUuid: stackUuid,
-    subId: deploymentUuid,
-    args: [{ stackUuid, deploymentUuid }],
-  });
+async function view(m: EntityManager, caller: Caller, stack: Stack) {
+  return (await stackViews(m, caller.workspaceUuid, [stack]))[0]!;
 }
 
 export const stackRoutes = [
@@ -188,9 +135,9 @@ export const stackRoutes = [
     response: analyzeSchema,
     async handler(ctx) {
       const b = ctx.body;
-      const url = repository(ctx, b.repository_url, 'repository_url');
+      const url = checkRepository(ctx.deps.config, b.repository_url, 'repository_url');
       if (b.resource_id) await checkResource(ctx, ctx.deps.dataSource.manager, b.resource_id);
-      await checkCredential(ctx, b.credential_id);
+      await checkCredential(ctx.deps.dataSource.manager, ctx.caller.workspaceUuid, b.credential_id);
       const result = await analyze(ctx, {
         workspaceUuid: ctx.caller.workspaceUuid,
         repositoryUrl: url,
@@ -210,20 +157,7 @@ export const stackRoutes = [
     summary: 'List the stacks of the workspace, newest first, with services, latest deployment and totals',
     response: stackListSchema,
     async handler(ctx) {
-      const list = await pageOf(
-        ctx,
-        (
-          await whereVisible(
-            ctx,
-            ctx.deps.dataSource.manager
-              .createQueryBuilder(Stack, 's')
-              .where('s.workspace_uuid = :workspace', { workspace: ctx.caller.workspaceUuid }),
-            's.project_id',
-          )
-        )
-          .orderBy('s.created_at', 'DESC')
-          .addOrderBy('s.uuid', 'DESC'),
-      );
+      const list = await pageOf(ctx, await newestVisible(ctx, Stack, 'project_id'));
       return stackViews(ctx.deps.dataSource.manager, ctx.caller.workspaceUuid, list);
     },
   }),
@@ -239,54 +173,26 @@ export const stackRoutes = [
     response: stackSchema,
     async handler(ctx) {
       const b = ctx.body;
-      const url = repository(ctx, b.repository_url, 'repository_url');
-      await checkPlacement(ctx, ctx.deps.dataSource.manager, { resourceId: b.resource_id, projectId: b.project_id });
-      await checkCredential(ctx, b.credential_id);
-      const taken = await one(ctx.deps.dataSource, `SELECT 1 FROM stacks WHERE workspace_uuid = $1 AND name = $2`, [
-        ctx.caller.workspaceUuid,
-        b.name,
-      ]);
-      if (taken) throw conflict(`a stack named "${b.name}" already exists in this workspace`);
-      const composePathValue = b.compose_path ?? '.';
-      const result = await analyze(ctx, {
+      const repository = checkRepository(ctx.deps.config, b.repository_url, 'repository_url');
+      await checkNewStack(ctx, b);
+      const composePath = b.compose_path ?? '.';
+      const { manifest } = await analyze(ctx, {
         workspaceUuid: ctx.caller.workspaceUuid,
-        repositoryUrl: url,
+        repositoryUrl: repository,
         branch: b.branch,
-        composePath: composePathValue,
+        composePath,
         credentialId: b.credential_id ?? null,
       });
-      const values = (b.variables ?? {}) as Record<string, string>;
-      checkVariables(result.manifest, values);
-      const uuid = randomUUID();
-      const { stack, operation } = await ctx.deps.dataSource.transaction(async (m) => {
-        await checkPlacement(ctx, m, { resourceId: b.resource_id, projectId: b.project_id });
-        const [row] = await m.query(
-          `INSERT INTO stacks (uuid, workspace_uuid, project_id, resource_uuid, name, label, compose_path, repository, branch, auto_deploy_enabled,
-                               credential_id, manifest, variables_sealed)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) ON CONFLICT (workspace_uuid, name) DO NOTHING RETURNING uuid`,
-          [
-            uuid,
-            ctx.caller.workspaceUuid,
-            b.project_id ?? null,
-            b.resource_id,
-            b.name,
-            b.label ?? b.name,
-            composePathValue,
-            url,
-            b.branch,
-            b.auto_deploy_enabled ?? false,
-            b.credential_id ?? null,
-            JSON.stringify(result.manifest),
-            ctx.deps.secretBox.seal(JSON.stringify(values)),
-          ],
-        );
-        if (!row) throw conflict(`a stack named "${b.name}" already exists in this workspace`);
-        const op = await startDeployment(ctx, m, uuid);
-        await recordAudit(m, ctx, { resourceUuid: uuid, before: null, after: await snapshot(m, 'stacks', uuid) });
-        return { stack: await view(ctx, m, uuid), operation: op };
-      });
-      await ctx.deps.outbox.dispatch(operation);
-      ctx.koa.set('Location', `/api/v1/stacks/${uuid}`);
+      const variables = (b.variables ?? {}) as Record<string, string>;
+      checkVariables(manifest, variables);
+      const stack = await write(ctx, async (tx) =>
+        view(
+          tx.m,
+          ctx.caller,
+          await createStack(tx, ctx.caller, { ...b, repository, compose_path: composePath, manifest, variables }),
+        ),
+      );
+      ctx.koa.set('Location', `/api/v1/stacks/${stack.uuid}`);
       return stack;
     },
   }),
@@ -298,7 +204,7 @@ export const stackRoutes = [
     summary: 'Show a stack: computed state, services, latest deployment, totals',
     response: stackSchema,
     async handler(ctx) {
-      return view(ctx, ctx.deps.dataSource.manager, ctx.params.uuid);
+      return view(ctx.deps.dataSource.manager, ctx.caller, await findStack(ctx, ctx.params.uuid));
     },
   }),
   route<{ uuid: string }, {}, yup.InferType<typeof updateBody>>({
@@ -310,21 +216,10 @@ export const stackRoutes = [
     summary: "Update a stack's label or project (the codename is fixed)",
     body: updateBody,
     response: stackSchema,
-    async handler(ctx) {
-      return ctx.deps.dataSource.transaction(async (m) => {
-        const s = await findStack(ctx, ctx.params.uuid, m, true);
-        if (ctx.body.project_id !== undefined)
-          await checkPlacement(ctx, m, { resourceId: s.resource_uuid, projectId: ctx.body.project_id });
-        const before = await snapshot(m, 'stacks', s.uuid);
-        await m.query(`UPDATE stacks SET label = $2, project_id = $3, updated_at = now() WHERE uuid = $1`, [
-          s.uuid,
-          ctx.body.label ?? s.label,
-          ctx.body.project_id === undefined ? s.project_id : ctx.body.project_id,
-        ]);
-        await recordAudit(m, ctx, { resourceUuid: s.uuid, before, after: await snapshot(m, 'stacks', s.uuid) });
-        return view(ctx, m, s.uuid);
-      });
-    },
+    handler: (ctx) =>
+      write(ctx, async (tx) =>
+        view(tx.m, ctx.caller, await updateStack(tx, ctx.caller, { ...ctx.body, uuid: ctx.params.uuid })),
+      ),
   }),
   route<{ uuid: string }, {}, yup.InferType<typeof deploymentBody>>({
     method: 'put',
@@ -336,26 +231,17 @@ export const stackRoutes = [
       'Update the tracked branch, auto-deploy, repository and stored credential (credential_id); the next deployment uses them',
     body: deploymentBody,
     response: stackSchema,
-    async handler(ctx) {
+    handler(ctx) {
       const b = ctx.body;
-      const url = b.repository === undefined ? undefined : repository(ctx, b.repository, 'repository');
-      await checkCredential(ctx, b.credential_id);
-      return ctx.deps.dataSource.transaction(async (m) => {
-        const s = await findStack(ctx, ctx.params.uuid, m, true);
-        const before = await snapshot(m, 'stacks', s.uuid);
-        await m.query(
-          `UPDATE stacks SET branch = $2, auto_deploy_enabled = $3, repository = $4, credential_id = $5, updated_at = now() WHERE uuid = $1`,
-          [
-            s.uuid,
-            b.branch ?? s.branch,
-            b.auto_deploy_enabled ?? s.auto_deploy_enabled,
-            url ?? s.repository,
-            b.credential_id === undefined ? s.credential_id : b.credential_id,
-          ],
-        );
-        await recordAudit(m, ctx, { resourceUuid: s.uuid, before, after: await snapshot(m, 'stacks', s.uuid) });
-        return view(ctx, m, s.uuid);
-      });
+      const repository =
+        b.repository === undefined ? undefined : checkRepository(ctx.deps.config, b.repository, 'repository');
+      return write(ctx, async (tx) =>
+        view(
+          tx.m,
+          ctx.caller,
+          await updateStackDeployment(tx, ctx.caller, { ...b, repository, uuid: ctx.params.uuid }),
+        ),
+      );
     },
   }),
   route<{ uuid: string }, {}, yup.InferType<typeof redeployBody>>({
@@ -368,26 +254,17 @@ export const stackRoutes = [
     summary: 'Deploy the tracked branch again (optionally with new variable values); 409 while a deployment runs',
     body: redeployBody,
     response: stackSchema,
-    async handler(ctx) {
-      const { stack, operation } = await ctx.deps.dataSource.transaction(async (m) => {
-        const s = await findStack(ctx, ctx.params.uuid, m, true);
-        const before = await snapshot(m, 'stacks', s.uuid);
-        if (ctx.body.variables) {
-          const [row] = await m.query(`SELECT variables_sealed FROM stacks WHERE uuid = $1`, [s.uuid]);
-          const merged = { ...JSON.parse(ctx.deps.secretBox.open(row.variables_sealed)), ...ctx.body.variables };
-          await m.query(`UPDATE stacks SET variables_sealed = $2, updated_at = now() WHERE uuid = $1`, [
-            s.uuid,
-            ctx.deps.secretBox.seal(JSON.stringify(merged)),
-          ]);
-        }
-        const op = await startDeployment(ctx, m, s.uuid);
-        // The diff shows new variable values as a redacted variables_sealed change; a plain redeploy's diff is empty.
-        await recordAudit(m, ctx, { resourceUuid: s.uuid, before, after: await snapshot(m, 'stacks', s.uuid) });
-        return { stack: await view(ctx, m, s.uuid), operation: op };
-      });
-      await ctx.deps.outbox.dispatch(operation);
-      return stack;
-    },
+    handler: (ctx) =>
+      write(ctx, async (tx) =>
+        view(
+          tx.m,
+          ctx.caller,
+          await redeployStack(tx, ctx.caller, {
+            uuid: ctx.params.uuid,
+            variables: ctx.body.variables as Record<string, string> | undefined,
+          }),
+        ),
+      ),
   }),
   route<{ uuid: string }>({
     method: 'delete',
@@ -398,30 +275,7 @@ export const stackRoutes = [
     audit: 'stack.delete',
     summary: 'Delete a stack with its services (its apps and add-on items); 409 while a deployment runs',
     async handler(ctx) {
-      const operation = await ctx.deps.dataSource.transaction(async (m) => {
-        const s = await findStack(ctx, ctx.params.uuid, m, true);
-        const running = await one(
-          m,
-          `SELECT 1 FROM stack_deployments WHERE stack_uuid = $1 AND state NOT IN ('completed', 'failed')`,
-          [s.uuid],
-        );
-        if (running) throw conflict('a deployment of this stack is in progress; delete it when it has finished');
-        const items = await rows<{ uuid: string }>(m, `SELECT uuid FROM stack_items WHERE stack_uuid = $1`, [s.uuid]);
-        const uuids = items.map((i) => i.uuid);
-        const before = await snapshot(m, 'stacks', s.uuid);
-        await m.query(`DELETE FROM resource_allocations WHERE owner_uuid = ANY($1::uuid[])`, [uuids]);
-        await m.query(`DELETE FROM apps WHERE uuid = ANY($1::uuid[])`, [uuids]);
-        await m.query(`DELETE FROM stacks WHERE uuid = $1`, [s.uuid]);
-        await recordAudit(m, ctx, { resourceUuid: s.uuid, before, after: null });
-        return ctx.deps.outbox.enqueue(m, {
-          operation: 'stack-delete',
-          workflow: 'stackCleanup',
-          workspaceUuid: ctx.caller.workspaceUuid,
-          resourceUuid: s.uuid,
-          args: [{ itemUuids: uuids }],
-        });
-      });
-      await ctx.deps.outbox.dispatch(operation);
+      await write(ctx, (tx) => deleteStack(tx, ctx.caller, { uuid: ctx.params.uuid }));
       return undefined;
     },
   }),

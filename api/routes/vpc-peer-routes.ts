@@ -1,13 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import * as yup from 'yup';
-import { cidr4, formatCidr4, isNetworkAddress, networkOf, overlaps, parseCidr4 } from '../../domain/vpc';
-import { one, rows } from '../../entities/sql';
-import { recordAudit, snapshot } from '../audit';
-import { badRequest, conflict, notFound, unprocessable } from '../problem';
+import { formatCidr4, isNetworkAddress, networkOf, parseCidr4 } from '../../domain/vpc';
+import { rows } from '../../entities/sql';
+import { write } from '../commands/audited-write';
+import { findVpc } from '../commands/vpcs';
+import { applyPeerRoutes, createPeerRoute, deletePeerRoute } from '../commands/vpc-peer-routes';
+import { badRequest, unprocessable } from '../problem';
 import { route } from '../route';
 import { createPeerRouteBody } from '../schemas/vpcs';
 import { PEER_ROUTE_COLUMNS, peerRouteSchema, peerRouteView, type PeerRouteRow } from '../views/vpcs';
-import { assertVpcActive, findVpc } from './vpcs';
 
 const TAG = 'vpcs';
 
@@ -51,28 +52,10 @@ export const vpcPeerRouteRoutes = [
           { path: 'body.cidr', message: 'host bits set' },
         ]);
       }
-      return ctx.deps.dataSource.transaction(async (m) => {
-        const vpc = await findVpc(ctx, ctx.params.uuid, m, true);
-        assertVpcActive(vpc);
-        if (overlaps(range, cidr4(vpc.cidr_v4))) {
-          throw unprocessable(`${ctx.body.cidr} overlaps the VPC's own range ${vpc.cidr_v4}`, [
-            { path: 'body.cidr', message: 'overlaps the VPC range' },
-          ]);
-        }
-        const row = await one<PeerRouteRow>(
-          m,
-          `INSERT INTO vpc_peer_routes (uuid, vpc_uuid, cidr, gateway_kind, description) VALUES ($1, $2, $3, $4, $5)
-           ON CONFLICT ON CONSTRAINT vpc_peer_routes_cidr DO NOTHING RETURNING ${PEER_ROUTE_COLUMNS}`,
-          [randomUUID(), vpc.uuid, ctx.body.cidr, ctx.body.gateway_kind, ctx.body.description ?? ''],
-        );
-        if (!row) throw conflict(`the VPC already has a route for ${ctx.body.cidr}`);
-        await recordAudit(m, ctx, {
-          resourceUuid: row.uuid,
-          before: null,
-          after: await snapshot(m, 'vpc_peer_routes', row.uuid),
-        });
-        ctx.koa.set('Location', `/api/v1/vpcs/${vpc.uuid}/peer_routes/${row.uuid}`);
-        return peerRouteView(row);
+      return write(ctx, async (tx) => {
+        const created = await createPeerRoute(tx, ctx.caller, { ...ctx.body, range, vpcUuid: ctx.params.uuid });
+        ctx.koa.set('Location', `/api/v1/vpcs/${created.vpc_uuid}/peer_routes/${created.uuid}`);
+        return peerRouteView(created);
       });
     },
   }),
@@ -88,52 +71,9 @@ export const vpcPeerRouteRoutes = [
       'Apply every staged peer route (and staged removal); every attached workload restarts once; 422 when nothing is staged',
     async handler(ctx) {
       const applyUuid = randomUUID();
-      const { claimed, operation } = await ctx.deps.dataSource.transaction(async (m) => {
-        const vpc = await findVpc(ctx, ctx.params.uuid, m, true);
-        assertVpcActive(vpc);
-        const staged = await rows<{ uuid: string; apply_uuid: string | null }>(
-          m,
-          `SELECT uuid, apply_uuid FROM vpc_peer_routes WHERE vpc_uuid = $1 AND (status = 'pending' OR removed_at IS NOT NULL)`,
-          [vpc.uuid],
-        );
-        const unclaimed = staged.filter((r) => r.apply_uuid === null);
-        if (staged.length === 0) throw unprocessable('nothing is staged: create or delete a peer route first');
-        if (unclaimed.length === 0) throw conflict('an apply of the staged routes is already running');
-        await m.query(`UPDATE vpc_peer_routes SET apply_uuid = $2, updated_at = now() WHERE uuid = ANY($1::uuid[])`, [
-          unclaimed.map((r) => r.uuid),
-          applyUuid,
-        ]);
-        const op = await ctx.deps.outbox.enqueue(m, {
-          operation: 'peer-routes-apply',
-          workflow: 'peerRoutesApply',
-          workspaceUuid: ctx.caller.workspaceUuid,
-          resourceUuid: vpc.uuid,
-          subId: applyUuid,
-          args: [{ vpcUuid: vpc.uuid, applyUuid }],
-        });
-        const routes = await rows<PeerRouteRow>(
-          m,
-          `SELECT ${PEER_ROUTE_COLUMNS} FROM vpc_peer_routes WHERE apply_uuid = $1 AND removed_at IS NULL ORDER BY created_at DESC, uuid DESC`,
-          [applyUuid],
-        );
-        // The VPC's change: which staged routes (and staged removals) this apply installs.
-        const removals = await rows<{ uuid: string }>(
-          m,
-          `SELECT uuid FROM vpc_peer_routes WHERE apply_uuid = $1 AND removed_at IS NOT NULL ORDER BY uuid`,
-          [applyUuid],
-        );
-        await recordAudit(m, ctx, {
-          resourceUuid: vpc.uuid,
-          before: null,
-          after: {
-            apply_uuid: applyUuid,
-            routes: routes.map((r) => r.uuid).sort(),
-            removals: removals.map((r) => r.uuid),
-          },
-        });
-        return { claimed: routes, operation: op };
-      });
-      await ctx.deps.outbox.dispatch(operation);
+      const claimed = await write(ctx, (tx) =>
+        applyPeerRoutes(tx, ctx.caller, { vpcUuid: ctx.params.uuid, applyUuid }),
+      );
       ctx.koa.set('X-Apply-Id', applyUuid);
       return claimed.map(peerRouteView);
     },
@@ -148,31 +88,9 @@ export const vpcPeerRouteRoutes = [
     summary:
       'Delete a peer route: a route not yet in the cluster goes at once; an applied one is removed from the cluster by the next apply',
     async handler(ctx) {
-      await ctx.deps.dataSource.transaction(async (m) => {
-        const vpc = await findVpc(ctx, ctx.params.uuid, m, true);
-        const found = await one<{ uuid: string; status: string; apply_uuid: string | null }>(
-          m,
-          `SELECT uuid, status, apply_uuid FROM vpc_peer_routes WHERE uuid = $1 AND vpc_uuid = $2 AND removed_at IS NULL`,
-          [ctx.params.route_uuid, vpc.uuid],
-        );
-        if (!found) throw notFound('peer route');
-        if (found.status === 'pending' && found.apply_uuid !== null)
-          throw conflict('the route is being applied; delete it once the apply finished');
-        const before = await snapshot(m, 'vpc_peer_routes', found.uuid);
-        if (found.status === 'applied') {
-          await m.query(
-            `UPDATE vpc_peer_routes SET removed_at = now(), apply_uuid = NULL, updated_at = now() WHERE uuid = $1`,
-            [found.uuid],
-          );
-        } else {
-          await m.query(`DELETE FROM vpc_peer_routes WHERE uuid = $1`, [found.uuid]);
-        }
-        await recordAudit(m, ctx, {
-          resourceUuid: found.uuid,
-          before,
-          after: await snapshot(m, 'vpc_peer_routes', found.uuid),
-        });
-      });
+      await write(ctx, (tx) =>
+        deletePeerRoute(tx, ctx.caller, { vpcUuid: ctx.params.uuid, routeUuid: ctx.params.route_uuid }),
+      );
       return undefined;
     },
   }),

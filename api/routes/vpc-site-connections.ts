@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import * as yup from 'yup';
 import { cidr4, formatAddress4, isNetworkAddress, last, overlaps, parseCidr4 } from '../../domain/vpc';
-import { one, rows, type Db } from '../../entities/sql';
+import { one, type Db } from '../../entities/sql';
 import { recordAudit, snapshot } from '../audit';
 import { badRequest, conflict, notFound, unprocessable } from '../problem';
 import { route } from '../route';
@@ -12,7 +12,8 @@ import {
   siteConnectionView,
   type SiteConnectionRow,
 } from '../views/vpcs';
-import { assertVpcActive, findVpc } from './vpcs';
+import { assertVpcActive, findVpc } from '../commands/vpcs';
+import { vpcChildren } from './vpc-children';
 
 const TAG = 'vpcs';
 /** What one site-to-site connection costs (contract: 199 USD per month). */
@@ -43,12 +44,7 @@ export const vpcSiteConnectionRoutes = [
     summary: "List a VPC's site-to-site connections (pre-shared keys are never returned)",
     response: yup.array(siteConnectionSchema),
     async handler(ctx) {
-      const vpc = await findVpc(ctx, ctx.params.uuid);
-      const found = await rows<SiteConnectionRow>(
-        ctx.deps.dataSource,
-        `${SITE_CONNECTION_SELECT} WHERE c.vpc_uuid = $1 ORDER BY c.created_at DESC, c.uuid DESC`,
-        [vpc.uuid],
-      );
+      const found = await vpcChildren<SiteConnectionRow>(ctx, ctx.params.uuid, SITE_CONNECTION_SELECT, 'c');
       return found.map(siteConnectionView);
     },
   }),

@@ -1,13 +1,11 @@
-import { randomUUID } from 'node:crypto';
 import * as yup from 'yup';
-import { WIREGUARD_PORT, generateWireguardKeyPair } from '../../domain/wireguard';
-import { one, rows } from '../../entities/sql';
-import { recordAudit, snapshot } from '../audit';
-import { badRequest, conflict, notFound, unprocessable } from '../problem';
+import { write } from '../commands/audited-write';
+import { createVpnGateway, deleteVpnGateway } from '../commands/vpc-vpn-gateways';
+import { badRequest } from '../problem';
 import { route } from '../route';
 import { createGatewayBody } from '../schemas/vpcs';
 import { GATEWAY_COLUMNS, gatewaySchema, gatewayView, type GatewayRow } from '../views/vpcs';
-import { assertVpcActive, findVpc } from './vpcs';
+import { vpcChildren } from './vpc-children';
 
 const TAG = 'vpcs';
 
@@ -28,11 +26,10 @@ export const vpcVpnGatewayRoutes = [
     summary: "List a VPC's VPN gateways (credentials are never returned)",
     response: yup.array(gatewaySchema),
     async handler(ctx) {
-      const vpc = await findVpc(ctx, ctx.params.uuid);
-      const found = await rows<GatewayRow>(
-        ctx.deps.dataSource,
-        `SELECT ${GATEWAY_COLUMNS} FROM vpc_vpn_gateways WHERE vpc_uuid = $1 ORDER BY created_at DESC, uuid DESC`,
-        [vpc.uuid],
+      const found = await vpcChildren<GatewayRow>(
+        ctx,
+        ctx.params.uuid,
+        `SELECT ${GATEWAY_COLUMNS} FROM vpc_vpn_gateways`,
       );
       return found.map(gatewayView);
     },
@@ -63,45 +60,10 @@ export const vpcVpnGatewayRoutes = [
           ],
         );
       }
-      const { gateway, operation } = await ctx.deps.dataSource.transaction(async (m) => {
-        const vpc = await findVpc(ctx, ctx.params.uuid, m, true);
-        assertVpcActive(vpc);
-        const uuid = randomUUID();
-        let publicKey: string | null = null;
-        let privateSealed: string | null = null;
-        let endpoint: string | null = null;
-        if (kind === 'wireguard') {
-          const pair = generateWireguardKeyPair();
-          publicKey = pair.publicKey;
-          privateSealed = ctx.deps.secretBox.seal(pair.privateKey);
-          endpoint = `${uuid.slice(0, 8)}.vpn.${vpc.region_domain}:${WIREGUARD_PORT}`;
-        }
-        const credentials =
-          needed.length > 0
-            ? ctx.deps.secretBox.seal(JSON.stringify(Object.fromEntries(needed.map((f) => [f, body[f]]))))
-            : null;
-        const row = await one<GatewayRow>(
-          m,
-          `INSERT INTO vpc_vpn_gateways (uuid, vpc_uuid, kind, public_key, private_key_sealed, endpoint, credentials_sealed)
-           VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT ON CONSTRAINT vpc_vpn_gateways_one_per_kind DO NOTHING RETURNING ${GATEWAY_COLUMNS}`,
-          [uuid, vpc.uuid, kind, publicKey, privateSealed, endpoint, credentials],
-        );
-        if (!row) throw conflict(`the VPC already has a ${kind} gateway (one of each kind per VPC)`);
-        await recordAudit(m, ctx, {
-          resourceUuid: uuid,
-          before: null,
-          after: await snapshot(m, 'vpc_vpn_gateways', uuid),
-        });
-        const op = await ctx.deps.outbox.enqueue(m, {
-          operation: 'vpn-gateway-enable',
-          workflow: 'vpnGatewayEnable',
-          workspaceUuid: ctx.caller.workspaceUuid,
-          resourceUuid: uuid,
-          args: [{ gatewayUuid: uuid }],
-        });
-        return { gateway: row, operation: op };
-      });
-      await ctx.deps.outbox.dispatch(operation);
+      const credentials = needed.length > 0 ? Object.fromEntries(needed.map((f) => [f, body[f]])) : null;
+      const gateway = await write(ctx, (tx) =>
+        createVpnGateway(tx, ctx.caller, { vpcUuid: ctx.params.uuid, kind, credentials }),
+      );
       ctx.koa.set('Location', `/api/v1/vpcs/${gateway.vpc_uuid}/vpn_gateways/${gateway.uuid}`);
       return gatewayView(gateway);
     },
@@ -116,50 +78,11 @@ export const vpcVpnGatewayRoutes = [
     response: gatewaySchema,
     summary:
       'Turn a VPN gateway off (its WireGuard devices go with it); 422 while site-to-site connections terminate on it',
-    async handler(ctx) {
-      const { gateway, operation } = await ctx.deps.dataSource.transaction(async (m) => {
-        const vpc = await findVpc(ctx, ctx.params.uuid, m, true);
-        const found = await one<GatewayRow>(
-          m,
-          `SELECT ${GATEWAY_COLUMNS} FROM vpc_vpn_gateways WHERE uuid = $1 AND vpc_uuid = $2 FOR UPDATE`,
-          [ctx.params.gateway_uuid, vpc.uuid],
-        );
-        if (!found) throw notFound('VPN gateway');
-        const before = await snapshot(m, 'vpc_vpn_gateways', found.uuid);
-        if (found.status === 'deleting') {
-          await recordAudit(m, ctx, { resourceUuid: found.uuid, before, after: before });
-          return { gateway: found, operation: null };
-        }
-        if (found.status === 'pending')
-          throw conflict('the gateway is still being enabled; disable it once it is active');
-        const [{ n }] = await m.query(`SELECT count(*)::int AS n FROM vpc_site_connections WHERE gateway_uuid = $1`, [
-          found.uuid,
-        ]);
-        if (n > 0) throw unprocessable(`${n} site-to-site connection(s) terminate on this gateway; delete them first`);
-        const updated = await one<GatewayRow>(
-          m,
-          `UPDATE vpc_vpn_gateways SET status = 'deleting', updated_at = now() WHERE uuid = $1 RETURNING ${GATEWAY_COLUMNS}`,
-          [found.uuid],
-        );
-        await m.query(`UPDATE vpc_vpn_users SET status = 'deleting', updated_at = now() WHERE gateway_uuid = $1`, [
-          found.uuid,
-        ]);
-        const op = await ctx.deps.outbox.enqueue(m, {
-          operation: 'vpn-gateway-disable',
-          workflow: 'vpnGatewayDisable',
-          workspaceUuid: ctx.caller.workspaceUuid,
-          resourceUuid: found.uuid,
-          args: [{ gatewayUuid: found.uuid }],
-        });
-        await recordAudit(m, ctx, {
-          resourceUuid: found.uuid,
-          before,
-          after: await snapshot(m, 'vpc_vpn_gateways', found.uuid),
-        });
-        return { gateway: updated!, operation: op };
-      });
-      if (operation) await ctx.deps.outbox.dispatch(operation);
-      return gatewayView(gateway);
-    },
+    handler: async (ctx) =>
+      gatewayView(
+        await write(ctx, (tx) =>
+          deleteVpnGateway(tx, ctx.caller, { vpcUuid: ctx.params.uuid, gatewayUuid: ctx.params.gateway_uuid }),
+        ),
+      ),
   }),
 ];

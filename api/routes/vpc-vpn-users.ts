@@ -1,14 +1,16 @@
-import { randomUUID } from 'node:crypto';
 import * as yup from 'yup';
-import { VAULT_EMPTIED_SIGNAL, cidr4, vpnPoolAddresses } from '../../domain/vpc';
-import { WIREGUARD_VAULT_MS, generateWireguardKeyPair, wireguardConfig } from '../../domain/wireguard';
-import { one, rows } from '../../entities/sql';
-import { recordAudit, snapshot } from '../audit';
-import { conflict, gone, notFound, unprocessable } from '../problem';
+import { VAULT_EMPTIED_SIGNAL } from '../../domain/vpc';
+import { wireguardConfig } from '../../domain/wireguard';
+import { one } from '../../entities/sql';
+import { VpcVpnUser } from '../../entities/vpc';
+import { write } from '../commands/audited-write';
+import { findVpc } from '../commands/vpcs';
+import { createVpnUser, deleteVpnUser } from '../commands/vpc-vpn-users';
+import { gone, notFound } from '../problem';
 import { route, type AnyRouteContext } from '../route';
 import { createVpnUserBody } from '../schemas/vpcs';
 import { VPN_USER_COLUMNS, vpnUserSchema, vpnUserView, type VpcRow, type VpnUserRow } from '../views/vpcs';
-import { assertVpcActive, findVpc } from './vpcs';
+import { vpcChildren } from './vpc-children';
 
 const TAG = 'vpcs';
 
@@ -36,11 +38,10 @@ export const vpcVpnUserRoutes = [
     summary: "List a VPC's WireGuard devices",
     response: yup.array(vpnUserSchema),
     async handler(ctx) {
-      const vpc = await findVpc(ctx, ctx.params.uuid);
-      const found = await rows<VpnUserRow>(
-        ctx.deps.dataSource,
-        `SELECT ${VPN_USER_COLUMNS} FROM vpc_vpn_users WHERE vpc_uuid = $1 ORDER BY created_at DESC, uuid DESC`,
-        [vpc.uuid],
+      const found = await vpcChildren<VpnUserRow>(
+        ctx,
+        ctx.params.uuid,
+        `SELECT ${VPN_USER_COLUMNS} FROM vpc_vpn_users`,
       );
       return found.map((u) => vpnUserView(u));
     },
@@ -57,66 +58,9 @@ export const vpcVpnUserRoutes = [
     summary:
       'Add a WireGuard device (422 unless WireGuard is enabled); its configuration is readable once, within 15 minutes, at .../config',
     async handler(ctx) {
-      const { user, operation } = await ctx.deps.dataSource.transaction(async (m) => {
-        const vpc = await findVpc(ctx, ctx.params.uuid, m, true);
-        assertVpcActive(vpc);
-        const gateway = await one<{ uuid: string }>(
-          m,
-          `SELECT uuid FROM vpc_vpn_gateways WHERE vpc_uuid = $1 AND kind = 'wireguard' AND status = 'active'`,
-          [vpc.uuid],
-        );
-        if (!gateway)
-          throw unprocessable('WireGuard is not enabled on this VPC: turn on a wireguard VPN gateway first');
-        if (await one(m, `SELECT 1 FROM vpc_vpn_users WHERE vpc_uuid = $1 AND name = $2`, [vpc.uuid, ctx.body.name])) {
-          throw conflict(`a VPN user named "${ctx.body.name}" already exists in this VPC`);
-        }
-        const used = new Set(
-          (
-            await rows<{ a: string }>(m, `SELECT host(address_v4) AS a FROM vpc_vpn_users WHERE vpc_uuid = $1`, [
-              vpc.uuid,
-            ])
-          ).map((r) => r.a),
-        );
-        const free = vpnPoolAddresses(cidr4(vpc.vpn_pool_v4!)).filter((a) => !used.has(a));
-        const keys = generateWireguardKeyPair();
-        const uuid = randomUUID();
-        let row: VpnUserRow | undefined;
-        // The unique (vpc, address) index settles races: try the next free address.
-        for (const address of free.slice(0, 8)) {
-          row = await one<VpnUserRow>(
-            m,
-            `INSERT INTO vpc_vpn_users (uuid, vpc_uuid, gateway_uuid, name, public_key, address_v4, private_key_sealed, vault_expires_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, now() + $8 * interval '1 millisecond')
-             ON CONFLICT ON CONSTRAINT vpc_vpn_users_address DO NOTHING RETURNING ${VPN_USER_COLUMNS}`,
-            [
-              uuid,
-              vpc.uuid,
-              gateway.uuid,
-              ctx.body.name,
-              keys.publicKey,
-              address,
-              ctx.deps.secretBox.seal(keys.privateKey),
-              WIREGUARD_VAULT_MS,
-            ],
-          );
-          if (row) break;
-        }
-        if (!row) throw unprocessable(`the VPN pool ${vpc.vpn_pool_v4} has no free address`);
-        await recordAudit(m, ctx, {
-          resourceUuid: uuid,
-          before: null,
-          after: await snapshot(m, 'vpc_vpn_users', uuid),
-        });
-        const op = await ctx.deps.outbox.enqueue(m, {
-          operation: 'vpn-user-create',
-          workflow: 'vpnUserCreate',
-          workspaceUuid: ctx.caller.workspaceUuid,
-          resourceUuid: uuid,
-          args: [{ userUuid: uuid, vaultMs: WIREGUARD_VAULT_MS }],
-        });
-        return { user: row, operation: op };
-      });
-      await ctx.deps.outbox.dispatch(operation);
+      const user = await write(ctx, (tx) =>
+        createVpnUser(tx, ctx.caller, { vpcUuid: ctx.params.uuid, name: ctx.body.name }),
+      );
       ctx.koa.set('Location', `/api/v1/vpcs/${user.vpc_uuid}/vpn_users/${user.uuid}`);
       return vpnUserView(user);
     },
@@ -134,6 +78,7 @@ export const vpcVpnUserRoutes = [
       const user = await findUser(ctx, vpc, ctx.params.user_uuid);
       if (user.status !== 'active')
         throw gone(`the device is ${user.status}, not active yet; its configuration can be read once it is active`);
+      // Raw: the guarded update answers the key it empties (the row as it was), which RETURNING of the builder cannot.
       const taken = await one<{ sealed: string }>(
         ctx.deps.dataSource,
         `UPDATE vpc_vpn_users u SET private_key_sealed = NULL, config_read_at = now(), updated_at = now()
@@ -144,11 +89,12 @@ export const vpcVpnUserRoutes = [
       );
       if (!taken) {
         // An expired key is destroyed now (if the vault's timer has not done it yet), never kept.
-        await ctx.deps.dataSource.query(
-          `UPDATE vpc_vpn_users SET private_key_sealed = NULL, key_destroyed_at = now(), updated_at = now()
-            WHERE uuid = $1 AND private_key_sealed IS NOT NULL AND vault_expires_at <= now()`,
-          [user.uuid],
-        );
+        await ctx.deps.dataSource.manager
+          .createQueryBuilder()
+          .update(VpcVpnUser)
+          .set({ private_key_sealed: null, key_destroyed_at: () => 'now()' })
+          .where('uuid = :uuid AND private_key_sealed IS NOT NULL AND vault_expires_at <= now()', { uuid: user.uuid })
+          .execute();
         throw gone(
           user.config_read_at
             ? 'the configuration was already read; it is readable once (delete the device and add another for a new one)'
@@ -191,35 +137,9 @@ export const vpcVpnUserRoutes = [
     response: vpnUserSchema,
     summary: 'Remove a WireGuard device from the gateway (and destroy any key left in its vault)',
     async handler(ctx) {
-      const { user, operation } = await ctx.deps.dataSource.transaction(async (m) => {
-        const vpc = await findVpc(ctx, ctx.params.uuid, m, true);
-        const found = await findUser(ctx, vpc, ctx.params.user_uuid, m);
-        const before = await snapshot(m, 'vpc_vpn_users', found.uuid);
-        if (found.status === 'deleting') {
-          await recordAudit(m, ctx, { resourceUuid: found.uuid, before, after: before });
-          return { user: found, operation: null };
-        }
-        if (found.status === 'pending') throw conflict('the device is still being added; delete it once it is active');
-        const updated = await one<VpnUserRow>(
-          m,
-          `UPDATE vpc_vpn_users SET status = 'deleting', private_key_sealed = NULL, updated_at = now() WHERE uuid = $1 RETURNING ${VPN_USER_COLUMNS}`,
-          [found.uuid],
-        );
-        const op = await ctx.deps.outbox.enqueue(m, {
-          operation: 'vpn-user-delete',
-          workflow: 'vpnUserDelete',
-          workspaceUuid: ctx.caller.workspaceUuid,
-          resourceUuid: found.uuid,
-          args: [{ userUuid: found.uuid }],
-        });
-        await recordAudit(m, ctx, {
-          resourceUuid: found.uuid,
-          before,
-          after: await snapshot(m, 'vpc_vpn_users', found.uuid),
-        });
-        return { user: updated!, operation: op };
-      });
-      if (operation) await ctx.deps.outbox.dispatch(operation);
+      const user = await write(ctx, (tx) =>
+        deleteVpnUser(tx, ctx.caller, { vpcUuid: ctx.params.uuid, userUuid: ctx.params.user_uuid }),
+      );
       return vpnUserView(user);
     },
   }),

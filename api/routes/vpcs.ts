@@ -1,49 +1,15 @@
-import { randomUUID } from 'node:crypto';
-import { QueryFailedError, type EntityManager } from 'typeorm';
 import * as yup from 'yup';
-import {
-  DEFAULT_VPC_CIDR,
-  defaultSubnet,
-  formatCidr4,
-  LOCAL_NO_VPC_FABRIC,
-  vpcRangeProblems,
-  cidr4,
-} from '../../domain/vpc';
+import { DEFAULT_VPC_CIDR, LOCAL_NO_VPC_FABRIC, vpcRangeProblems } from '../../domain/vpc';
 import { one } from '../../entities/sql';
-import { recordAudit, snapshot } from '../audit';
+import { write } from '../commands/audited-write';
+import { constraintOf, createVpc, deleteVpc, findVpc, refuseCidr4, updateVpc } from '../commands/vpcs';
 import { selectPage, type Page } from '../pagination';
-import { badRequest, conflict, notFound, unprocessable } from '../problem';
-import { route, type AnyRouteContext } from '../route';
+import { unprocessable } from '../problem';
+import { route } from '../route';
 import { createVpcBody, updateVpcBody } from '../schemas/vpcs';
 import { VPC_SELECT, vpcSchema, vpcView, type VpcRow } from '../views/vpcs';
 
 const TAG = 'vpcs';
-type Ctx = AnyRouteContext;
-
-/** The VPC, if it belongs to the caller's workspace (404 otherwise). `lock` takes a row lock. */
-export async function findVpc(
-  ctx: Ctx,
-  vpcUuid: string,
-  db: EntityManager = ctx.deps.dataSource.manager,
-  lock = false,
-): Promise<VpcRow> {
-  if (lock) await db.query(`SELECT 1 FROM vpcs WHERE uuid = $1 FOR UPDATE`, [vpcUuid]);
-  const row = await one<VpcRow>(db, `${VPC_SELECT} WHERE v.uuid = $1 AND v.workspace_uuid = $2`, [
-    vpcUuid,
-    ctx.caller.workspaceUuid,
-  ]);
-  if (!row) throw notFound('VPC');
-  return row;
-}
-
-/** Writes inside a VPC need it active (409 while pending, deleting or failed). */
-export function assertVpcActive(vpc: VpcRow): void {
-  if (vpc.status !== 'active') throw conflict(`the VPC is ${vpc.status}; this needs an active VPC`);
-}
-
-function constraintOf(err: unknown): string | undefined {
-  return err instanceof QueryFailedError ? (err.driverError as { constraint?: string }).constraint : undefined;
-}
 
 export const vpcRoutes = [
   route<{}, Page, unknown>({
@@ -82,14 +48,7 @@ export const vpcRoutes = [
       const name = ctx.body.name ?? 'default';
       const range = ctx.body.cidr_v4 ?? DEFAULT_VPC_CIDR;
       const problems = vpcRangeProblems(range, ctx.deps.config.platformNetworks);
-      if (problems.some((p) => p.rule === 'format'))
-        throw badRequest(problems[0]!.message, [{ path: 'body.cidr_v4', message: problems[0]!.message }]);
-      if (problems.length > 0) {
-        throw unprocessable(
-          `cidr_v4 is refused: ${problems.map((p) => p.message).join('; ')}`,
-          problems.map((p) => ({ path: 'body.cidr_v4', message: p.message })),
-        );
-      }
+      refuseCidr4(problems);
       const region = await one<{ id: number }>(ctx.deps.dataSource, `SELECT id FROM regions WHERE id = $1`, [
         ctx.body.region_id,
       ]);
@@ -97,34 +56,19 @@ export const vpcRoutes = [
         throw unprocessable(`region_id ${ctx.body.region_id} is not a region`, [
           { path: 'body.region_id', message: 'no such region' },
         ]);
-      const uuid = randomUUID();
       for (let attempt = 0; ; attempt++) {
         try {
-          const { vpc, operation } = await ctx.deps.dataSource.transaction(async (m) => {
-            const [inserted] = await m.query(
-              `INSERT INTO vpcs (uuid, workspace_uuid, region_id, name, label, cidr_v4, is_default)
-               VALUES ($1, $2, $3, $4, $5, $6,
-                       $7 AND NOT EXISTS (SELECT 1 FROM vpcs WHERE workspace_uuid = $2 AND region_id = $3 AND is_default))
-               ON CONFLICT ON CONSTRAINT vpcs_name_per_region DO NOTHING RETURNING uuid`,
-              [uuid, ctx.caller.workspaceUuid, region.id, name, ctx.body.label ?? name, range, attempt === 0],
-            );
-            if (!inserted) throw conflict(`a VPC named "${name}" already exists in this region`);
-            await m.query(
-              `INSERT INTO vpc_subnets (uuid, vpc_uuid, name, family, cidr_v4, public) VALUES ($1, $2, 'default', 'dual', $3, true)`,
-              [randomUUID(), uuid, formatCidr4(defaultSubnet(cidr4(range)))],
-            );
-            await recordAudit(m, ctx, { resourceUuid: uuid, before: null, after: await snapshot(m, 'vpcs', uuid) });
-            const op = await ctx.deps.outbox.enqueue(m, {
-              operation: 'vpc-create',
-              workflow: 'vpcCreate',
-              workspaceUuid: ctx.caller.workspaceUuid,
-              resourceUuid: uuid,
-              args: [{ vpcUuid: uuid, cidrV4: range }],
+          const vpc = await write(ctx, async (tx) => {
+            const created = await createVpc(tx, ctx.caller, {
+              regionId: region.id,
+              name,
+              label: ctx.body.label ?? name,
+              cidrV4: range,
+              mayBeDefault: attempt === 0,
             });
-            return { vpc: await findVpc(ctx, uuid, m), operation: op };
+            return findVpc(ctx, created.uuid, tx.m);
           });
-          await ctx.deps.outbox.dispatch(operation);
-          ctx.koa.set('Location', `/api/v1/vpcs/${uuid}`);
+          ctx.koa.set('Location', `/api/v1/vpcs/${vpc.uuid}`);
           return vpcView(vpc);
         } catch (err) {
           // Two first VPCs of a region raced for default: the loser is simply not the default.
@@ -156,28 +100,9 @@ export const vpcRoutes = [
     summary: "Change a VPC's label or whether it is the region's default (name and ranges are fixed)",
     async handler(ctx) {
       try {
-        return await ctx.deps.dataSource.transaction(async (m) => {
-          const vpc = await findVpc(ctx, ctx.params.uuid, m, true);
-          if (vpc.status === 'deleting') throw conflict('the VPC is being deleted');
-          if (ctx.body.is_default === true && !vpc.is_default) {
-            const holder = await one<{ name: string }>(
-              m,
-              `SELECT name FROM vpcs WHERE workspace_uuid = $1 AND region_id = $2 AND is_default AND uuid <> $3`,
-              [ctx.caller.workspaceUuid, vpc.region_id, vpc.uuid],
-            );
-            if (holder) {
-              throw unprocessable(`the VPC "${holder.name}" is already the default of this region; unset it first`, [
-                { path: 'body.is_default', message: 'another VPC in the region is the default' },
-              ]);
-            }
-          }
-          const before = await snapshot(m, 'vpcs', vpc.uuid);
-          await m.query(
-            `UPDATE vpcs SET label = COALESCE($2, label), is_default = COALESCE($3, is_default), updated_at = now() WHERE uuid = $1`,
-            [vpc.uuid, ctx.body.label ?? null, ctx.body.is_default ?? null],
-          );
-          await recordAudit(m, ctx, { resourceUuid: vpc.uuid, before, after: await snapshot(m, 'vpcs', vpc.uuid) });
-          return vpcView(await findVpc(ctx, vpc.uuid, m));
+        return await write(ctx, async (tx) => {
+          await updateVpc(tx, ctx.caller, { ...ctx.body, uuid: ctx.params.uuid });
+          return vpcView(await findVpc(ctx, ctx.params.uuid, tx.m));
         });
       } catch (err) {
         if (constraintOf(err) === 'vpcs_one_default_per_region') {
@@ -199,39 +124,10 @@ export const vpcRoutes = [
     response: vpcSchema,
     summary:
       'Delete a VPC: its router and resolver are removed, then the VPC (poll GET until 404); 422 while subnets remain',
-    async handler(ctx) {
-      const { vpc, operation } = await ctx.deps.dataSource.transaction(async (m) => {
-        const found = await findVpc(ctx, ctx.params.uuid, m, true);
-        const before = await snapshot(m, 'vpcs', found.uuid);
-        if (found.status === 'deleting') {
-          await recordAudit(m, ctx, { resourceUuid: found.uuid, before, after: before });
-          return { vpc: found, operation: null };
-        }
-        if (found.status === 'pending')
-          throw conflict('the VPC is still being created; delete it once it is active or failed');
-        if (found.subnet_count > 0) {
-          throw unprocessable(`the VPC still has ${found.subnet_count} subnet(s); delete them first`);
-        }
-        const [{ n }] = await m.query(`SELECT count(*)::int AS n FROM vpc_site_connections WHERE vpc_uuid = $1`, [
-          found.uuid,
-        ]);
-        if (n > 0)
-          throw unprocessable(
-            `the VPC still has ${n} site-to-site connection(s), each holding a billed public address; delete them first`,
-          );
-        await m.query(`UPDATE vpcs SET status = 'deleting', updated_at = now() WHERE uuid = $1`, [found.uuid]);
-        const op = await ctx.deps.outbox.enqueue(m, {
-          operation: 'vpc-delete',
-          workflow: 'vpcDelete',
-          workspaceUuid: ctx.caller.workspaceUuid,
-          resourceUuid: found.uuid,
-          args: [{ vpcUuid: found.uuid }],
-        });
-        await recordAudit(m, ctx, { resourceUuid: found.uuid, before, after: await snapshot(m, 'vpcs', found.uuid) });
-        return { vpc: await findVpc(ctx, found.uuid, m), operation: op };
-      });
-      if (operation) await ctx.deps.outbox.dispatch(operation);
-      return vpcView(vpc);
-    },
+    handler: (ctx) =>
+      write(ctx, async (tx) => {
+        await deleteVpc(tx, ctx.caller, { uuid: ctx.params.uuid });
+        return vpcView(await findVpc(ctx, ctx.params.uuid, tx.m));
+      }),
   }),
 ];

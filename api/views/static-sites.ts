@@ -1,16 +1,10 @@
+import { In, type EntityManager } from 'typeorm';
 import * as yup from 'yup';
 import { SITE_STATES, siteUrl } from '../../domain/static-sites';
+import { Region } from '../../entities/region';
+import type { StaticSite, StaticSiteDeployment } from '../../entities/static-site';
 import { int, obj, oneOf, str, timestamp, uuid } from '../schemas/common';
-import { columnsOf } from '../../entities/columns';
-import { StaticSite, type StaticSiteDeployment } from '../../entities/static-site';
 import { iso, isoRequired } from './common';
-
-/** A site with its region's code (SITE_SELECT); never the content bucket: a site's storage is not exposed (SIT-05). */
-export type SiteRow = Omit<StaticSite, 'content_bucket'> & { region_code: string };
-
-/** Raw: the region's code is joined onto the entity, which has no relation to regions. */
-export const SITE_SELECT = `SELECT ${columnsOf(StaticSite, 's', { except: ['content_bucket'] })}, g.code AS region_code
-  FROM static_sites s JOIN regions g ON g.id = s.region_id`;
 
 export const siteSchema = obj({
   uuid: uuid().required(),
@@ -44,14 +38,15 @@ export const siteDeploymentSchema = obj({
 
 export const siteListSchema = yup.array(siteSchema);
 
-export function siteView(s: SiteRow, sitesDomain: string) {
+/** A site as the contract shows it; never the content bucket: a site's storage is not exposed (SIT-05). */
+function siteView(s: StaticSite, regionCode: string, sitesDomain: string) {
   return {
     uuid: s.uuid,
     name: s.name,
     label: s.label,
     state: s.state,
     url: siteUrl(s.name, sitesDomain),
-    region: s.region_code,
+    region: regionCode,
     project_id: s.project_id,
     deployment_config: {
       type: 'git' as const,
@@ -64,6 +59,15 @@ export function siteView(s: SiteRow, sitesDomain: string) {
     created_at: isoRequired(s.created_at),
     updated_at: isoRequired(s.updated_at),
   };
+}
+
+/** Sites with their regions' codes, in one more query for any number. */
+export async function siteViews(m: EntityManager, sites: readonly StaticSite[], sitesDomain: string) {
+  const ids = [...new Set(sites.map((s) => s.region_id))];
+  const regions =
+    ids.length === 0 ? [] : await m.find(Region, { where: { id: In(ids) }, select: { id: true, code: true } });
+  const code = new Map(regions.map((r) => [r.id, r.code]));
+  return sites.map((s) => siteView(s, code.get(s.region_id)!, sitesDomain));
 }
 
 export function siteDeploymentView(d: StaticSiteDeployment) {
