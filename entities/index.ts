@@ -1,4 +1,4 @@
-import { Addon } from './addon';
+import { Addon, ServiceMount } from './addon';
 import { ApiToken } from './api-token';
 import { AuditEvent } from './audit-event';
 import { App, AppDeployment, AppPort, AppSecretFile, AppTlsCertificate, AppVariable, ResourceEndpoint } from './app';
@@ -66,7 +66,7 @@ export {
 };
 export { Webhook, WebhookDelivery };
 export { Bucket, StaticSite, StaticSiteDeployment, Stack, StackDeployment, StackItem };
-export { CustomDomain, PreviewConfig, PreviewEnvironment };
+export { CustomDomain, PreviewConfig, PreviewEnvironment, ServiceMount };
 export { AppDeployment, AppPort, AppSecretFile, AppTlsCertificate, AppVariable, ResourceEndpoint };
 export { LocalApp, LocalAppBuild };
 
@@ -110,6 +110,7 @@ export const entities = [
   PreviewConfig,
   PreviewEnvironment,
   Addon,
+  ServiceMount,
   AppDeployment,
   AppPort,
   AppSecretFile,
