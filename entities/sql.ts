@@ -96,3 +96,14 @@ export async function updateReturning<E extends ObjectLiteral>(
 ): Promise<E | undefined> {
   return (await updateWhereReturning(m, target, changes, 'uuid = :uuid', { uuid }))[0];
 }
+
+/** DELETE .. WHERE condition RETURNING * through the query builder: the rows as they were, as entities. */
+export async function deleteReturning<E extends ObjectLiteral>(
+  m: EntityManager,
+  target: EntityTarget<E>,
+  where: string,
+  params: ObjectLiteral,
+): Promise<E[]> {
+  const result = await m.createQueryBuilder().delete().from(target).where(where, params).returning('*').execute();
+  return (result.raw as E[]).map((row) => m.create(target, row as DeepPartial<E>));
+}
