@@ -37,7 +37,8 @@ export async function mountService(
   const [service] = await updateWhereReturning(
     tx.m,
     Addon,
-    { settings_generation: () => 'settings_generation + 1' },
+    // a new generation for the sync; the service's settings are unchanged, and so is updated_at
+    { settings_generation: () => 'settings_generation + 1', updated_at: () => 'updated_at' },
     'uuid = :uuid',
     { uuid: input.serviceUuid },
   );
