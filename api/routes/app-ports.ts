@@ -2,9 +2,10 @@ import type { EntityManager } from 'typeorm';
 import * as yup from 'yup';
 import { one, rows } from '../../entities/sql';
 import { createPort, deletePort, exposePort, makePortPrivate } from '../commands/app-ports';
-import { write } from '../commands/audited-write';
+import { write, type Tx } from '../commands/audited-write';
+import type { Caller } from '../context';
 import { notFound } from '../problem';
-import { route } from '../route';
+import { route, type RouteContext } from '../route';
 import { bool, int, obj, oneOf, str, timestamp, uuid } from '../schemas/common';
 import { isoRequired } from '../views/common';
 import { findApp } from './app-support';
@@ -86,6 +87,15 @@ async function loadPort(m: Pick<EntityManager, 'query'>, appUuid: string, id: nu
   return portView(p);
 }
 
+/** The handler of a change of the port at /apps/{uuid}/ports/{port_id}: the command, then the port's view, in its transaction. */
+function changedPort(command: (tx: Tx, caller: Caller, input: { appUuid: string; portId: number }) => Promise<void>) {
+  return (ctx: RouteContext<{ uuid: string; port_id: number }, unknown, unknown>) =>
+    write(ctx, async (tx) => {
+      await command(tx, ctx.caller, { appUuid: ctx.params.uuid, portId: ctx.params.port_id });
+      return loadPort(tx.m, ctx.params.uuid, ctx.params.port_id);
+    });
+}
+
 export const appPortRoutes = [
   route<{ uuid: string }>({
     method: 'get',
@@ -138,11 +148,7 @@ export const appPortRoutes = [
     audit: 'port.expose',
     summary: 'Make a port public: it gets an external port from the pool and the endpoint fields',
     response: portSchema,
-    handler: (ctx) =>
-      write(ctx, async (tx) => {
-        await exposePort(tx, ctx.caller, { appUuid: ctx.params.uuid, portId: ctx.params.port_id });
-        return loadPort(tx.m, ctx.params.uuid, ctx.params.port_id);
-      }),
+    handler: changedPort(exposePort),
   }),
   route<{ uuid: string; port_id: number }>({
     method: 'patch',
@@ -153,10 +159,6 @@ export const appPortRoutes = [
     audit: 'port.make_private',
     summary: 'Make a port private: its external port returns to the pool',
     response: portSchema,
-    handler: (ctx) =>
-      write(ctx, async (tx) => {
-        await makePortPrivate(tx, ctx.caller, { appUuid: ctx.params.uuid, portId: ctx.params.port_id });
-        return loadPort(tx.m, ctx.params.uuid, ctx.params.port_id);
-      }),
+    handler: changedPort(makePortPrivate),
   }),
 ];

@@ -10,11 +10,12 @@ import {
 } from '../commands/app-settings';
 import { changeAppState, deleteApp } from '../commands/app-state';
 import { cloneApp, createApp } from '../commands/apps';
-import { write } from '../commands/audited-write';
+import { write, type Tx } from '../commands/audited-write';
+import type { Caller } from '../context';
 import { visibleProjectsClause } from '../access';
 import { selectPage, type Page } from '../pagination';
 import { notFound } from '../problem';
-import { route } from '../route';
+import { route, type RouteContext } from '../route';
 import {
   cloneBody,
   createAppBody,
@@ -45,6 +46,15 @@ const scalingSchema = obj({
   max_replicas: int().required(),
   target_cpu_percent: int().nullable().defined(),
 });
+
+/** The handler of a change of the app at /apps/{uuid}: the command, then the App view, in its transaction. */
+function changedApp<B>(command: (tx: Tx, caller: Caller, input: B & { uuid: string }) => Promise<App>) {
+  return (ctx: RouteContext<{ uuid: string }, {}, B>) =>
+    write(ctx, async (tx) => {
+      const app = await command(tx, ctx.caller, { ...ctx.body, uuid: ctx.params.uuid });
+      return appResponse(ctx, app.uuid, tx.m);
+    });
+}
 
 export const appRoutes = [
   route<{}, {}, yup.InferType<typeof createAppBody>>({
@@ -124,11 +134,7 @@ export const appRoutes = [
       'Update an app (label, project, maintenance, DNS management, internal port, quota); fields left out keep their value',
     body: updateAppBody,
     response: appSchema,
-    handler: (ctx) =>
-      write(ctx, async (tx) => {
-        const app = await updateApp(tx, ctx.caller, { ...ctx.body, uuid: ctx.params.uuid });
-        return appResponse(ctx, app.uuid, tx.m);
-      }),
+    handler: changedApp(updateApp),
   }),
   route<{ uuid: string }, {}, yup.InferType<typeof updateAppBody>>({
     method: 'patch',
@@ -139,11 +145,7 @@ export const appRoutes = [
     summary: 'Update some fields of an app',
     body: updateAppBody,
     response: appSchema,
-    handler: (ctx) =>
-      write(ctx, async (tx) => {
-        const app = await updateApp(tx, ctx.caller, { ...ctx.body, uuid: ctx.params.uuid });
-        return appResponse(ctx, app.uuid, tx.m);
-      }),
+    handler: changedApp(updateApp),
   }),
   route<{ uuid: string }, {}, yup.InferType<typeof securityBody>>({
     method: 'put',
@@ -155,11 +157,7 @@ export const appRoutes = [
       "Update an app's security: HTTP Basic Auth on the ingress (credentials never returned), private access, internal connections",
     body: securityBody,
     response: appSchema,
-    handler: (ctx) =>
-      write(ctx, async (tx) => {
-        const app = await updateAppSecurity(tx, ctx.caller, { ...ctx.body, uuid: ctx.params.uuid });
-        return appResponse(ctx, app.uuid, tx.m);
-      }),
+    handler: changedApp(updateAppSecurity),
   }),
   route<{ uuid: string }, {}, yup.InferType<typeof deploymentSettingsBody>>({
     method: 'put',
@@ -170,11 +168,7 @@ export const appRoutes = [
     summary: "Update an app's deployment settings (method, deployment_config, builder); the next deployment uses them",
     body: deploymentSettingsBody,
     response: appSchema,
-    handler: (ctx) =>
-      write(ctx, async (tx) => {
-        const app = await updateAppDeployment(tx, ctx.caller, { ...ctx.body, uuid: ctx.params.uuid });
-        return appResponse(ctx, app.uuid, tx.m);
-      }),
+    handler: changedApp(updateAppDeployment),
   }),
   route<{ uuid: string }>({
     method: 'get',
