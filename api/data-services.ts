@@ -1,16 +1,16 @@
-import { randomBytes, randomUUID } from 'node:crypto';
 import { WorkflowExecutionAlreadyStartedError, WorkflowIdConflictPolicy } from '@temporalio/client';
 import type { EntityManager } from 'typeorm';
 import { subPathProblem, type RestoreChoice } from '../domain/data';
 import { typedStart } from '../platform/workflow-starts';
-import { one, rows } from '../entities/sql';
+import { one } from '../entities/sql';
 import { assertProjectVisible } from './access';
-import { recordAudit, snapshot } from './audit';
-import { write, type Tx } from './commands/audited-write';
+import { findApp } from './routes/app-support';
+import { recordAudit } from './audit';
+import { write } from './commands/audited-write';
+import { changeDataServiceState, destroyDataService, updateDataService } from './commands/data-services';
 import { conflict, notFound, unprocessable } from './problem';
 import type { AnyRouteContext } from './route';
-import type { AddonUpdateBody, RestoreBody } from './schemas/addons';
-import { markNeedsRedeploy } from './variables';
+import type { RestoreBody } from './schemas/addons';
 import { ADDON_COLUMNS, ADDON_FROM, addonView, type AddonRow, type AddonView } from './views/addons';
 import { iso } from './views/common';
 
@@ -32,6 +32,16 @@ export const LIVE_STATES = [
 ];
 
 export { findApp, type FoundApp as AppRow } from './routes/app-support';
+
+/** The add-on (or cron job) of an `/apps/{uuid}/addons|cronjobs/{id}` route: the app is one the caller can see, the add-on one of that app. */
+export async function appAddon(
+  ctx: Ctx & { params: { uuid: string; id: string } },
+  db: Db = ctx.deps.dataSource.manager,
+  options: { cronjob?: boolean } = {},
+): Promise<AddonRow> {
+  await findApp(ctx, ctx.params.uuid, db);
+  return findAddon(ctx, { appUuid: ctx.params.uuid, cronjob: options.cronjob }, ctx.params.id, db);
+}
 
 /** An add-on of the app (cron jobs only when `cronjob`), or a service of the workspace. */
 export async function findAddon(
@@ -111,57 +121,9 @@ export function checkSubPath(
   }
 }
 
-/**
- * Applies an accepted update: backup_enabled changes now (BKP-01); a workflow brings
- * backup_active in line (BKP-02). Records the route's audit entry (also for a no-op).
- */
-export async function updateData(ctx: Ctx, tx: Tx, row: AddonRow, b: AddonUpdateBody): Promise<void> {
-  const m = tx.m;
-  if (row.replica_of && (b.backup_enabled !== undefined || b.public_access !== undefined)) {
-    throw unprocessable("a read replica follows its primary's backups and public access", [
-      { path: 'body', message: 'change the primary instead' },
-    ]);
-  }
-  checkSettings(row.type, row.plan_type, b);
-  const settingsChange =
-    (b.backup_enabled !== undefined && b.backup_enabled !== row.backup_enabled) ||
-    (b.public_access !== undefined && b.public_access !== row.public_access);
-  const settings = b.s3_enabled !== undefined ? { ...row.settings, s3_enabled: b.s3_enabled } : row.settings;
-  const quota = b.quota ? { ...row.quota, ...b.quota } : row.quota;
-  const before = await snapshot(m, 'addons', row.uuid);
-  const updated = await one<{ settings_generation: number }>(
-    m,
-    `UPDATE addons SET label = COALESCE($2, label), quota = $3, settings = $4, public_access = COALESCE($5, public_access),
-            backup_enabled = COALESCE($6, backup_enabled), settings_generation = settings_generation + $7::int,
-            project_id = CASE WHEN $8::boolean THEN $9::uuid ELSE project_id END, updated_at = now()
-      WHERE uuid = $1 RETURNING settings_generation`,
-    [
-      row.uuid,
-      b.label ?? null,
-      JSON.stringify(quota),
-      JSON.stringify(settings),
-      b.public_access ?? null,
-      b.backup_enabled ?? null,
-      settingsChange ? 1 : 0,
-      b.project_id !== undefined,
-      b.project_id ?? null,
-    ],
-  );
-  await recordAudit(m, ctx, { resourceUuid: row.uuid, before, after: await snapshot(m, 'addons', row.uuid) });
-  if (!settingsChange || !LIVE_STATES.includes(row.state)) return; // provisioning applies the settings itself
-  await tx.enqueue({
-    operation: row.kind === 'service' ? 'service-sync' : 'addon-sync',
-    workflow: 'addonSync',
-    workspaceUuid: ctx.caller.workspaceUuid,
-    resourceUuid: row.uuid,
-    subId: String(updated!.settings_generation),
-    args: [{ addonUuid: row.uuid }],
-  });
-}
-
 /** Sets public access (its own permission) and applies it to the cluster. */
 export async function setPublicAccess(ctx: Ctx, row: AddonRow, on: boolean): Promise<AddonView> {
-  await write(ctx, (tx) => updateData(ctx, tx, row, { public_access: on }));
+  await write(ctx, (tx) => updateDataService(tx, ctx.caller, row, { public_access: on }, 'public_access'));
   return viewOf(ctx, row.uuid);
 }
 
@@ -275,38 +237,8 @@ export async function startRestore(
 }
 
 /** Starts the destructive workflow (ADD-11) and says so. */
-export async function destroy(
-  ctx: Ctx,
-  row: AddonRow,
-  mode: 'reset' | 'delete',
-  what: 'add-on' | 'service',
-): Promise<{ message: string }> {
-  await write(ctx, async ({ m, enqueue }) => {
-    const from =
-      mode === 'reset' ? LIVE_STATES : [...LIVE_STATES, 'pending', 'processing', 'creating', 'stopped', 'restoring'];
-    const before = await snapshot(m, 'addons', row.uuid);
-    // rows(): TypeORM answers an UPDATE with [rows, count], whose length is never 0.
-    const moved = await rows(
-      m,
-      `UPDATE addons SET state = $2, updated_at = now() WHERE uuid = $1 AND state = ANY($3::text[]) RETURNING uuid`,
-      [row.uuid, mode === 'reset' ? 'resetting' : 'deleting', from],
-    );
-    if (moved.length === 0) throw conflict(`the ${what} is ${row.state}; try again once it is running`);
-    if (mode === 'delete') {
-      await m.query(`UPDATE addons SET state = 'deleting', updated_at = now() WHERE replica_of = $1`, [row.uuid]);
-      // its connection variables leave the app's environment
-      if (row.app_uuid && row.type !== 'cronjob' && !row.replica_of)
-        await markNeedsRedeploy(m, { kind: 'app', uuid: row.app_uuid });
-    }
-    await recordAudit(m, ctx, { resourceUuid: row.uuid, before, after: await snapshot(m, 'addons', row.uuid) });
-    await enqueue({
-      operation: `${what === 'service' ? 'service' : 'addon'}-${mode}`,
-      workflow: 'addonDestroy',
-      workspaceUuid: ctx.caller.workspaceUuid,
-      resourceUuid: row.uuid,
-      args: [{ addonUuid: row.uuid, mode }],
-    });
-  });
+export async function destroy(ctx: Ctx, row: AddonRow, mode: 'reset' | 'delete'): Promise<{ message: string }> {
+  await write(ctx, (tx) => destroyDataService(tx, ctx.caller, row, mode));
   return {
     message:
       mode === 'reset'
@@ -315,72 +247,10 @@ export async function destroy(
   };
 }
 
-/** ADD-06/07: a read replica of a postgres add-on, with the primary's credentials and public access. */
-export async function createReplica(
-  ctx: Ctx,
-  primary: AddonRow,
-  b: { cpu_size: number; ram_size: number },
-): Promise<AddonView> {
-  if (primary.type !== 'postgres')
-    throw unprocessable(`read replicas exist for postgres only, not ${primary.type}`, [
-      { path: 'path.id', message: 'not postgres' },
-    ]);
-  if (primary.replica_of)
-    throw unprocessable('a read replica cannot have replicas of its own', [
-      { path: 'path.id', message: 'is a read replica' },
-    ]);
-  return write(ctx, async ({ m, enqueue }) => {
-    const id = randomUUID();
-    const name = `${primary.name.slice(0, 30)}-replica-${randomBytes(2).toString('hex')}`;
-    await m.query(
-      `INSERT INTO addons (uuid, workspace_uuid, kind, app_uuid, project_id, resource_uuid, type, name, label, state, quota, settings, replica_of, cluster_id)
-       SELECT $2, workspace_uuid, kind, app_uuid, project_id, resource_uuid, 'postgres', $3, label || ' (replica)', 'pending', $4, '{}', uuid, $5
-         FROM addons WHERE uuid = $1`,
-      [
-        primary.uuid,
-        id,
-        name,
-        JSON.stringify({ ...primary.quota, cpu_size: b.cpu_size, ram_size: b.ram_size }),
-        `c-${id}`,
-      ],
-    );
-    await recordAudit(m, ctx, { resourceUuid: id, before: null, after: await snapshot(m, 'addons', id) });
-    await enqueue({
-      operation: 'addon-replica',
-      workflow: 'addonProvision',
-      workspaceUuid: ctx.caller.workspaceUuid,
-      resourceUuid: id,
-      args: [{ addonUuid: id }],
-    });
-    return viewOf(ctx, id, m);
-  });
-}
-
 /** Stops (data kept, state `stopped`) or starts (state `creating`, then the live status) an add-on or service. */
-export async function changeState(ctx: Ctx, row: AddonRow, action: 'start' | 'stop'): Promise<AddonView> {
-  return write(ctx, async ({ m, enqueue }) => {
-    const before = await snapshot(m, 'addons', row.uuid);
-    const moved = await one<{ g: number }>(
-      m,
-      `UPDATE addons SET state = $2, settings_generation = settings_generation + 1, updated_at = now()
-        WHERE uuid = $1 AND state = ANY($3::text[]) RETURNING settings_generation AS g`,
-      [row.uuid, action === 'stop' ? 'stopped' : 'creating', action === 'stop' ? LIVE_STATES : ['stopped']],
-    );
-    if (!moved)
-      throw conflict(
-        action === 'stop'
-          ? `cannot stop: the ${row.kind === 'service' ? 'service' : 'add-on'} is ${row.state}`
-          : `cannot start: it is ${row.state}, not stopped`,
-      );
-    await recordAudit(m, ctx, { resourceUuid: row.uuid, before, after: await snapshot(m, 'addons', row.uuid) });
-    await enqueue({
-      operation: row.kind === 'service' ? 'service-sync' : 'addon-sync',
-      workflow: 'addonSync',
-      workspaceUuid: ctx.caller.workspaceUuid,
-      resourceUuid: row.uuid,
-      subId: String(moved.g),
-      args: [{ addonUuid: row.uuid }],
-    });
-    return viewOf(ctx, row.uuid, m);
+export function changeState(ctx: Ctx, row: AddonRow, action: 'start' | 'stop'): Promise<AddonView> {
+  return write(ctx, async (tx) => {
+    await changeDataServiceState(tx, ctx.caller, row, action);
+    return viewOf(ctx, row.uuid, tx.m);
   });
 }

@@ -4,12 +4,15 @@ import { open } from 'node:fs/promises';
 import { PassThrough } from 'node:stream';
 import { promisify } from 'node:util';
 import type Koa from 'koa';
+import { APP_PROVISIONING_STATES } from '../domain/apps';
 import { one } from '../entities/sql';
 import type { ApiDeps, Caller } from './context';
 import { GIT_PATH } from './git-repos';
 import { Problem } from './problem';
 import { outsideRouteContext } from './route';
-import { createDeployment, DEPLOY_ROUTE } from './routes/app-deployments';
+import { createDeployment } from './commands/app-deployments';
+import { write } from './commands/audited-write';
+import { DEPLOY_ROUTE } from './routes/app-deployments';
 import { loadApp } from './views/apps';
 
 /**
@@ -28,16 +31,7 @@ const MAX_BODY = 256 * 1024;
 const POLL_MS = 500;
 const RETRY_MS = 1000;
 /** App states a push waits out before it deploys (the app is being provisioned, deployed, cloned, moved). */
-const WAIT_STATES = [
-  'pending',
-  'assigned',
-  'start_scheduled',
-  'started',
-  'deploying',
-  'cloning',
-  'stop_scheduled',
-  'restart_scheduled',
-];
+const WAIT_STATES: readonly string[] = APP_PROVISIONING_STATES.filter((s) => s !== 'stopped' && s !== 'blocked');
 const run = promisify(execFile);
 
 export interface PushSession {
@@ -150,7 +144,11 @@ async function report(
       return void out.end(`not deployed: a newer push to ${branch} supersedes this one\n`);
     }
     try {
-      deploymentUuid = (await createDeployment(ctx, session.appUuid, { commit_sha: target, branch })).uuid;
+      deploymentUuid = (
+        await write(ctx, (tx) =>
+          createDeployment(tx, session.caller, { appUuid: session.appUuid, commit_sha: target, branch }),
+        )
+      ).uuid;
     } catch (err) {
       if (!(err instanceof Problem)) throw err;
       // Busy (provisioning, another deployment under way): the push waits its turn, within its bound.

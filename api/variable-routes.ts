@@ -1,7 +1,7 @@
 import * as yup from 'yup';
 import type { EntityManager } from 'typeorm';
 import type { RequirementKey } from '../domain/permissions';
-import { recordAudit } from './audit';
+import { write as auditedWrite } from './commands/audited-write';
 import { notFound } from './problem';
 import { route, type RouteContext, type RouteDef } from './route';
 import { str, uuid } from './schemas/common';
@@ -50,11 +50,12 @@ export function variableRoutes(o: VariableOwnerRoutes): RouteDef[] {
     write: (m: EntityManager, who: VariableOwner) => Promise<VariablesChange | null>,
     missing?: string,
   ) =>
-    ctx.deps.dataSource.transaction(async (m) => {
-      const found = await o.lockForChange(ctx, m);
-      const done = await write(m, owner(found.uuid));
+    auditedWrite(ctx, async (tx) => {
+      const found = await o.lockForChange(ctx, tx.m);
+      const done = await write(tx.m, owner(found.uuid));
       if (!done) throw notFound(missing ?? 'variable');
-      await recordAudit(m, ctx, { resourceUuid: found.uuid, ...done });
+      // one route table for apps and projects: the action is the generated route's
+      await tx.audit({ action: ctx.route.audit as string, resourceUuid: found.uuid, ...done });
       return found;
     });
   return [

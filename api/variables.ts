@@ -1,6 +1,8 @@
 import { createHash, randomUUID } from 'node:crypto';
 import * as yup from 'yup';
 import { ENV_KEY, SECRET_FILE_NAME } from '../domain/apps';
+import type { EntityManager } from 'typeorm';
+import { App } from '../entities/app';
 import type { Db } from '../entities/sql';
 import { rows } from '../entities/sql';
 import type { SecretBox } from '../domain/secret-box';
@@ -159,11 +161,14 @@ export async function listSecretFiles(db: Db, owner: VariableOwner) {
 }
 
 /** Marks the apps whose environment the owner feeds as needing a redeploy (not restarted). */
-export async function markNeedsRedeploy(db: Db, owner: VariableOwner): Promise<void> {
-  await db.query(
-    `UPDATE apps SET needs_redeploy_since = COALESCE(needs_redeploy_since, now()) WHERE ${owner.kind === 'app' ? 'uuid' : 'project_id'} = $1`,
-    [owner.uuid],
-  );
+export async function markNeedsRedeploy(m: EntityManager, owner: VariableOwner): Promise<void> {
+  await m
+    .createQueryBuilder()
+    .update(App)
+    // the mark is not a change of the app's settings: updated_at stays
+    .set({ needs_redeploy_since: () => 'COALESCE(needs_redeploy_since, now())', updated_at: () => 'updated_at' })
+    .where(`${owner.kind === 'app' ? 'uuid' : 'project_id'} = :owner`, { owner: owner.uuid })
+    .execute();
 }
 
 /**
@@ -171,7 +176,7 @@ export async function markNeedsRedeploy(db: Db, owner: VariableOwner): Promise<v
  * old OR new, so omitting `secret` on a later write never makes a hidden value readable.
  */
 export async function setVariables(
-  db: Db,
+  db: EntityManager,
   box: SecretBox,
   owner: VariableOwner,
   variables: Array<{ key: string; value: string; secret?: boolean | undefined }>,
@@ -188,6 +193,8 @@ export async function setVariables(
     `SELECT key, value_sealed, secret FROM ${t.variables} WHERE ${t.column} = $1 AND key = ANY($2::text[]) FOR UPDATE`,
     [owner.uuid, keys],
   );
+  // raw: one statement for the app and the project tables (no project entity), a batch from unnest, and an
+  // upsert whose secret flag is old OR new (an expression of both rows, which the query builder's orUpdate cannot say)
   const written = await rows<VariableRow>(
     db,
     `INSERT INTO ${t.variables} AS t (${t.column}, key, value_sealed, secret)
@@ -210,7 +217,7 @@ export async function setVariables(
 }
 
 export async function setSecretFiles(
-  db: Db,
+  db: EntityManager,
   box: SecretBox,
   owner: VariableOwner,
   files: Array<{ name: string; content: string }>,
@@ -227,6 +234,7 @@ export async function setSecretFiles(
   const change: VariablesChange = { before: {}, after: {} };
   for (const f of files) {
     const bytes = Buffer.from(f.content, 'utf8');
+    // raw: one statement for the app and the project tables (no project entity), an upsert returning the row as written
     const [w] = await rows<FileRow>(
       db,
       `INSERT INTO ${t.files} (uuid, ${t.column}, name, content_sealed, size_bytes, sha256) VALUES ($1, $2, $3, $4, $5, $6)
@@ -247,9 +255,14 @@ export async function setSecretFiles(
 }
 
 /** Removes a variable; null when there was none of that key, else what it removed. */
-export async function deleteVariable(db: Db, owner: VariableOwner, key: string): Promise<VariablesChange | null> {
+export async function deleteVariable(
+  db: EntityManager,
+  owner: VariableOwner,
+  key: string,
+): Promise<VariablesChange | null> {
   if (!ENV_KEY.test(key)) return null;
   const t = tables(owner);
+  // raw: one statement for the app and the project tables (no project entity)
   const [deleted] = await rows<VariableRow>(
     db,
     `DELETE FROM ${t.variables} WHERE ${t.column} = $1 AND key = $2 RETURNING key, value_sealed, secret`,
@@ -262,11 +275,12 @@ export async function deleteVariable(db: Db, owner: VariableOwner, key: string):
 
 /** Removes a secret file; null when the owner has none of that uuid, else what it removed. */
 export async function deleteSecretFile(
-  db: Db,
+  db: EntityManager,
   owner: VariableOwner,
   fileUuid: string,
 ): Promise<VariablesChange | null> {
   const t = tables(owner);
+  // raw: one statement for the app and the project tables (no project entity)
   const [deleted] = await rows<FileRow>(
     db,
     `DELETE FROM ${t.files} WHERE ${t.column} = $1 AND uuid = $2 RETURNING uuid, name, content_sealed, size_bytes, sha256`,

@@ -44,3 +44,15 @@ export class Addon {
   @CreateDateColumn({ type: 'timestamptz' }) created_at: Date;
   @UpdateDateColumn({ type: 'timestamptz' }) updated_at: Date;
 }
+
+/** A storage service mounted into an app (optionally a sub_path of it). */
+@Entity('service_mounts')
+export class ServiceMount {
+  @PrimaryColumn('uuid') uuid: string;
+  @Column('uuid') service_uuid: string;
+  @Column('uuid') app_uuid: string;
+  @Column('text') mount_path: string;
+  @Column('text', { nullable: true }) sub_path: string | null;
+  @Column('text', { default: 'pending' }) state: string;
+  @CreateDateColumn({ type: 'timestamptz' }) created_at: Date;
+}

@@ -62,6 +62,31 @@ export async function insertReturning<E extends ObjectLiteral>(
   return row ? m.create(target, row as DeepPartial<E>) : undefined;
 }
 
+/**
+ * UPDATE .. SET changes WHERE condition RETURNING * through the query builder: the rows as
+ * changed, as entities; none when the condition (a guard such as `state IN (:...from)`)
+ * matched nothing. Fields left undefined keep their value; a value may be an SQL expression
+ * (`{ generation: () => 'generation + 1' }`).
+ */
+export async function updateWhereReturning<E extends ObjectLiteral>(
+  m: EntityManager,
+  target: EntityTarget<E>,
+  changes: { [K in keyof E]?: E[K] | (() => string) },
+  where: string,
+  params: ObjectLiteral,
+): Promise<E[]> {
+  const set = Object.fromEntries(Object.entries(changes).filter(([, v]) => v !== undefined));
+  const result = await m
+    .createQueryBuilder()
+    .update(target)
+    .set(set as QueryDeepPartialEntity<E>)
+    .where(where, params)
+    .returning('*')
+    .updateEntity(false)
+    .execute();
+  return (result.raw as E[]).map((row) => m.create(target, row as DeepPartial<E>));
+}
+
 /** UPDATE .. RETURNING * of one row by uuid through the query builder: the row as changed, as the entity. */
 export async function updateReturning<E extends ObjectLiteral>(
   m: EntityManager,
@@ -69,14 +94,16 @@ export async function updateReturning<E extends ObjectLiteral>(
   uuid: string,
   changes: Partial<E>,
 ): Promise<E | undefined> {
-  const result = await m
-    .createQueryBuilder()
-    .update(target)
-    .set(changes as QueryDeepPartialEntity<E>)
-    .where('uuid = :uuid', { uuid })
-    .returning('*')
-    .updateEntity(false)
-    .execute();
-  const row = (result.raw as E[])[0];
-  return row ? m.create(target, row as DeepPartial<E>) : undefined;
+  return (await updateWhereReturning(m, target, changes, 'uuid = :uuid', { uuid }))[0];
+}
+
+/** DELETE .. WHERE condition RETURNING * through the query builder: the rows as they were, as entities. */
+export async function deleteReturning<E extends ObjectLiteral>(
+  m: EntityManager,
+  target: EntityTarget<E>,
+  where: string,
+  params: ObjectLiteral,
+): Promise<E[]> {
+  const result = await m.createQueryBuilder().delete().from(target).where(where, params).returning('*').execute();
+  return (result.raw as E[]).map((row) => m.create(target, row as DeepPartial<E>));
 }

@@ -23,7 +23,7 @@ const slug = (s: string) =>
     .slice(0, 30) || 'db';
 
 /** The plan type of the compute resource (free, standard, ...): backups are refused on the free plan (BKP-03). */
-async function planTypeOf(tx: Tx, resourceUuid: string): Promise<string> {
+export async function planTypeOf(tx: Tx, resourceUuid: string): Promise<string> {
   const resource = await tx.m.findOne(ComputeResource, {
     where: { uuid: resourceUuid },
     select: { uuid: true, plan: true },

@@ -23,11 +23,15 @@ export function ruleScope(tx: Tx, caller: Caller): RuleScope {
   return { caller, deps: tx.deps, dispatchAfter: tx.dispatchAfter };
 }
 
-/** The whole app row, locked for the change: in the caller's workspace and in a project open to the caller, else 404. */
-export async function appForChange(tx: Tx, scope: RuleScope, uuid: string): Promise<App> {
-  const app = await tx.m
-    .createQueryBuilder(App, 'a')
-    .setLock('pessimistic_write')
+/**
+ * The whole app row, locked for the change (unless `lock` is false: a change of the app's
+ * ports or certificates, which other rows' unique indexes order): in the caller's workspace
+ * and in a project open to the caller, else 404.
+ */
+export async function appForChange(tx: Tx, scope: RuleScope, uuid: string, lock = true): Promise<App> {
+  const qb = tx.m.createQueryBuilder(App, 'a');
+  if (lock) qb.setLock('pessimistic_write');
+  const app = await qb
     .where('a.uuid = :uuid AND a.workspace_uuid = :workspace', { uuid, workspace: scope.caller.workspaceUuid })
     .getOne();
   if (!app) throw notFound('app');

@@ -1,10 +1,11 @@
-import type { EntityManager } from 'typeorm';
+import type { EntityManager, EntityTarget } from 'typeorm';
 import { diffRecords, type AuditSource } from '../../domain/audit';
 import { insertAuditEvent, type AuditEventRow } from '../../entities/audit-events';
 import type { WorkflowName } from '../../platform/workflow-starts';
-import type { Db } from '../../entities/sql';
+import { deleteReturning, type Db } from '../../entities/sql';
 import type { ApiDeps, Caller } from '../context';
 import type { EnqueuedOperation, OperationRequest } from '../../platform/outbox';
+import { notFound } from '../problem';
 import type { AnyRouteContext } from '../route';
 
 /** Whom an audit entry names and where the change came from (a request, a code-host delivery). */
@@ -152,4 +153,23 @@ export async function auditedWrite<T>(deps: ApiDeps, origin: Origin, command: (t
 /** The audited write of a route's request (its caller and request as the origin). */
 export function write<T>(ctx: AnyRouteContext, command: (tx: Tx) => Promise<T>): Promise<T> {
   return auditedWrite(ctx.deps, requestOrigin(ctx), command);
+}
+
+/**
+ * Deletes the row `uuid` of the caller's workspace and records `action` with the row as it
+ * was, from the delete itself: of two concurrent deletes, the second finds nothing (404 `what`).
+ */
+export async function deleteOfWorkspace<E extends { uuid: string; workspace_uuid: string }>(
+  tx: Tx,
+  caller: Caller,
+  target: EntityTarget<E>,
+  input: { uuid: string; action: string; what: string },
+): Promise<E> {
+  const [deleted] = await deleteReturning(tx.m, target, 'uuid = :uuid AND workspace_uuid = :workspace', {
+    uuid: input.uuid,
+    workspace: caller.workspaceUuid,
+  });
+  if (!deleted) throw notFound(input.what);
+  await tx.audit({ action: input.action, resourceUuid: deleted.uuid, before: snapshotOf(deleted), after: null });
+  return deleted;
 }

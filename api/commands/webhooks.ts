@@ -2,9 +2,13 @@ import { randomUUID } from 'node:crypto';
 import type * as yup from 'yup';
 import { checkDestination, parseAllowList, resolvedVerdict } from '../../domain/webhook-destination';
 import { generateWebhookSecret } from '../../domain/webhook-signature';
+import type { EventEnvelope } from '../../domain/events';
 import { App } from '../../entities/app';
-import { insertReturning, updateReturning } from '../../entities/sql';
+import { PlatformEvent } from '../../entities/event';
+import { insertReturning, updateReturning, updateWhereReturning } from '../../entities/sql';
 import { Webhook } from '../../entities/webhook';
+import { WebhookDelivery } from '../../entities/webhook-delivery';
+import { redeliveryOperation } from '../../platform/webhook-starts';
 import { createHostResolver, ResolutionError } from '../../platform/resolver';
 import type { ApiDeps, Caller } from '../context';
 import { notFound, unprocessable } from '../problem';
@@ -131,4 +135,67 @@ export async function updateWebhook(tx: Tx, caller: Caller, input: UpdateWebhook
     after: snapshotOf(updated),
   });
   return updated;
+}
+
+/**
+ * POST /webhooks/{uuid}/test: a ping event and its delivery to the webhook (pending), recorded
+ * as the webhook's entry; the caller starts its delivery once committed.
+ */
+export async function createPing(tx: Tx, caller: Caller, webhook: Webhook): Promise<WebhookDelivery> {
+  const eventId = randomUUID();
+  const envelope: EventEnvelope = { id: eventId, type: 'ping', timestamp: new Date().toISOString(), data: {} };
+  const body = JSON.stringify(envelope);
+  await insertReturning(tx.m, PlatformEvent, {
+    uuid: eventId,
+    workspace_uuid: caller.workspaceUuid,
+    type: 'ping',
+    app_uuid: null,
+    payload: envelope,
+  });
+  const delivery = (await insertReturning(tx.m, WebhookDelivery, {
+    uuid: randomUUID(),
+    webhook_uuid: webhook.uuid,
+    event_id: eventId,
+    event_type: 'ping',
+    body,
+  }))!;
+  await tx.audit({ action: 'webhook.test', resourceUuid: webhook.uuid, before: null, after: snapshotOf(delivery) });
+  return delivery;
+}
+
+/**
+ * POST /webhooks/{uuid}/deliveries/{delivery_uuid}/retry: the stored payload is re-queued under
+ * the original event id (an outbox start); a finished delivery returns to pending, a pending
+ * one stays pending and is only signalled again. Refused while the webhook is disabled.
+ */
+export async function retryDelivery(
+  tx: Tx,
+  caller: Caller,
+  webhook: Webhook,
+  found: WebhookDelivery,
+): Promise<WebhookDelivery> {
+  if (!webhook.enabled)
+    throw unprocessable('the webhook is disabled: re-enable it (PUT enabled: true) before retrying deliveries');
+  const [moved] = await updateWhereReturning(
+    tx.m,
+    WebhookDelivery,
+    { status: 'pending' },
+    `uuid = :uuid AND status IN ('failed', 'delivered')`,
+    { uuid: found.uuid },
+  );
+  await tx.enqueue(
+    redeliveryOperation(caller.workspaceUuid, {
+      webhookUuid: webhook.uuid,
+      eventId: found.event_id,
+      ...(found.event_type === 'ping' ? { ping: true } : {}),
+    }),
+  );
+  const delivery = moved ?? found;
+  await tx.audit({
+    action: 'webhook_delivery.retry',
+    resourceUuid: found.uuid,
+    before: snapshotOf(found),
+    after: snapshotOf(delivery),
+  });
+  return delivery;
 }

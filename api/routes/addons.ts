@@ -2,16 +2,15 @@ import * as yup from 'yup';
 import { createAddon } from '../commands/addons';
 import { write } from '../commands/audited-write';
 import { route } from '../route';
+import { createReplica, updateDataService } from '../commands/data-services';
 import {
+  appAddon,
   backupsOf,
   changeState,
-  createReplica,
   destroy,
-  findAddon,
   findApp,
   setPublicAccess,
   startRestore,
-  updateData,
   viewOf,
 } from '../data-services';
 import {
@@ -70,8 +69,7 @@ export const addonRoutes = [
     summary: 'Show an add-on with its connection details',
     response: addonSchema,
     async handler(ctx) {
-      await findApp(ctx, ctx.params.uuid);
-      return viewOf(ctx, (await findAddon(ctx, { appUuid: ctx.params.uuid }, ctx.params.id)).uuid);
+      return viewOf(ctx, (await appAddon(ctx)).uuid);
     },
   }),
   route<AddonParams, {}, AddonUpdateBody>({
@@ -86,8 +84,7 @@ export const addonRoutes = [
     response: addonSchema,
     handler: (ctx) =>
       write(ctx, async (tx) => {
-        await findApp(ctx, ctx.params.uuid, tx.m);
-        await updateData(ctx, tx, await findAddon(ctx, { appUuid: ctx.params.uuid }, ctx.params.id, tx.m), ctx.body);
+        await updateDataService(tx, ctx.caller, await appAddon(ctx, tx.m), ctx.body);
         return viewOf(ctx, ctx.params.id, tx.m);
       }),
   }),
@@ -101,12 +98,7 @@ export const addonRoutes = [
     summary: 'Turn public access on or off (changes connection_details.external)',
     response: addonSchema,
     async handler(ctx) {
-      await findApp(ctx, ctx.params.uuid);
-      return setPublicAccess(
-        ctx,
-        await findAddon(ctx, { appUuid: ctx.params.uuid }, ctx.params.id),
-        ctx.body.public_access,
-      );
+      return setPublicAccess(ctx, await appAddon(ctx), ctx.body.public_access);
     },
   }),
   route<AddonParams, {}, { action: 'start' | 'stop' }>({
@@ -119,8 +111,7 @@ export const addonRoutes = [
     summary: 'Stop (state stopped, data kept) or start (creating, then the live status) an add-on',
     response: addonSchema,
     async handler(ctx) {
-      await findApp(ctx, ctx.params.uuid);
-      return changeState(ctx, await findAddon(ctx, { appUuid: ctx.params.uuid }, ctx.params.id), ctx.body.action);
+      return changeState(ctx, await appAddon(ctx), ctx.body.action);
     },
   }),
   route<AddonParams>({
@@ -133,8 +124,7 @@ export const addonRoutes = [
     summary: 'Delete an add-on and its data (destructive: the data does not come back)',
     response: messageSchema,
     async handler(ctx) {
-      await findApp(ctx, ctx.params.uuid);
-      return destroy(ctx, await findAddon(ctx, { appUuid: ctx.params.uuid }, ctx.params.id), 'delete', 'add-on');
+      return destroy(ctx, await appAddon(ctx), 'delete');
     },
   }),
   route<AddonParams>({
@@ -147,8 +137,7 @@ export const addonRoutes = [
     summary: "Drop every piece of an add-on database's data (destructive: the data does not come back)",
     response: messageSchema,
     async handler(ctx) {
-      await findApp(ctx, ctx.params.uuid);
-      return destroy(ctx, await findAddon(ctx, { appUuid: ctx.params.uuid }, ctx.params.id), 'reset', 'add-on');
+      return destroy(ctx, await appAddon(ctx), 'reset');
     },
   }),
   route<AddonParams>({
@@ -160,8 +149,7 @@ export const addonRoutes = [
       'Backups of an add-on: backup_enabled (the setting), backup_active (what runs), the recovery window and the backups',
     response: backupsSchema,
     async handler(ctx) {
-      await findApp(ctx, ctx.params.uuid);
-      return backupsOf(ctx, await findAddon(ctx, { appUuid: ctx.params.uuid }, ctx.params.id));
+      return backupsOf(ctx, await appAddon(ctx));
     },
   }),
   route<AddonParams, {}, RestoreBody>({
@@ -176,13 +164,7 @@ export const addonRoutes = [
       'Restore a postgres backup: backup_name, or target_time (point in time), or neither for the latest; to_new_cluster keeps the old database',
     response: messageSchema,
     async handler(ctx) {
-      await findApp(ctx, ctx.params.uuid);
-      return startRestore(
-        ctx,
-        await findAddon(ctx, { appUuid: ctx.params.uuid }, ctx.params.id),
-        ctx.body,
-        'addon-restore',
-      );
+      return startRestore(ctx, await appAddon(ctx), ctx.body, 'addon-restore');
     },
   }),
   route<AddonParams, {}, { cpu_size: number; ram_size: number }>({
@@ -196,8 +178,8 @@ export const addonRoutes = [
     summary: "Create a read replica of a postgres add-on (shares the primary's credentials and public access)",
     response: addonSchema,
     async handler(ctx) {
-      await findApp(ctx, ctx.params.uuid);
-      return createReplica(ctx, await findAddon(ctx, { appUuid: ctx.params.uuid }, ctx.params.id), ctx.body);
+      const primary = await appAddon(ctx);
+      return write(ctx, async (tx) => viewOf(ctx, (await createReplica(tx, ctx.caller, primary, ctx.body)).uuid, tx.m));
     },
   }),
 ];

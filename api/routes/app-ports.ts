@@ -1,16 +1,14 @@
-import { randomInt, randomUUID } from 'node:crypto';
 import type { EntityManager } from 'typeorm';
 import * as yup from 'yup';
-import { EXTERNAL_PORT_POOL } from '../../domain/apps';
 import { one, rows } from '../../entities/sql';
-import { recordAudit } from '../audit';
+import { createPort, deletePort, exposePort, makePortPrivate } from '../commands/app-ports';
 import { write, type Tx } from '../commands/audited-write';
-import { conflict, notFound, unprocessable } from '../problem';
-import { route } from '../route';
+import type { Caller } from '../context';
+import { notFound } from '../problem';
+import { route, type RouteContext } from '../route';
 import { bool, int, obj, oneOf, str, timestamp, uuid } from '../schemas/common';
 import { isoRequired } from '../views/common';
-import { assertChangeable, findApp, type Ctx } from './app-support';
-import { enqueueCommand } from './apps';
+import { findApp } from './app-support';
 
 const TAG = 'ports';
 
@@ -89,82 +87,13 @@ async function loadPort(m: Pick<EntityManager, 'query'>, appUuid: string, id: nu
   return portView(p);
 }
 
-/**
- * The resource's public endpoint (its load balancer), made on its first public port. The
- * embedded platform has no public addresses: they come from the documentation ranges
- * (198.51.100.0/24, 203.0.113.0/24, 2001:db8::/32).
- */
-async function ensureEndpoint(m: Pick<EntityManager, 'query'>, resourceUuid: string): Promise<void> {
-  await m.query(
-    `INSERT INTO resource_endpoints (resource_uuid, endpoint_id, seq, hostname, ipv4_primary, ipv4_secondary, ipv6_primary, ipv6_secondary)
-     SELECT $1, $2, s.n, 'lb-' || s.n || '.' || g.domain, '198.51.100.0'::inet + (1 + s.n % 254), '203.0.113.0'::inet + (1 + s.n % 254),
-            '2001:db8::'::inet + (s.n * 2), '2001:db8::'::inet + (s.n * 2 + 1)
-       FROM (SELECT nextval(pg_get_serial_sequence('resource_endpoints', 'seq')) AS n) s,
-            compute_resources c JOIN regions g ON g.id = c.region_id
-      WHERE c.uuid = $1
-     ON CONFLICT (resource_uuid) DO NOTHING`,
-    [resourceUuid, randomUUID()],
-  );
-}
-
-/**
- * Takes an external port from the resource's pool for the port: the first free one from
- * a random place in the pool, never the port's internal number. The unique index on
- * (resource, external port) decides races; a clash retries from another place.
- */
-async function allocateExternalPort(
-  m: Pick<EntityManager, 'query'>,
-  portId: number,
-  resourceUuid: string,
-  internalPort: number,
-): Promise<void> {
-  const size = EXTERNAL_PORT_POOL.high - EXTERNAL_PORT_POOL.low + 1;
-  for (let attempt = 0; attempt < 20; attempt++) {
-    const start = EXTERNAL_PORT_POOL.low + randomInt(0, size);
-    const candidate = await one<{ p: number }>(
-      m,
-      `SELECT p FROM generate_series($1::int, $2::int) p
-        WHERE p <> $3 AND NOT EXISTS (SELECT 1 FROM app_ports WHERE resource_uuid = $4 AND external_port = p)
-        ORDER BY (p - $5 + $6) % $6 LIMIT 1`,
-      [EXTERNAL_PORT_POOL.low, EXTERNAL_PORT_POOL.high, internalPort, resourceUuid, start, size],
-    );
-    if (!candidate) throw unprocessable('no external port is left in the pool of this compute resource');
-    await m.query(`SAVEPOINT external_port`);
-    try {
-      await m.query(`UPDATE app_ports SET public = true, external_port = $2, updated_at = now() WHERE id = $1`, [
-        portId,
-        candidate.p,
-      ]);
-      await m.query(`RELEASE SAVEPOINT external_port`);
-      return;
-    } catch (err) {
-      await m.query(`ROLLBACK TO SAVEPOINT external_port`);
-      if ((err as { driverError?: { code?: string } }).driverError?.code !== '23505') throw err;
-    }
-  }
-  throw conflict('the external port pool is busy; try again');
-}
-
-/**
- * A port for an audit diff, under `port` (ports have numeric ids, so their entries name the
- * app as the resource and the port here); null once it is gone.
- */
-async function portRecord(
-  m: Pick<EntityManager, 'query'>,
-  appUuid: string,
-  id: number,
-): Promise<Record<string, unknown> | null> {
-  const p = await one(
-    m,
-    `SELECT id, internal_port, protocol, public, external_port FROM app_ports WHERE app_uuid = $1 AND id = $2`,
-    [appUuid, id],
-  );
-  return p ? { port: p } : null;
-}
-
-/** Tells the app's workflow to apply its ports (one coalesced command while one is in flight). */
-async function syncPorts(ctx: Ctx, tx: Tx, appUuid: string): Promise<void> {
-  await enqueueCommand(ctx, tx, appUuid, 'sync_ports', 'sync-ports');
+/** The handler of a change of the port at /apps/{uuid}/ports/{port_id}: the command, then the port's view, in its transaction. */
+function changedPort(command: (tx: Tx, caller: Caller, input: { appUuid: string; portId: number }) => Promise<void>) {
+  return (ctx: RouteContext<{ uuid: string; port_id: number }, unknown, unknown>) =>
+    write(ctx, async (tx) => {
+      await command(tx, ctx.caller, { appUuid: ctx.params.uuid, portId: ctx.params.port_id });
+      return loadPort(tx.m, ctx.params.uuid, ctx.params.port_id);
+    });
 }
 
 export const appPortRoutes = [
@@ -194,28 +123,8 @@ export const appPortRoutes = [
     response: portSchema,
     handler: (ctx) =>
       write(ctx, async (tx) => {
-        const m = tx.m;
-        const app = await findApp(ctx, ctx.params.uuid, m);
-        assertChangeable(app);
-        const protocol = ctx.body.protocol ?? 'tcp';
-        const created = await one<{ id: number }>(
-          m,
-          `INSERT INTO app_ports (app_uuid, resource_uuid, internal_port, protocol) VALUES ($1, $2, $3, $4)
-         ON CONFLICT (app_uuid, internal_port, protocol) DO NOTHING RETURNING id`,
-          [app.uuid, app.resource_uuid, ctx.body.port, protocol],
-        );
-        if (!created) throw conflict(`the app already has ${protocol} port ${ctx.body.port}`);
-        if (ctx.body.public) {
-          await ensureEndpoint(m, app.resource_uuid);
-          await allocateExternalPort(m, created.id, app.resource_uuid, ctx.body.port);
-        }
-        await recordAudit(m, ctx, {
-          resourceType: 'app',
-          resourceUuid: app.uuid,
-          after: await portRecord(m, app.uuid, created.id),
-        });
-        await syncPorts(ctx, tx, app.uuid);
-        return loadPort(m, app.uuid, created.id);
+        const port = await createPort(tx, ctx.caller, { ...ctx.body, appUuid: ctx.params.uuid });
+        return loadPort(tx.m, port.app_uuid, port.id);
       }),
   }),
   route<{ uuid: string; port_id: number }>({
@@ -228,20 +137,7 @@ export const appPortRoutes = [
     audit: 'port.delete',
     summary: 'Remove a port (its external port returns to the pool)',
     handler: (ctx) =>
-      write(ctx, async (tx) => {
-        const m = tx.m;
-        const app = await findApp(ctx, ctx.params.uuid, m);
-        assertChangeable(app);
-        const deleted = await rows(
-          m,
-          `DELETE FROM app_ports WHERE app_uuid = $1 AND id = $2 RETURNING id, internal_port, protocol, public, external_port`,
-          [app.uuid, ctx.params.port_id],
-        );
-        if (deleted.length === 0) throw notFound('port');
-        await recordAudit(m, ctx, { resourceType: 'app', resourceUuid: app.uuid, before: { port: deleted[0] } });
-        await syncPorts(ctx, tx, app.uuid);
-        return undefined;
-      }),
+      write(ctx, (tx) => deletePort(tx, ctx.caller, { appUuid: ctx.params.uuid, portId: ctx.params.port_id })),
   }),
   route<{ uuid: string; port_id: number }>({
     method: 'patch',
@@ -252,31 +148,7 @@ export const appPortRoutes = [
     audit: 'port.expose',
     summary: 'Make a port public: it gets an external port from the pool and the endpoint fields',
     response: portSchema,
-    handler: (ctx) =>
-      write(ctx, async (tx) => {
-        const m = tx.m;
-        const app = await findApp(ctx, ctx.params.uuid, m);
-        assertChangeable(app);
-        const port = await one<{ id: number; internal_port: number; public: boolean }>(
-          m,
-          `SELECT id, internal_port, public FROM app_ports WHERE app_uuid = $1 AND id = $2 FOR UPDATE`,
-          [app.uuid, ctx.params.port_id],
-        );
-        if (!port) throw notFound('port');
-        const before = await portRecord(m, app.uuid, port.id);
-        if (!port.public) {
-          await ensureEndpoint(m, app.resource_uuid);
-          await allocateExternalPort(m, port.id, app.resource_uuid, port.internal_port);
-        }
-        await recordAudit(m, ctx, {
-          resourceType: 'app',
-          resourceUuid: app.uuid,
-          before,
-          after: await portRecord(m, app.uuid, port.id),
-        });
-        if (!port.public) await syncPorts(ctx, tx, app.uuid);
-        return loadPort(m, app.uuid, port.id);
-      }),
+    handler: changedPort(exposePort),
   }),
   route<{ uuid: string; port_id: number }>({
     method: 'patch',
@@ -287,26 +159,6 @@ export const appPortRoutes = [
     audit: 'port.make_private',
     summary: 'Make a port private: its external port returns to the pool',
     response: portSchema,
-    handler: (ctx) =>
-      write(ctx, async (tx) => {
-        const m = tx.m;
-        const app = await findApp(ctx, ctx.params.uuid, m);
-        assertChangeable(app);
-        const before = await portRecord(m, app.uuid, ctx.params.port_id);
-        const changed = await rows(
-          m,
-          `UPDATE app_ports SET public = false, external_port = NULL, updated_at = now() WHERE app_uuid = $1 AND id = $2 AND public RETURNING id`,
-          [app.uuid, ctx.params.port_id],
-        );
-        const view = await loadPort(m, app.uuid, ctx.params.port_id);
-        await recordAudit(m, ctx, {
-          resourceType: 'app',
-          resourceUuid: app.uuid,
-          before,
-          after: await portRecord(m, app.uuid, ctx.params.port_id),
-        });
-        if (changed.length > 0) await syncPorts(ctx, tx, app.uuid);
-        return view;
-      }),
+    handler: changedPort(makePortPrivate),
   }),
 ];

@@ -65,7 +65,7 @@ export async function findApp(
 }
 
 /** Apps being deleted or cloned take no other change. */
-export function assertChangeable(app: FoundApp): void {
+export function assertChangeable(app: Pick<FoundApp, 'state'>): void {
   if (app.state === 'deleting') throw conflict('the app is being deleted');
   if (app.state === 'cloning') throw conflict('the app is being cloned; wait until it leaves the cloning state');
 }

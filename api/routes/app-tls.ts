@@ -1,12 +1,11 @@
-import { createPrivateKey, randomUUID, X509Certificate } from 'node:crypto';
 import * as yup from 'yup';
-import { one, rows } from '../../entities/sql';
-import { recordAudit, snapshot } from '../audit';
-import { conflict, notFound, unprocessable } from '../problem';
+import { rows } from '../../entities/sql';
+import { installCertificate, removeCertificate } from '../commands/app-tls';
+import { write } from '../commands/audited-write';
 import { route } from '../route';
 import { arr, obj, str, timestamp, uuid } from '../schemas/common';
 import { isoRequired } from '../views/common';
-import { assertChangeable, findApp } from './app-support';
+import { findApp } from './app-support';
 
 const TAG = 'tls_certificates';
 
@@ -85,63 +84,10 @@ export const appTlsRoutes = [
       'Add a TLS certificate (PEM chain and the matching private key); an expired certificate or a key that does not match is refused',
     body: certificateBody,
     response: certificateSchema,
-    async handler(ctx) {
-      let cert: X509Certificate;
-      try {
-        cert = new X509Certificate(ctx.body.certificate);
-      } catch {
-        throw unprocessable('certificate is not a PEM X.509 certificate', [
-          { path: 'body.certificate', message: 'not a PEM certificate' },
-        ]);
-      }
-      let matches = false;
-      try {
-        matches = cert.checkPrivateKey(createPrivateKey(ctx.body.private_key));
-      } catch {
-        throw unprocessable('private_key is not a PEM private key', [
-          { path: 'body.private_key', message: 'not a PEM private key' },
-        ]);
-      }
-      if (!matches)
-        throw unprocessable('private_key does not belong to the certificate', [
-          { path: 'body.private_key', message: 'does not match the certificate' },
-        ]);
-      if (new Date(cert.validTo).getTime() <= Date.now())
-        throw unprocessable('the certificate has expired', [{ path: 'body.certificate', message: 'expired' }]);
-      const names = (cert.subjectAltName ?? '')
-        .split(',')
-        .map((s) => s.trim())
-        .filter((s) => s.startsWith('DNS:'))
-        .map((s) => s.slice(4));
-      return ctx.deps.dataSource.transaction(async (m) => {
-        const app = await findApp(ctx, ctx.params.uuid, m, true);
-        assertChangeable(app);
-        const row = await one<CertRow>(
-          m,
-          `INSERT INTO app_tls_certificates (uuid, app_uuid, subject, issuer, names, fingerprint_sha256, not_before, not_after, certificate_pem, private_key_sealed)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (app_uuid, fingerprint_sha256) DO NOTHING RETURNING ${COLUMNS}`,
-          [
-            randomUUID(),
-            app.uuid,
-            cert.subject.replace(/\n/g, ', '),
-            cert.issuer.replace(/\n/g, ', '),
-            names,
-            cert.fingerprint256,
-            new Date(cert.validFrom),
-            new Date(cert.validTo),
-            ctx.body.certificate,
-            ctx.deps.secretBox.seal(ctx.body.private_key),
-          ],
-        );
-        if (!row) throw conflict('this certificate is already installed on the app');
-        // the snapshot holds the sealed key; the audit diff shows it only as redacted
-        await recordAudit(m, ctx, {
-          resourceUuid: row.uuid,
-          after: await snapshot(m, 'app_tls_certificates', row.uuid),
-        });
-        return view(row);
-      });
-    },
+    handler: (ctx) =>
+      write(ctx, async (tx) =>
+        view(await installCertificate(tx, ctx.caller, { ...ctx.body, appUuid: ctx.params.uuid })),
+      ),
   }),
   route<{ uuid: string; certificate_uuid: string }>({
     method: 'delete',
@@ -151,18 +97,9 @@ export const appTlsRoutes = [
     status: 204,
     audit: 'tls_certificate.delete',
     summary: 'Remove a TLS certificate',
-    async handler(ctx) {
-      await ctx.deps.dataSource.transaction(async (m) => {
-        const app = await findApp(ctx, ctx.params.uuid, m);
-        const deleted = await one<{ s: Record<string, unknown> }>(
-          m,
-          `DELETE FROM app_tls_certificates t WHERE app_uuid = $1 AND uuid = $2 RETURNING to_jsonb(t) AS s`,
-          [app.uuid, ctx.params.certificate_uuid],
-        );
-        if (!deleted) throw notFound('TLS certificate');
-        await recordAudit(m, ctx, { resourceUuid: ctx.params.certificate_uuid, before: deleted.s });
-      });
-      return undefined;
-    },
+    handler: (ctx) =>
+      write(ctx, (tx) =>
+        removeCertificate(tx, ctx.caller, { appUuid: ctx.params.uuid, certificateUuid: ctx.params.certificate_uuid }),
+      ),
   }),
 ];

@@ -1,16 +1,20 @@
-import { randomUUID } from 'node:crypto';
 import * as yup from 'yup';
-import { stateMove, type StateAction } from '../../domain/apps';
 import { canReachProject } from '../../domain/projects';
-import type { HealthCheck, ScalingProfile } from '../../entities/app';
-import { one } from '../../entities/sql';
+import { App } from '../../entities/app';
+import {
+  setHealthChecks,
+  setScalingProfile,
+  updateApp,
+  updateAppDeployment,
+  updateAppSecurity,
+} from '../commands/app-settings';
+import { changeAppState, deleteApp } from '../commands/app-state';
 import { cloneApp, createApp } from '../commands/apps';
 import { write, type Tx } from '../commands/audited-write';
+import type { Caller } from '../context';
 import { visibleProjectsClause } from '../access';
-import { recordAudit, snapshot } from '../audit';
 import { selectPage, type Page } from '../pagination';
-import { checkPlacement } from '../placement';
-import { conflict, notFound, unprocessable } from '../problem';
+import { notFound } from '../problem';
 import { route, type RouteContext } from '../route';
 import {
   cloneBody,
@@ -24,7 +28,6 @@ import {
   updateAppBody,
 } from '../schemas/apps';
 import { int, json, obj } from '../schemas/common';
-import { wakePreview } from '../preview-envs';
 import {
   APP_SELECT,
   appSchema,
@@ -34,15 +37,7 @@ import {
   withAddons,
   type JoinedRow,
 } from '../views/apps';
-import {
-  appResponse,
-  assertChangeable,
-  checkDeployment,
-  findApp,
-  reserveCapacity,
-  type Ctx,
-  type FoundApp,
-} from './app-support';
+import { appResponse, findApp } from './app-support';
 
 const TAG = 'apps';
 
@@ -52,86 +47,14 @@ const scalingSchema = obj({
   target_cpu_percent: int().nullable().defined(),
 });
 
-/** Sends a state change to the app's workflow durably (outbox row in the caller's transaction). */
-export async function enqueueCommand(
-  ctx: Ctx,
-  tx: Pick<Tx, 'enqueue'>,
-  appUuid: string,
-  action: StateAction | 'sync_ports',
-  subId?: string,
-) {
-  const commandId = randomUUID();
-  return tx.enqueue({
-    // A fixed subId coalesces commands while one is in flight (the app workflow reads the database when it runs it).
-    operation: 'app-command',
-    workflow: 'appSendCommand',
-    workspaceUuid: ctx.caller.workspaceUuid,
-    resourceUuid: appUuid,
-    subId: subId ?? commandId,
-    args: [{ appUuid, command: { commandId, action } }],
-  });
+/** The handler of a change of the app at /apps/{uuid}: the command, then the App view, in its transaction. */
+function changedApp<B>(command: (tx: Tx, caller: Caller, input: B & { uuid: string }) => Promise<App>) {
+  return (ctx: RouteContext<{ uuid: string }, {}, B>) =>
+    write(ctx, async (tx) => {
+      const app = await command(tx, ctx.caller, { ...ctx.body, uuid: ctx.params.uuid });
+      return appResponse(ctx, app.uuid, tx.m);
+    });
 }
-
-/** Updates columns of the app and records the route's declared audit action with the row's diff, in one transaction. */
-async function updateSettings(
-  ctx: RouteContext<{ uuid: string }, unknown, unknown>,
-  set: Record<string, unknown>,
-  check?: (app: FoundApp, m: any) => Promise<Record<string, unknown> | void>,
-) {
-  return write(ctx, async ({ m }) => {
-    const app = await findApp(ctx, ctx.params.uuid, m, true);
-    assertChangeable(app);
-    const before = await snapshot(m, 'apps', app.uuid);
-    const extra = (await check?.(app, m)) ?? {};
-    const values = Object.entries({ ...set, ...extra }).filter(([, v]) => v !== undefined);
-    if (values.length > 0) {
-      await m.query(
-        `UPDATE apps SET ${values.map(([k], i) => `${k} = $${i + 2}`).join(', ')}, updated_at = now() WHERE uuid = $1`,
-        [
-          app.uuid,
-          ...values.map(([, v]) =>
-            v !== null && typeof v === 'object' && !Array.isArray(v)
-              ? JSON.stringify(v)
-              : Array.isArray(v)
-                ? JSON.stringify(v)
-                : v,
-          ),
-        ],
-      );
-    }
-    await recordAudit(m, ctx, { resourceUuid: app.uuid, before, after: await snapshot(m, 'apps', app.uuid) });
-    return appResponse(ctx, app.uuid, m);
-  });
-}
-
-const updateHandler = async (ctx: RouteContext<{ uuid: string }, unknown, unknown>) => {
-  const b = ctx.body as yup.InferType<typeof updateAppBody>;
-  return updateSettings(
-    ctx,
-    {
-      label: b.label,
-      maintenance: b.maintenance,
-      manage_dns_records: b.manage_dns_records,
-      internal_port: b.internal_port,
-    },
-    async (app, m) => {
-      const extra: Record<string, unknown> = {};
-      if (b.project_id !== undefined && b.project_id !== app.project_id) {
-        await checkPlacement(ctx, m, { resourceId: app.resource_uuid, projectId: b.project_id });
-        extra.project_id = b.project_id;
-      }
-      if (b.quota) {
-        const quota = {
-          ...app.quota,
-          ...Object.fromEntries(Object.entries(b.quota).filter(([, v]) => v !== undefined)),
-        };
-        await reserveCapacity(ctx, m, app.uuid, app.resource_uuid, quota as FoundApp['quota']);
-        extra.quota = quota;
-      }
-      return extra;
-    },
-  );
-};
 
 export const appRoutes = [
   route<{}, {}, yup.InferType<typeof createAppBody>>({
@@ -211,7 +134,7 @@ export const appRoutes = [
       'Update an app (label, project, maintenance, DNS management, internal port, quota); fields left out keep their value',
     body: updateAppBody,
     response: appSchema,
-    handler: updateHandler,
+    handler: changedApp(updateApp),
   }),
   route<{ uuid: string }, {}, yup.InferType<typeof updateAppBody>>({
     method: 'patch',
@@ -222,7 +145,7 @@ export const appRoutes = [
     summary: 'Update some fields of an app',
     body: updateAppBody,
     response: appSchema,
-    handler: updateHandler,
+    handler: changedApp(updateApp),
   }),
   route<{ uuid: string }, {}, yup.InferType<typeof securityBody>>({
     method: 'put',
@@ -234,32 +157,7 @@ export const appRoutes = [
       "Update an app's security: HTTP Basic Auth on the ingress (credentials never returned), private access, internal connections",
     body: securityBody,
     response: appSchema,
-    async handler(ctx) {
-      const b = ctx.body;
-      return updateSettings(
-        ctx,
-        { private_access: b.private_access, allow_connections: b.allow_connections },
-        async (app) => {
-          const extra: Record<string, unknown> = {};
-          if ((b.basic_auth_username === undefined) !== (b.basic_auth_password === undefined)) {
-            throw unprocessable('basic_auth_username and basic_auth_password are set together', [
-              { path: 'body.basic_auth_password', message: 'send both or neither' },
-            ]);
-          }
-          if (b.basic_auth_username !== undefined) {
-            extra.basic_auth_username = b.basic_auth_username;
-            extra.basic_auth_password_sealed = ctx.deps.secretBox.seal(b.basic_auth_password!);
-          }
-          if (b.basic_auth_enabled === true && !app.has_basic_auth_credentials && b.basic_auth_username === undefined) {
-            throw unprocessable('enabling basic auth needs basic_auth_username and basic_auth_password', [
-              { path: 'body.basic_auth_password', message: 'required to enable basic auth' },
-            ]);
-          }
-          if (b.basic_auth_enabled !== undefined) extra.basic_auth_enabled = b.basic_auth_enabled;
-          return extra;
-        },
-      );
-    },
+    handler: changedApp(updateAppSecurity),
   }),
   route<{ uuid: string }, {}, yup.InferType<typeof deploymentSettingsBody>>({
     method: 'put',
@@ -270,24 +168,7 @@ export const appRoutes = [
     summary: "Update an app's deployment settings (method, deployment_config, builder); the next deployment uses them",
     body: deploymentSettingsBody,
     response: appSchema,
-    async handler(ctx) {
-      const b = ctx.body;
-      return updateSettings(ctx, { builder: b.builder }, async (app, m) => {
-        if (b.deployment_method === undefined && b.deployment_config === undefined) return {};
-        const method = b.deployment_method ?? app.deployment_method;
-        const d = await checkDeployment(
-          ctx,
-          m,
-          method,
-          b.deployment_config ?? (b.deployment_method ? {} : app.deployment_config),
-        );
-        return {
-          deployment_method: method,
-          deployment_config: d.config,
-          ...(method === 'parent_image' ? { parent_app_uuid: d.parentAppUuid } : {}),
-        };
-      });
-    },
+    handler: changedApp(updateAppDeployment),
   }),
   route<{ uuid: string }>({
     method: 'get',
@@ -298,12 +179,11 @@ export const appRoutes = [
     response: yup.array(json()),
     async handler(ctx) {
       const app = await findApp(ctx, ctx.params.uuid);
-      const row = await one<{ health_checks: HealthCheck[] }>(
-        ctx.deps.dataSource,
-        `SELECT health_checks FROM apps WHERE uuid = $1`,
-        [app.uuid],
-      );
-      return row!.health_checks;
+      const row = await ctx.deps.dataSource.manager.findOneOrFail(App, {
+        where: { uuid: app.uuid },
+        select: { uuid: true, health_checks: true },
+      });
+      return row.health_checks;
     },
   }),
   route<{ uuid: string }, {}, yup.InferType<typeof healthChecksBody>>({
@@ -315,45 +195,7 @@ export const appRoutes = [
     summary: "Replace an app's health checks (at most one of each kind: liveness, readiness, startup)",
     body: healthChecksBody,
     response: yup.array(json()),
-    async handler(ctx) {
-      const kinds = ctx.body.health_checks.map((h) => h.kind);
-      if (new Set(kinds).size !== kinds.length)
-        throw unprocessable('at most one health check of each kind', [
-          { path: 'body.health_checks', message: 'kinds repeat' },
-        ]);
-      for (const [i, h] of ctx.body.health_checks.entries()) {
-        if (h.protocol === 'http' && !h.path)
-          throw unprocessable('an http health check needs a path', [
-            { path: `body.health_checks[${i}].path`, message: 'required for http' },
-          ]);
-        if (h.timeout_seconds && h.period_seconds && h.timeout_seconds > h.period_seconds) {
-          throw unprocessable('timeout_seconds must not exceed period_seconds', [
-            { path: `body.health_checks[${i}].timeout_seconds`, message: 'exceeds period_seconds' },
-          ]);
-        }
-      }
-      return write(ctx, async ({ m }) => {
-        const app = await findApp(ctx, ctx.params.uuid, m, true);
-        assertChangeable(app);
-        const checks: HealthCheck[] = ctx.body.health_checks.map((h) => ({
-          kind: h.kind,
-          protocol: h.protocol,
-          path: h.protocol === 'http' ? h.path! : null,
-          port: h.port ?? app.internal_port,
-          initial_delay_seconds: h.initial_delay_seconds ?? 0,
-          period_seconds: h.period_seconds ?? 10,
-          timeout_seconds: h.timeout_seconds ?? 5,
-          failure_threshold: h.failure_threshold ?? 3,
-        }));
-        const before = await snapshot(m, 'apps', app.uuid);
-        await m.query(`UPDATE apps SET health_checks = $2, updated_at = now() WHERE uuid = $1`, [
-          app.uuid,
-          JSON.stringify(checks),
-        ]);
-        await recordAudit(m, ctx, { resourceUuid: app.uuid, before, after: await snapshot(m, 'apps', app.uuid) });
-        return checks;
-      });
-    },
+    handler: (ctx) => write(ctx, (tx) => setHealthChecks(tx, ctx.caller, { ...ctx.body, uuid: ctx.params.uuid })),
   }),
   route<{ uuid: string }>({
     method: 'get',
@@ -364,12 +206,11 @@ export const appRoutes = [
     response: scalingSchema,
     async handler(ctx) {
       const app = await findApp(ctx, ctx.params.uuid);
-      const row = await one<{ scaling_profile: ScalingProfile }>(
-        ctx.deps.dataSource,
-        `SELECT scaling_profile FROM apps WHERE uuid = $1`,
-        [app.uuid],
-      );
-      return row!.scaling_profile;
+      const row = await ctx.deps.dataSource.manager.findOneOrFail(App, {
+        where: { uuid: app.uuid },
+        select: { uuid: true, scaling_profile: true },
+      });
+      return row.scaling_profile;
     },
   }),
   route<{ uuid: string }, {}, yup.InferType<typeof scalingProfileBody>>({
@@ -381,43 +222,7 @@ export const appRoutes = [
     summary: "Set an app's scaling profile (replica range and CPU target); the free plan runs one replica",
     body: scalingProfileBody,
     response: scalingSchema,
-    async handler(ctx) {
-      const b = ctx.body;
-      if (b.min_replicas > b.max_replicas)
-        throw unprocessable('min_replicas must not exceed max_replicas', [
-          { path: 'body.min_replicas', message: 'greater than max_replicas' },
-        ]);
-      if (b.max_replicas > b.min_replicas && b.target_cpu_percent == null) {
-        throw unprocessable('autoscaling (max_replicas above min_replicas) needs target_cpu_percent', [
-          { path: 'body.target_cpu_percent', message: 'required to autoscale' },
-        ]);
-      }
-      return write(ctx, async ({ m }) => {
-        const app = await findApp(ctx, ctx.params.uuid, m, true);
-        assertChangeable(app);
-        const plan = await one<{ plan_type: string }>(
-          m,
-          `SELECT plan->>'plan_type' AS plan_type FROM compute_resources WHERE uuid = $1`,
-          [app.resource_uuid],
-        );
-        if (plan?.plan_type === 'free' && b.max_replicas > 1)
-          throw unprocessable('the free plan runs one replica', [
-            { path: 'body.max_replicas', message: 'at most 1 on the free plan' },
-          ]);
-        const profile: ScalingProfile = {
-          min_replicas: b.min_replicas,
-          max_replicas: b.max_replicas,
-          target_cpu_percent: b.target_cpu_percent ?? null,
-        };
-        const before = await snapshot(m, 'apps', app.uuid);
-        await m.query(`UPDATE apps SET scaling_profile = $2, updated_at = now() WHERE uuid = $1`, [
-          app.uuid,
-          JSON.stringify(profile),
-        ]);
-        await recordAudit(m, ctx, { resourceUuid: app.uuid, before, after: await snapshot(m, 'apps', app.uuid) });
-        return profile;
-      });
-    },
+    handler: (ctx) => write(ctx, (tx) => setScalingProfile(tx, ctx.caller, { ...ctx.body, uuid: ctx.params.uuid })),
   }),
   route<{ uuid: string }, {}, yup.InferType<typeof stateBody>>({
     method: 'patch',
@@ -432,17 +237,7 @@ export const appRoutes = [
     response: appSchema,
     handler: (ctx) =>
       write(ctx, async (tx) => {
-        const app = await findApp(ctx, ctx.params.uuid, tx.m, true);
-        const to = stateMove(ctx.body.action, app.state);
-        if (!to) {
-          throw unprocessable(`an app in state ${app.state} cannot ${ctx.body.action.replace('_', ' ')}`, [
-            { path: 'body.action', message: `not allowed from ${app.state}` },
-          ]);
-        }
-        const before = await snapshot(tx.m, 'apps', app.uuid);
-        await tx.m.query(`UPDATE apps SET state = $2, updated_at = now() WHERE uuid = $1`, [app.uuid, to]);
-        await recordAudit(tx.m, ctx, { resourceUuid: app.uuid, before, after: await snapshot(tx.m, 'apps', app.uuid) });
-        await enqueueCommand(ctx, tx, app.uuid, ctx.body.action);
+        const app = await changeAppState(tx, ctx.caller, { uuid: ctx.params.uuid, action: ctx.body.action });
         return appResponse(ctx, app.uuid, tx.m);
       }),
   }),
@@ -458,31 +253,8 @@ export const appRoutes = [
     response: appSchema,
     handler: (ctx) =>
       write(ctx, async (tx) => {
-        const m = tx.m;
-        const app = await findApp(ctx, ctx.params.uuid, m, true);
-        if (app.state === 'cloning') throw conflict('the app is being cloned; delete it once the clone has finished');
-        const before = await snapshot(m, 'apps', app.uuid);
-        await m.query(`UPDATE apps SET state = 'deleting', updated_at = now() WHERE uuid = $1`, [app.uuid]);
-        await recordAudit(m, ctx, { resourceUuid: app.uuid, before, after: await snapshot(m, 'apps', app.uuid) });
-        // A preview environment's app goes the way of its environment: the environment's own
-        // workflow removes the app and the environment together (as DELETE of the preview does).
-        const preview = await one<{ parent_app_uuid: string; key: string }>(
-          m,
-          `UPDATE preview_environments SET status = 'destroying', updated_at = now() WHERE app_uuid = $1 RETURNING parent_app_uuid, key`,
-          [app.uuid],
-        );
-        if (preview) {
-          tx.afterCommit(() => wakePreview(ctx.deps, preview.parent_app_uuid, preview.key));
-        } else {
-          await tx.enqueue({
-            operation: 'app-delete',
-            workflow: 'appDelete',
-            workspaceUuid: ctx.caller.workspaceUuid,
-            resourceUuid: app.uuid,
-            args: [{ appUuid: app.uuid }],
-          });
-        }
-        return appResponse(ctx, app.uuid, m);
+        const app = await deleteApp(tx, ctx.caller, ctx.params.uuid);
+        return appResponse(ctx, app.uuid, tx.m);
       }),
   }),
   route<{ uuid: string }, {}, yup.InferType<typeof cloneBody>>({

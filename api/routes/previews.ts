@@ -1,15 +1,16 @@
 import { randomBytes } from 'node:crypto';
 import * as yup from 'yup';
 import { branchPatternProblem, MAX_LIFETIME_HOURS, PREVIEW_STATUSES } from '../../domain/previews';
-import { columnsOf } from '../../entities/columns';
 import { PreviewConfig, PreviewEnvironment } from '../../entities/preview';
-import { one, rows } from '../../entities/sql';
+import { one } from '../../entities/sql';
 import { findApp } from '../app-scope';
 import { recordAudit } from '../audit';
+import { write } from '../commands/audited-write';
+import { destroyPreview, redeployPreview } from '../commands/previews';
 import { pageOf, type Page } from '../pagination';
 import { checkAssignment, checkProject, checkResource } from '../placement';
-import { effectiveTarget, previewSnapshot, wakePreview } from '../preview-envs';
-import { conflict, notFound, unprocessable } from '../problem';
+import { effectiveTarget } from '../preview-envs';
+import { notFound, unprocessable } from '../problem';
 import { route } from '../route';
 import { arr, bool, int, obj, oneOf, str, uuid } from '../schemas/common';
 import {
@@ -122,6 +123,7 @@ export const previewRoutes = [
         const secret =
           current.webhook_secret_sealed === null || b.rotate_webhook_secret === true ? newSecret() : undefined;
         const sealed = secret ? ctx.deps.secretBox.seal(secret) : current.webhook_secret_sealed;
+        // raw: an upsert of every setting, updated_at = now() on the update (the builder's orUpdate sets EXCLUDED values only)
         const saved = await one<PreviewConfigRow>(
           m,
           `INSERT INTO preview_configs (app_uuid, workspace_uuid, enabled, pull_requests, branch_patterns, resource_uuid, project_uuid,
@@ -199,31 +201,10 @@ export const previewRoutes = [
     summary:
       'Delete a preview environment: it moves to destroying, its app is removed, then it is gone (poll GET until 404)',
     response: previewSchema,
-    async handler(ctx) {
-      const app = await findApp(ctx, ctx.params.uuid);
-      const row = await ctx.deps.dataSource.transaction(async (m) => {
-        const before = await one<{ s: Record<string, unknown> }>(
-          m,
-          `SELECT to_jsonb(p) AS s FROM preview_environments p WHERE id = $1 AND parent_app_uuid = $2 FOR UPDATE`,
-          [ctx.params.id, app.uuid],
-        );
-        if (!before) throw notFound('preview environment');
-        const [updated] = await rows<PreviewEnvironment>(
-          m,
-          `UPDATE preview_environments SET status = 'destroying', updated_at = now() WHERE id = $1 RETURNING ${columnsOf(PreviewEnvironment)}`,
-          [ctx.params.id],
-        );
-        // A state change (destroying), so the entry shows the row's new snapshot rather than null.
-        await recordAudit(m, ctx, {
-          resourceUuid: updated!.app_uuid,
-          before: before.s,
-          after: await previewSnapshot(m, ctx.params.id),
-        });
-        return updated!;
-      });
-      await wakePreview(ctx.deps, app.uuid, row.key);
-      return previewView(row);
-    },
+    handler: (ctx) =>
+      write(ctx, async (tx) =>
+        previewView(await destroyPreview(tx, ctx.caller, { appUuid: ctx.params.uuid, id: ctx.params.id })),
+      ),
   }),
   route<{ uuid: string; id: number }>({
     method: 'post',
@@ -235,33 +216,9 @@ export const previewRoutes = [
     status: 202,
     summary: 'Redeploy the head commit of a preview environment (updating, then active or failed)',
     response: previewSchema,
-    async handler(ctx) {
-      const app = await findApp(ctx, ctx.params.uuid);
-      const { row, key } = await ctx.deps.dataSource.transaction(async (m) => {
-        const found = await one<{ status: string; key: string }>(
-          m,
-          `SELECT status, key FROM preview_environments WHERE id = $1 AND parent_app_uuid = $2 FOR UPDATE`,
-          [ctx.params.id, app.uuid],
-        );
-        if (!found) throw notFound('preview environment');
-        if (found.status === 'destroying') throw conflict('the preview environment is being destroyed');
-        const before = await previewSnapshot(m, ctx.params.id);
-        const [updated] = await rows<PreviewEnvironment>(
-          m,
-          `UPDATE preview_environments SET generation = generation + 1, updated_at = now(),
-                  status = CASE WHEN status IN ('active', 'failed') THEN 'updating' ELSE status END
-            WHERE id = $1 RETURNING ${columnsOf(PreviewEnvironment)}`,
-          [ctx.params.id],
-        );
-        await recordAudit(m, ctx, {
-          resourceUuid: updated!.app_uuid,
-          before,
-          after: await previewSnapshot(m, ctx.params.id),
-        });
-        return { row: updated!, key: found.key };
-      });
-      await wakePreview(ctx.deps, app.uuid, key);
-      return previewView(row);
-    },
+    handler: (ctx) =>
+      write(ctx, async (tx) =>
+        previewView(await redeployPreview(tx, ctx.caller, { appUuid: ctx.params.uuid, id: ctx.params.id })),
+      ),
   }),
 ];

@@ -1,8 +1,5 @@
-import { randomUUID } from 'node:crypto';
 import * as yup from 'yup';
-import { one } from '../../entities/sql';
 import { assertProjectVisible, visibleProjectsClause } from '../access';
-import { recordAudit, snapshot } from '../audit';
 import { insertDataService } from '../commands/addons';
 import { write } from '../commands/audited-write';
 import {
@@ -14,9 +11,10 @@ import {
   findApp,
   setPublicAccess,
   startRestore,
-  updateData,
   viewOf,
 } from '../data-services';
+import { updateDataService } from '../commands/data-services';
+import { mountService } from '../commands/services';
 import { selectPage, type Page } from '../pagination';
 import { checkPlacement } from '../placement';
 import { unprocessable } from '../problem';
@@ -42,7 +40,6 @@ import {
   messageSchema,
   type AddonRow,
 } from '../views/addons';
-import { markNeedsRedeploy } from '../variables';
 import { isoRequired } from '../views/common';
 
 const TAG = 'services';
@@ -130,7 +127,7 @@ export const serviceRoutes = [
         const row = await findAddon(ctx, { service: true }, ctx.params.id, tx.m);
         if (ctx.body.project_id !== undefined)
           await checkPlacement(ctx, tx.m, { resourceId: row.resource_uuid, projectId: ctx.body.project_id });
-        await updateData(ctx, tx, row, ctx.body);
+        await updateDataService(tx, ctx.caller, row, ctx.body);
         return viewOf(ctx, ctx.params.id, tx.m);
       }),
   }),
@@ -144,7 +141,7 @@ export const serviceRoutes = [
     summary: 'Delete a service and its data (destructive: the data does not come back)',
     response: messageSchema,
     async handler(ctx) {
-      return destroy(ctx, await findAddon(ctx, { service: true }, ctx.params.id), 'delete', 'service');
+      return destroy(ctx, await findAddon(ctx, { service: true }, ctx.params.id), 'delete');
     },
   }),
   route<Params, {}, { public_access: boolean }>({
@@ -183,7 +180,7 @@ export const serviceRoutes = [
     summary: "Drop every piece of a service database's data (destructive: the data does not come back)",
     response: messageSchema,
     async handler(ctx) {
-      return destroy(ctx, await findAddon(ctx, { service: true }, ctx.params.id), 'reset', 'service');
+      return destroy(ctx, await findAddon(ctx, { service: true }, ctx.params.id), 'reset');
     },
   }),
   route<Params>({
@@ -245,46 +242,14 @@ export const serviceRoutes = [
         ]);
       });
       await assertProjectVisible(ctx, app.project_id, 'app');
-      const { row, op } = await ctx.deps.dataSource.transaction(async (m) => {
-        const inserted = await one<{
-          uuid: string;
-          sub_path: string | null;
-          state: string;
-          created_at: Date;
-          mount_path: string;
-        }>(
-          m,
-          `INSERT INTO service_mounts (uuid, service_uuid, app_uuid, mount_path, sub_path) VALUES ($1, $2, $3, $4, $5)
-           ON CONFLICT (app_uuid, mount_path) DO NOTHING RETURNING uuid, mount_path, sub_path, state, created_at`,
-          [randomUUID(), service.uuid, app.uuid, ctx.body.mount_path, ctx.body.sub_path ?? null],
-        );
-        if (!inserted)
-          throw unprocessable(`the app already has a mount at ${ctx.body.mount_path}`, [
-            { path: 'body.mount_path', message: 'already mounted' },
-          ]);
-        // a mount reaches the app's processes when they start: like a variable change, it waits for a redeploy
-        await markNeedsRedeploy(m, { kind: 'app', uuid: app.uuid });
-        const gen = await one<{ g: number }>(
-          m,
-          `UPDATE addons SET settings_generation = settings_generation + 1 WHERE uuid = $1 RETURNING settings_generation AS g`,
-          [service.uuid],
-        );
-        const enq = await ctx.deps.outbox.enqueue(m, {
-          operation: 'service-mount',
-          workflow: 'addonSync',
-          workspaceUuid: ctx.caller.workspaceUuid,
-          resourceUuid: service.uuid,
-          subId: String(gen!.g),
-          args: [{ addonUuid: service.uuid, subPaths: true }],
-        });
-        await recordAudit(m, ctx, {
-          resourceUuid: service.uuid,
-          before: null,
-          after: await snapshot(m, 'service_mounts', inserted.uuid),
-        });
-        return { row: inserted, op: enq };
-      });
-      await ctx.deps.outbox.dispatch(op);
+      const row = await write(ctx, (tx) =>
+        mountService(tx, ctx.caller, {
+          serviceUuid: service.uuid,
+          appUuid: app.uuid,
+          mountPath: ctx.body.mount_path,
+          subPath: ctx.body.sub_path ?? null,
+        }),
+      );
       return {
         uuid: row.uuid,
         service_id: service.uuid,

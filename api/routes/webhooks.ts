@@ -1,18 +1,13 @@
-import { randomUUID } from 'node:crypto';
 import type { EntityManager } from 'typeorm';
 import * as yup from 'yup';
-import type { EventEnvelope } from '../../domain/events';
 import { WEBHOOK_ATTEMPT_TIMEOUT_MS, webhookDeliveryWorkflowId } from '../../domain/webhooks';
-import { columnsOf } from '../../entities/columns';
-import { one, rows } from '../../entities/sql';
 import { Webhook } from '../../entities/webhook';
 import { WebhookDelivery } from '../../entities/webhook-delivery';
-import { recordAudit, snapshot } from '../audit';
-import { write } from '../commands/audited-write';
-import { createWebhook, updateWebhook } from '../commands/webhooks';
-import { redeliveryOperation, startWebhookDelivery } from '../../platform/webhook-starts';
+import { deleteOfWorkspace, write } from '../commands/audited-write';
+import { createPing, createWebhook, retryDelivery, updateWebhook } from '../commands/webhooks';
+import { startWebhookDelivery } from '../../platform/webhook-starts';
 import { pageOf, type Page } from '../pagination';
-import { notFound, unprocessable } from '../problem';
+import { notFound } from '../problem';
 import { route, type AnyRouteContext } from '../route';
 import { createWebhookBody, updateWebhookBody } from '../schemas/webhooks';
 import { createdWebhookSchema, deliverySchema, deliveryView, webhookSchema, webhookView } from '../views/webhooks';
@@ -115,19 +110,14 @@ export const webhookRoutes = [
     status: 204,
     audit: 'webhook.delete',
     summary: 'Delete a webhook and its delivery history (deliveries in flight stop)',
-    async handler(ctx) {
-      await ctx.deps.dataSource.transaction(async (m) => {
-        // The row as it was, from the delete itself: of two concurrent deletes, the second finds nothing (404).
-        const [deleted] = await rows<{ s: Record<string, unknown> }>(
-          m,
-          `DELETE FROM webhooks t WHERE uuid = $1 AND workspace_uuid = $2 RETURNING to_jsonb(t) AS s`,
-          [ctx.params.uuid, ctx.caller.workspaceUuid],
-        );
-        if (!deleted) throw notFound('webhook');
-        await recordAudit(m, ctx, { resourceUuid: deleted.s.uuid as string, before: deleted.s, after: null });
-      });
-      return undefined;
-    },
+    handler: (ctx) =>
+      write(ctx, async (tx) => {
+        await deleteOfWorkspace(tx, ctx.caller, Webhook, {
+          uuid: ctx.params.uuid,
+          action: 'webhook.delete',
+          what: 'webhook',
+        });
+      }),
   }),
   route<{ uuid: string }>({
     method: 'post',
@@ -140,26 +130,7 @@ export const webhookRoutes = [
     response: deliverySchema,
     async handler(ctx) {
       const webhook = await findWebhook(ctx, ctx.params.uuid);
-      const eventId = randomUUID();
-      const envelope: EventEnvelope = { id: eventId, type: 'ping', timestamp: new Date().toISOString(), data: {} };
-      const body = JSON.stringify(envelope);
-      await ctx.deps.dataSource.transaction(async (m) => {
-        await m.query(
-          `INSERT INTO events (uuid, workspace_uuid, type, app_uuid, payload) VALUES ($1, $2, 'ping', NULL, $3)`,
-          [eventId, ctx.caller.workspaceUuid, body],
-        );
-        const deliveryUuid = randomUUID();
-        await m.query(
-          `INSERT INTO webhook_deliveries (uuid, webhook_uuid, event_id, event_type, body) VALUES ($1, $2, $3, 'ping', $4)`,
-          [deliveryUuid, webhook.uuid, eventId, body],
-        );
-        // The webhook's entry: the ping delivery this test created.
-        await recordAudit(m, ctx, {
-          resourceUuid: webhook.uuid,
-          before: null,
-          after: await snapshot(m, 'webhook_deliveries', deliveryUuid),
-        });
-      });
+      const { event_id: eventId } = await write(ctx, (tx) => createPing(tx, ctx.caller, webhook));
       try {
         await startWebhookDelivery(ctx.deps.temporal, ctx.deps.config.taskQueue, ctx.caller.workspaceUuid, {
           webhookUuid: webhook.uuid,
@@ -176,9 +147,10 @@ export const webhookRoutes = [
         ]).finally(() => clearTimeout(timer));
       } catch (err) {
         ctx.deps.logger.warn({ err, webhookUuid: webhook.uuid, eventId }, 'test ping could not be sent');
-        await ctx.deps.dataSource.query(
-          `UPDATE webhook_deliveries SET status = 'failed', message = $3 WHERE webhook_uuid = $1 AND event_id = $2 AND status = 'pending'`,
-          [webhook.uuid, eventId, 'the ping could not be queued; try again'],
+        await ctx.deps.dataSource.manager.update(
+          WebhookDelivery,
+          { webhook_uuid: webhook.uuid, event_id: eventId, status: 'pending' },
+          { status: 'failed', message: 'the ping could not be queued; try again' },
         );
       }
       const row = await ctx.deps.dataSource.manager.findOneBy(WebhookDelivery, {
@@ -229,39 +201,12 @@ export const webhookRoutes = [
     summary:
       'Re-queue the stored payload under the original event id; the delivery returns pending (422 when the webhook is disabled)',
     response: deliverySchema,
-    async handler(ctx) {
-      // The status, the audit entry and the re-queue (an outbox operation) commit together;
-      // the re-queue is sent after the commit, and by the worker's reconciler if it is not.
-      const { delivery, op } = await ctx.deps.dataSource.transaction(async (m) => {
-        const webhook = await findWebhook(ctx, ctx.params.uuid, m);
-        const found = await findDelivery(ctx, webhook.uuid, ctx.params.delivery_uuid, m);
-        if (!webhook.enabled)
-          throw unprocessable('the webhook is disabled: re-enable it (PUT enabled: true) before retrying deliveries');
-        const before = await snapshot(m, 'webhook_deliveries', found.uuid);
-        // A pending delivery stays pending and is only signalled again.
-        const moved = await one<WebhookDelivery>(
-          m,
-          `UPDATE webhook_deliveries SET status = 'pending' WHERE uuid = $1 AND status IN ('failed', 'delivered') RETURNING ${columnsOf(WebhookDelivery)}`,
-          [found.uuid],
-        );
-        const queued = await ctx.deps.outbox.enqueue(
-          m,
-          redeliveryOperation(ctx.caller.workspaceUuid, {
-            webhookUuid: webhook.uuid,
-            eventId: found.event_id,
-            ...(found.event_type === 'ping' ? { ping: true } : {}),
-          }),
-        );
-        await recordAudit(m, ctx, {
-          resourceUuid: found.uuid,
-          before,
-          after: await snapshot(m, 'webhook_deliveries', found.uuid),
-        });
-        return { delivery: moved ?? found, op: queued };
-      });
-      // A Temporal outage here is logged and left to the reconciler: the retry is committed, the answer stays 200.
-      await ctx.deps.outbox.dispatch(op);
-      return deliveryView(delivery);
-    },
+    handler: (ctx) =>
+      write(ctx, async (tx) => {
+        const webhook = await findWebhook(ctx, ctx.params.uuid, tx.m);
+        const found = await findDelivery(ctx, webhook.uuid, ctx.params.delivery_uuid, tx.m);
+        // A Temporal outage after the commit is logged and left to the reconciler: the retry is committed, the answer stays 200.
+        return deliveryView(await retryDelivery(tx, ctx.caller, webhook, found));
+      }),
   }),
 ];
