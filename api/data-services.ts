@@ -13,23 +13,15 @@ import type { AnyRouteContext } from './route';
 import type { RestoreBody } from './schemas/addons';
 import { ADDON_COLUMNS, ADDON_FROM, addonView, type AddonRow, type AddonView } from './views/addons';
 import { iso } from './views/common';
+import { ADDON_LIVE_STATES, UNHEALTHY_STATES } from '../domain/addon-states';
 
 /** Shared handler logic of add-ons (/apps/{uuid}/addons), services (/services) and cron jobs. */
 
 type Ctx = AnyRouteContext;
 type Db = Pick<EntityManager, 'query'>;
 
-export const LIVE_STATES = [
-  'healthy',
-  'bound',
-  'running',
-  'degraded',
-  'degradated',
-  'failing',
-  'lost',
-  'crashloopbackoff',
-  'failed',
-];
+/** A ready add-on, service or cron job: live, or live but reported unhealthy (ADD-03, ADD-04). */
+export const LIVE_STATES: string[] = [...ADDON_LIVE_STATES, ...UNHEALTHY_STATES];
 
 export { findApp, type FoundApp as AppRow } from './routes/app-support';
 

@@ -24,12 +24,12 @@ import { request } from 'undici';
 import { createApp } from '../api/app';
 import type { TokenRow } from '../api/middleware/auth';
 import { TokenCache } from '../api/middleware/token-cache';
-import { addMember, createRole, createWorkspace, DEFAULT_PLAN, issueToken } from '../bin/bootstrap';
+import { addMember, createRole, createWorkspace, issueToken } from '../bin/bootstrap';
 import { SecretBox } from '../domain/secret-box';
 import { loadConfig } from '../platform/config';
 import { createLogger } from '../platform/logger';
 import { Outbox } from '../platform/outbox';
-import { benchDatabase } from './database';
+import { benchDatabase, benchResource } from './database';
 import { loadFromProcess } from './load-process';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 4);
@@ -85,16 +85,7 @@ async function main(): Promise<void> {
     const ws = await createWorkspace(m, `bench-${randomUUID().slice(0, 8)}`);
     await createRole(m, ws, 'viewer', ['apps:view']);
     const member = await addMember(m, ws, `bench-${randomUUID().slice(0, 8)}@example.test`, 'viewer');
-    const [region] = await m.query(
-      `INSERT INTO regions (name, code, domain) VALUES ('Bench', $1, 'bench.localhost') RETURNING id`,
-      [`bench-${randomUUID().slice(0, 6)}`],
-    );
-    const resource = randomUUID();
-    await m.query(
-      `INSERT INTO compute_resources (uuid, workspace_uuid, region_id, name, total_cpu_size, total_ram_size, total_disk_size, plan)
-                   VALUES ($1, $2, $3, 'bench', 8, $4, $5, $6)`,
-      [resource, ws, region.id, 16 * 2 ** 30, 100 * 2 ** 30, JSON.stringify(DEFAULT_PLAN)],
-    );
+    const resource = await benchResource(m, ws);
     const project = randomUUID();
     await m.query(`INSERT INTO projects (uuid, workspace_uuid, name) VALUES ($1, $2, 'bench')`, [project, ws]);
     await m.query(

@@ -1,7 +1,9 @@
 import { mkdirSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import path from 'node:path';
-import type { DataSource } from 'typeorm';
+import { randomUUID } from 'node:crypto';
+import type { DataSource, EntityManager } from 'typeorm';
+import { DEFAULT_PLAN } from '../bin/bootstrap';
 import { startEmbeddedPostgres } from '../bin/embedded-postgres';
 import { createDataSource, migrate } from '../entities/data-source';
 
@@ -40,4 +42,19 @@ export async function benchDatabase(): Promise<{ ds: DataSource; url: string; st
       if (dir) rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** A region of its own and an 8-CPU, 16 GiB compute resource in it for workspace `ws`; its uuid. */
+export async function benchResource(m: EntityManager, ws: string): Promise<string> {
+  const [region] = await m.query(
+    `INSERT INTO regions (name, code, domain) VALUES ('Bench', $1, 'bench.localhost') RETURNING id`,
+    [`bench-${randomUUID().slice(0, 6)}`],
+  );
+  const resource = randomUUID();
+  await m.query(
+    `INSERT INTO compute_resources (uuid, workspace_uuid, region_id, name, total_cpu_size, total_ram_size, total_disk_size, plan)
+                 VALUES ($1, $2, $3, 'bench', 8, $4, $5, $6)`,
+    [resource, ws, region.id, 16 * 2 ** 30, 100 * 2 ** 30, JSON.stringify(DEFAULT_PLAN)],
+  );
+  return resource;
 }

@@ -19,9 +19,9 @@ import { loadavg } from 'node:os';
 import path from 'node:path';
 import { startLocalIngress } from '../activities/provider/local/ingress';
 import { SecretBox } from '../domain/secret-box';
-import { createWorkspace, DEFAULT_PLAN } from '../bin/bootstrap';
+import { createWorkspace } from '../bin/bootstrap';
 import { createLogger } from '../platform/logger';
-import { benchDatabase, freePort } from './database';
+import { benchDatabase, benchResource, freePort } from './database';
 import { loadFromProcess } from './load-process';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
@@ -85,16 +85,7 @@ async function main(): Promise<void> {
   const name = `bench-${randomUUID().slice(0, 6)}`;
   await db.ds.transaction(async (m) => {
     const ws = await createWorkspace(m, `bench-${randomUUID().slice(0, 8)}`);
-    const [region] = await m.query(
-      `INSERT INTO regions (name, code, domain) VALUES ('Bench', $1, 'bench.localhost') RETURNING id`,
-      [`bench-${randomUUID().slice(0, 6)}`],
-    );
-    const resource = randomUUID();
-    await m.query(
-      `INSERT INTO compute_resources (uuid, workspace_uuid, region_id, name, total_cpu_size, total_ram_size, total_disk_size, plan)
-                   VALUES ($1, $2, $3, 'bench', 8, $4, $5, $6)`,
-      [resource, ws, region.id, 16 * 2 ** 30, 100 * 2 ** 30, JSON.stringify(DEFAULT_PLAN)],
-    );
+    const resource = await benchResource(m, ws);
     await m.query(
       `INSERT INTO apps (uuid, workspace_uuid, resource_uuid, name, service_name, label, state) VALUES ($1, $2, $3, $4, 'bench', 'Bench', 'running')`,
       [appUuid, ws, resource, name],

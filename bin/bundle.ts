@@ -3,8 +3,11 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
+import type { Logger } from 'pino';
+import type { ActivityDeps } from '../activities/deps';
 import type { Config } from '../platform/config';
-import { WORKFLOWS_PATH } from '../worker/main';
+import { startWorker, WORKFLOWS_PATH, type WorkerHandle } from '../worker/main';
+import type { Runtime } from '../worker/runtime';
 
 /** `berth bundle <file>`: writes the workflow bundle a worker loads (BERTH_WORKFLOW_BUNDLE). */
 export async function runBundle(file: string | undefined): Promise<void> {
@@ -41,4 +44,28 @@ export async function workflowBundle(config: Config): Promise<WorkflowBundle> {
     throw new Error(`bundling the workflows failed (berth bundle exited ${code})`);
   }
   return { codePath, discard: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/**
+ * The worker of `berth dev` and `berth worker`: Berth's task queue on the runtime's
+ * connection, its workflows from a bundle built outside this process (`workflowBundle`).
+ */
+export async function startConfiguredWorker(
+  runtime: Runtime,
+  config: Config,
+  deps: ActivityDeps,
+  logger: Logger,
+): Promise<WorkerHandle> {
+  const bundle = await workflowBundle(config);
+  return startWorker({
+    connection: await runtime.nativeConnection(),
+    namespace: config.temporalNamespace,
+    taskQueue: config.taskQueue,
+    deps,
+    outbox: runtime.outbox,
+    logger,
+    reconcileIntervalMs: config.reconcileIntervalMs,
+    workflowBundle: { codePath: bundle.codePath },
+    cachedWorkflows: config.workerCachedWorkflows,
+  }).finally(() => bundle.discard());
 }

@@ -5,12 +5,12 @@ import { createApp } from '../api/app';
 import { migrate } from '../entities/data-source';
 import type { Config } from '../platform/config';
 import { createLogger } from '../platform/logger';
-import { startWorker, type WorkerHandle } from '../worker/main';
+import type { WorkerHandle } from '../worker/main';
 import { startEmbeddedObjectStore } from '../platform/object-store';
 import { objectStoreFromConfig, openRuntime, type Runtime } from '../worker/runtime';
 import { startSimulatedIngress } from '../activities/provider/simulated/ingress';
 import { labelResourcesWithDriver, seedDefaults } from './bootstrap';
-import { workflowBundle } from './bundle';
+import { startConfiguredWorker } from './bundle';
 import { supervise } from './lifecycle';
 import { closeDataDir } from './data-dir';
 import { startEmbeddedPostgres, type EmbeddedPostgresHandle } from './embedded-postgres';
@@ -101,18 +101,7 @@ export async function runDev(config: Config): Promise<void> {
 
     const deps = await runtime.activityDeps();
     await labelResourcesWithDriver(runtime.dataSource, deps.provider.name);
-    const bundle = await workflowBundle(config);
-    const worker: WorkerHandle = await startWorker({
-      connection: await runtime.nativeConnection(),
-      namespace: config.temporalNamespace,
-      taskQueue: config.taskQueue,
-      deps,
-      outbox: runtime.outbox,
-      logger,
-      reconcileIntervalMs: config.reconcileIntervalMs,
-      workflowBundle: { codePath: bundle.codePath },
-      cachedWorkflows: config.workerCachedWorkflows,
-    }).finally(() => bundle.discard());
+    const worker: WorkerHandle = await startConfiguredWorker(runtime, config, deps, logger);
     stops.push(() => worker.shutdown());
     void worker.done.catch((err) => {
       logger.error({ err }, 'worker stopped with an error');

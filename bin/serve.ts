@@ -3,10 +3,9 @@ import { createApp } from '../api/app';
 import { createDataSource, migrate } from '../entities/data-source';
 import type { Config } from '../platform/config';
 import { createLogger } from '../platform/logger';
-import { startWorker } from '../worker/main';
 import { openRuntime } from '../worker/runtime';
 import { labelResourcesWithDriver, seedDefaults } from './bootstrap';
-import { workflowBundle } from './bundle';
+import { startConfiguredWorker } from './bundle';
 
 function required(config: Config): { databaseUrl: string; temporalAddress: string } {
   if (!config.databaseUrl) throw new Error('DATABASE_URL is required (use `berth dev` for the embedded stack)');
@@ -49,18 +48,7 @@ export async function runWorkerProcess(config: Config): Promise<void> {
   const deps = await runtime.activityDeps();
   await labelResourcesWithDriver(runtime.dataSource, deps.provider.name);
   logger.info({ driver: deps.provider.name, summary: deps.provider.summary }, 'data plane started');
-  const bundle = await workflowBundle(config);
-  const handle = await startWorker({
-    connection: await runtime.nativeConnection(),
-    namespace: config.temporalNamespace,
-    taskQueue: config.taskQueue,
-    deps,
-    outbox: runtime.outbox,
-    logger,
-    reconcileIntervalMs: config.reconcileIntervalMs,
-    workflowBundle: { codePath: bundle.codePath },
-    cachedWorkflows: config.workerCachedWorkflows,
-  }).finally(() => bundle.discard());
+  const handle = await startConfiguredWorker(runtime, config, deps, logger);
   logger.info({ taskQueue: config.taskQueue }, 'berth worker running');
   onSignal(async () => {
     await handle.shutdown();

@@ -1,35 +1,26 @@
-/**
- * The contract's event catalog (Events). `ping` is a test event: it cannot be subscribed
- * to and is never emitted by a workflow (only POST /webhooks/{uuid}/test sends it). There
- * is no build event: build and deployment are one lifecycle (deploy_started/deploy_ended).
- */
-export const EVENT_TYPES = [
-  'deploy_started',
-  'deploy_ended',
+/** Events that carry data.resource_name and data.labels (Events, rule 1). */
+const RESOURCE_EVENTS = [
   'app_state_changed',
   'app_unhealthy',
   'app_crash_loop',
   'app_stopped',
   'app_blocked',
   'scaling_limit_reached',
-  'quota_alert',
-  'ping',
 ] as const;
+
+/**
+ * The contract's event catalog (Events). `ping` is a test event: it cannot be subscribed
+ * to and is never emitted by a workflow (only POST /webhooks/{uuid}/test sends it). There
+ * is no build event: build and deployment are one lifecycle (deploy_started/deploy_ended).
+ */
+export const EVENT_TYPES = ['deploy_started', 'deploy_ended', ...RESOURCE_EVENTS, 'quota_alert', 'ping'] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];
 export type SubscribableEventType = Exclude<EventType, 'ping'>;
 
 export const SUBSCRIBABLE_EVENT_TYPES = EVENT_TYPES.filter((t) => t !== 'ping') as SubscribableEventType[];
 
-/** Events that carry data.resource_name and data.labels (Events, rule 1). */
-export const RESOURCE_EVENT_TYPES: readonly EventType[] = [
-  'app_state_changed',
-  'app_unhealthy',
-  'app_crash_loop',
-  'app_stopped',
-  'app_blocked',
-  'scaling_limit_reached',
-];
+export const RESOURCE_EVENT_TYPES: readonly EventType[] = RESOURCE_EVENTS;
 
 /** Workspace-level events: no data.app_id, and they reach every subscribed webhook whatever its app scoping. */
 export const WORKSPACE_EVENT_TYPES: readonly EventType[] = ['quota_alert'];

@@ -3,18 +3,10 @@ import { ApplicationFailure } from '@temporalio/common';
 import { one, rows } from '../../../entities/sql';
 import type { BackupInfo, ClusterSpec, ClusterStatus, DataDriver, RestoreSource } from '../../../platform/drivers/data';
 import type { SimulatedCore } from './core';
+import { UNHEALTHY_STATES } from '../../../domain/addon-states';
 
 /** Statuses a test (or operator) can force on a simulated cluster; `live` means healthy/bound. */
-export const SIMULATED_STATUSES = [
-  'live',
-  'unknown',
-  'degraded',
-  'degradated',
-  'failing',
-  'lost',
-  'crashloopbackoff',
-  'failed',
-] as const;
+export const SIMULATED_STATUSES = ['live', 'unknown', ...UNHEALTHY_STATES] as const;
 
 interface ClusterRow {
   id: string;
