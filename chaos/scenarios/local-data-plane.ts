@@ -157,11 +157,23 @@ export async function addonServerKilled(plane: LocalPlane): Promise<string> {
   const killedAt = Date.now();
   process.kill(pid, 'SIGKILL');
   await client.end().catch(() => undefined);
+  // The states the sweeps moved the add-on to since the kill, from its audit entries (every
+  // move is recorded): on a loaded machine one poll can miss a `failing` that the next sweep
+  // already turned back into `healthy`.
+  const movedToSinceKill = async (): Promise<string[]> => {
+    const entries = (
+      await api.get(`/api/v1/audit_events?resource_uuid=${created.uuid}&per_page=100`).set(auth).expect(200)
+    ).body as { created_at: string; diff: { state?: { to?: string } } | null }[];
+    return entries
+      .filter((e) => Date.parse(e.created_at) >= killedAt && e.diff?.state?.to)
+      .reverse()
+      .map((e) => e.diff!.state!.to!);
+  };
   const sweepUntil = (states: readonly string[], what: string) =>
     eventually(
       async () => {
-        const a = await addonState();
-        if (states.includes(a.state)) return a.state as string;
+        const seen = (await movedToSinceKill()).find((state) => states.includes(state));
+        if (seen) return seen;
         if ((await schedule.describe()).info.runningActions.length === 0) await schedule.trigger();
         return undefined;
       },
