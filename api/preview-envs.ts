@@ -1,25 +1,10 @@
 import { PREVIEW_WAKE_SIGNAL } from '../domain/previews';
 import { workflowIdOf } from '../domain/search-attributes';
-import { one, type Db } from '../entities/sql';
 import type { ApiDeps } from './context';
 
 /** Shared by the preview routes and the code-host endpoint. */
 
 export const PREVIEW_OPERATION = 'preview';
-
-/**
- * A preview environment row as a plain JSON snapshot for audit diffs (within the caller's
- * transaction). Preview audit entries (API and code host) name the environment by its own
- * app uuid (`app_uuid`): fixed for the environment's life and shown by the API.
- */
-export async function previewSnapshot(db: Db, id: number): Promise<Record<string, unknown> | null> {
-  const row = await one<{ s: Record<string, unknown> }>(
-    db,
-    `SELECT to_jsonb(p) AS s FROM preview_environments p WHERE id = $1`,
-    [id],
-  );
-  return row?.s ?? null;
-}
 
 export function previewWorkflowId(parentAppUuid: string, key: string): string {
   return workflowIdOf(PREVIEW_OPERATION, parentAppUuid, key);

@@ -20,6 +20,16 @@ interface DeclaredColumn {
   transformer?: ValueTransformer | ValueTransformer[];
 }
 
+/**
+ * A `cidr[]` / `inet[]` column read through TypeORM (a find; `hydrated` rows of a RETURNING *):
+ * node-postgres leaves those arrays as their text (`{10.0.0.0/8,192.168.1.0/24}`), whose
+ * elements never need quoting; an array already parsed (a `columnsOf` select) is kept.
+ */
+export const addressArray: ValueTransformer = {
+  to: (value: unknown) => value,
+  from: (value: unknown) => (typeof value === 'string' ? (value === '{}' ? [] : value.slice(1, -1).split(',')) : value),
+};
+
 /** Read once per entity: the decorators ran when its class (and its parents) were defined. */
 const declaredOf = new WeakMap<Function, DeclaredColumn[]>();
 

@@ -40,23 +40,29 @@ export async function preparedRows<T = any>(
   return (await pool.query<T & QueryResultRow>({ name, text: sql, values: params })).rows;
 }
 
+/** Column values for a write: a value, or an SQL expression (`{ last_commit_at: () => 'now()' }`). */
+export type Changes<E> = { [K in keyof E]?: E[K] | (() => string) };
+
 /**
  * INSERT .. RETURNING * through TypeORM's query builder: the row as written (defaults
- * included) as the entity, without reading it back; undefined when `ignoreConflict` skipped it.
+ * included) as the entity, without reading it back; undefined when `ignoreConflict` skipped
+ * it (true: any conflict; a constraint name or the columns of a unique index: that one only).
  * (`values` is cast: the builder's deep-partial type refuses JSON columns typed `unknown`.)
  */
 export async function insertReturning<E extends ObjectLiteral>(
   m: EntityManager,
   target: EntityTarget<E>,
-  values: Partial<E>,
-  options: { ignoreConflict?: boolean } = {},
+  values: Changes<E>,
+  options: { ignoreConflict?: true | string | string[] } = {},
 ): Promise<E | undefined> {
   const insert = m
     .createQueryBuilder()
     .insert()
     .into(target)
     .values(values as QueryDeepPartialEntity<E>);
-  if (options.ignoreConflict) insert.orIgnore();
+  // ON CONFLICT .. DO NOTHING: orUpdate with nothing to overwrite names the conflict target.
+  if (options.ignoreConflict === true) insert.orIgnore();
+  else if (options.ignoreConflict) insert.orUpdate([], options.ignoreConflict);
   const result = await insert.returning('*').updateEntity(false).execute();
   const row = (result.raw as E[])[0];
   return row ? m.create(target, row as DeepPartial<E>) : undefined;
@@ -71,7 +77,7 @@ export async function insertReturning<E extends ObjectLiteral>(
 export async function updateWhereReturning<E extends ObjectLiteral>(
   m: EntityManager,
   target: EntityTarget<E>,
-  changes: { [K in keyof E]?: E[K] | (() => string) },
+  changes: Changes<E>,
   where: string,
   params: ObjectLiteral,
 ): Promise<E[]> {

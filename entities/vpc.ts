@@ -1,4 +1,5 @@
 import { Column, CreateDateColumn, Entity, PrimaryColumn, UpdateDateColumn } from 'typeorm';
+import { addressArray } from './columns';
 
 /** A VPC (contract: VPC): one region of one workspace. Addresses are PostgreSQL cidr/inet. */
 @Entity('vpcs')
@@ -118,7 +119,7 @@ export class VpcSiteConnection {
   @Column('text', { default: 'pending' }) status: 'pending' | 'active' | 'failed' | 'deleting';
   @Column('inet') public_ip: string;
   @Column('inet') remote_address: string;
-  @Column('cidr', { array: true }) remote_cidrs: string[];
+  @Column('cidr', { array: true, transformer: addressArray }) remote_cidrs: string[];
   @Column('integer') tunnel_count: number;
   @Column('text') tunnels_sealed: string;
   @Column('text', { nullable: true }) failure_reason: string | null;
