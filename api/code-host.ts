@@ -56,7 +56,7 @@ async function rawBody(ctx: Koa.Context): Promise<Buffer> {
 interface ParentRow {
   uuid: string;
   workspace_uuid: string;
-  project_id: string | null;
+  project_uuid: string | null;
   resource_uuid: string;
   name: string;
   enabled: boolean;
@@ -95,7 +95,7 @@ export function codeHostRouter(deps: ApiDeps, limiter: RequestLimiter): Router {
       if (!isUuid(ctx.params.uuid!)) throw refused();
       const parent = await one<ParentRow>(
         deps.dataSource,
-        `SELECT a.uuid, a.workspace_uuid, a.project_id, a.resource_uuid, a.name, c.enabled, c.pull_requests, c.branch_patterns,
+        `SELECT a.uuid, a.workspace_uuid, a.project_uuid, a.resource_uuid, a.name, c.enabled, c.pull_requests, c.branch_patterns,
               c.resource_uuid AS config_resource, c.project_uuid AS config_project, c.use_parent_image, c.lifetime_hours, c.webhook_secret_sealed
          FROM apps a JOIN preview_configs c ON c.app_uuid = a.uuid WHERE a.uuid = $1`,
         [ctx.params.uuid],
