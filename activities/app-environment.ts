@@ -45,7 +45,7 @@ async function addonVariables(db: Db, box: SecretBox, appUuid: string): Promise<
 export async function effectiveEnvironment(db: Db, box: SecretBox, appUuid: string): Promise<Record<string, string>> {
   const found = await rows<{ key: string; value_sealed: string; own: boolean }>(
     db,
-    `SELECT v.key, v.value_sealed, false AS own FROM apps a JOIN project_variables v ON v.project_uuid = a.project_id WHERE a.uuid = $1
+    `SELECT v.key, v.value_sealed, false AS own FROM apps a JOIN project_variables v ON v.project_uuid = a.project_uuid WHERE a.uuid = $1
      UNION ALL
      SELECT key, value_sealed, true AS own FROM app_variables WHERE app_uuid = $1`,
     [appUuid],

@@ -222,9 +222,9 @@ export function createDataActivities(
       const src = await required(sourceUuid);
       const suffix = randomBytes(3).toString('hex');
       await ds.query(
-        `INSERT INTO addons (uuid, workspace_uuid, kind, app_uuid, project_id, resource_uuid, type, name, label, state, quota, settings,
+        `INSERT INTO addons (uuid, workspace_uuid, kind, app_uuid, project_uuid, resource_uuid, type, name, label, state, quota, settings,
                              public_access, backup_enabled, database_name, username, password_sealed, restored_from, cluster_id)
-         SELECT $2, workspace_uuid, kind, app_uuid, project_id, resource_uuid, type, name || '-restore-' || $3, label || ' (restored)', 'creating',
+         SELECT $2, workspace_uuid, kind, app_uuid, project_uuid, resource_uuid, type, name || '-restore-' || $3, label || ' (restored)', 'creating',
                 quota, settings, public_access, false, database_name, username, $4, uuid, $5
            FROM addons WHERE uuid = $1
          ON CONFLICT (uuid) DO NOTHING`,
@@ -400,14 +400,14 @@ export function createDataActivities(
       withData: boolean;
     }): Promise<void> {
       const src = await required(input.sourceUuid);
-      const app = await one<{ workspace_uuid: string; project_id: string | null; resource_uuid: string }>(
+      const app = await one<{ workspace_uuid: string; project_uuid: string | null; resource_uuid: string }>(
         ds,
-        `SELECT workspace_uuid, project_id, resource_uuid FROM apps WHERE uuid = $1`,
+        `SELECT workspace_uuid, project_uuid, resource_uuid FROM apps WHERE uuid = $1`,
         [input.targetAppUuid],
       );
       if (!app) throw ApplicationFailure.nonRetryable(`app ${input.targetAppUuid} is gone`, 'AppGone');
       await ds.query(
-        `INSERT INTO addons (uuid, workspace_uuid, kind, app_uuid, project_id, resource_uuid, type, name, label, state, quota, settings,
+        `INSERT INTO addons (uuid, workspace_uuid, kind, app_uuid, project_uuid, resource_uuid, type, name, label, state, quota, settings,
                              public_access, backup_enabled, database_name, username, password_sealed, cluster_id)
          SELECT $2, $3, 'addon', $4, $5, $6, type, $7, label, 'creating', quota, settings, public_access, backup_enabled, database_name,
                 username, $8, $9 FROM addons WHERE uuid = $1
@@ -417,7 +417,7 @@ export function createDataActivities(
           input.targetUuid,
           app.workspace_uuid,
           input.targetAppUuid,
-          app.project_id,
+          app.project_uuid,
           app.resource_uuid,
           `${src.type}-${randomBytes(4).toString('hex')}`,
           src.password_sealed ? secretBox.seal(generatePassword()) : null,
@@ -450,8 +450,8 @@ export function createDataActivities(
     /** Copies a cron job onto another app as `targetUuid` and creates its schedule (idempotent). */
     async cloneCronjob(input: { sourceUuid: string; targetAppUuid: string; targetUuid: string }): Promise<void> {
       await ds.query(
-        `INSERT INTO addons (uuid, workspace_uuid, kind, app_uuid, project_id, resource_uuid, type, name, label, state, quota, settings)
-         SELECT $2, a.workspace_uuid, 'addon', a.uuid, a.project_id, a.resource_uuid, 'cronjob', $3, c.label, 'pending', c.quota, c.settings
+        `INSERT INTO addons (uuid, workspace_uuid, kind, app_uuid, project_uuid, resource_uuid, type, name, label, state, quota, settings)
+         SELECT $2, a.workspace_uuid, 'addon', a.uuid, a.project_uuid, a.resource_uuid, 'cronjob', $3, c.label, 'pending', c.quota, c.settings
            FROM addons c, apps a WHERE c.uuid = $1 AND c.type = 'cronjob' AND a.uuid = $4
          ON CONFLICT (uuid) DO NOTHING`,
         [input.sourceUuid, input.targetUuid, `cronjob-${randomBytes(4).toString('hex')}`, input.targetAppUuid],

@@ -192,7 +192,7 @@ export function createPreviewActivities(
       await dataSource.transaction(async (m) => {
         const inserted = await rows(
           m,
-          `INSERT INTO apps (uuid, workspace_uuid, project_id, resource_uuid, name, service_name, label, state, preview_parent_uuid,
+          `INSERT INTO apps (uuid, workspace_uuid, project_uuid, resource_uuid, name, service_name, label, state, preview_parent_uuid,
                              deployment_method, deployment_config, builder, manage_dns_records, maintenance, internal_port, quota,
                              parent_app_uuid, parent_image_auto_sync)
            SELECT $1, p.workspace_uuid, $2, $3, $4, p.service_name, p.label || ' (' || $5 || ')', 'cloning', p.uuid,

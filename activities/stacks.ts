@@ -194,13 +194,13 @@ export function createStackActivities({
         const s = await one<{
           uuid: string;
           workspace_uuid: string;
-          project_id: string | null;
+          project_uuid: string | null;
           resource_uuid: string;
           label: string;
           manifest: Manifest;
         }>(
           m,
-          `SELECT s.uuid, s.workspace_uuid, s.project_id, s.resource_uuid, s.label, s.manifest
+          `SELECT s.uuid, s.workspace_uuid, s.project_uuid, s.resource_uuid, s.label, s.manifest
              FROM stack_deployments d JOIN stacks s ON s.uuid = d.stack_uuid WHERE d.uuid = $1 FOR UPDATE OF s`,
           [deploymentUuid],
         );
@@ -256,8 +256,8 @@ export function createStackActivities({
           if (!prior || prior.item_type !== w.kind) {
             if (w.kind === 'app') {
               await m.query(
-                `INSERT INTO apps (uuid, workspace_uuid, project_id, resource_uuid, name, service_name, label, state) VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending')`,
-                [uuid, s.workspace_uuid, s.project_id, s.resource_uuid, itemName, w.name, `${s.label} ${w.name}`],
+                `INSERT INTO apps (uuid, workspace_uuid, project_uuid, resource_uuid, name, service_name, label, state) VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending')`,
+                [uuid, s.workspace_uuid, s.project_uuid, s.resource_uuid, itemName, w.name, `${s.label} ${w.name}`],
               );
             }
             await m.query(

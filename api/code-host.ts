@@ -66,7 +66,7 @@ export function codeHostRouter(deps: ApiDeps, limiter: RequestLimiter): Router {
       if (!isUuid(ctx.params.uuid!)) throw refused();
       const parent = await one<DeliveryParent>(
         deps.dataSource,
-        `SELECT a.uuid, a.workspace_uuid, a.project_id, a.resource_uuid, a.name, c.enabled, c.pull_requests, c.branch_patterns,
+        `SELECT a.uuid, a.workspace_uuid, a.project_uuid, a.resource_uuid, a.name, c.enabled, c.pull_requests, c.branch_patterns,
               c.resource_uuid AS config_resource, c.project_uuid AS config_project, c.use_parent_image, c.lifetime_hours, c.webhook_secret_sealed
          FROM apps a JOIN preview_configs c ON c.app_uuid = a.uuid WHERE a.uuid = $1`,
         [ctx.params.uuid],

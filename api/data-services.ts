@@ -57,7 +57,7 @@ export async function findAddon(
         );
   const what = 'service' in scope ? 'service' : scope.cronjob ? 'cron job' : 'add-on';
   if (!row) throw notFound(what);
-  if ('service' in scope) await assertProjectVisible(ctx, row.project_id, what);
+  if ('service' in scope) await assertProjectVisible(ctx, row.project_uuid, what);
   return row;
 }
 

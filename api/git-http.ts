@@ -92,12 +92,12 @@ export function gitHttp(deps: ApiDeps & { localLayout: LocalLayout }): Koa.Middl
       throw forbidden("pushing to and fetching from an app's repository needs apps:deploy");
     const app = await one<{
       uuid: string;
-      project_id: string | null;
+      project_uuid: string | null;
       deployment_method: string;
       config: { branch?: string };
     }>(
       deps.dataSource,
-      `SELECT uuid, project_id, deployment_method, deployment_config AS config FROM apps WHERE name = $1 AND workspace_uuid = $2`,
+      `SELECT uuid, project_uuid, deployment_method, deployment_config AS config FROM apps WHERE name = $1 AND workspace_uuid = $2`,
       [name, caller.workspaceUuid],
     );
     if (!app)
@@ -113,7 +113,7 @@ export function gitHttp(deps: ApiDeps & { localLayout: LocalLayout }): Koa.Middl
       requestId: ctx.state.requestId,
       route: DEPLOY_ROUTE,
     });
-    await assertProjectVisible(rctx, app.project_id, 'app');
+    await assertProjectVisible(rctx, app.project_uuid, 'app');
     if (app.deployment_method !== 'git_push') {
       throw new Problem(
         404,

@@ -27,11 +27,11 @@ export async function wakePreview(deps: ApiDeps, parentAppUuid: string, key: str
 
 /** The compute resource and project previews of a parent run on (config, else the parent's). */
 export function effectiveTarget(
-  parent: { resource_uuid: string; project_id: string | null },
+  parent: { resource_uuid: string; project_uuid: string | null },
   config: { resource_uuid: string | null; project_uuid: string | null },
 ) {
   return {
     resourceUuid: config.resource_uuid ?? parent.resource_uuid,
-    projectUuid: config.project_uuid ?? parent.project_id,
+    projectUuid: config.project_uuid ?? parent.project_uuid,
   };
 }

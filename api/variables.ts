@@ -167,7 +167,7 @@ export async function markNeedsRedeploy(m: EntityManager, owner: VariableOwner):
     .update(App)
     // the mark is not a change of the app's settings: updated_at stays
     .set({ needs_redeploy_since: () => 'COALESCE(needs_redeploy_since, now())', updated_at: () => 'updated_at' })
-    .where(`${owner.kind === 'app' ? 'uuid' : 'project_id'} = :owner`, { owner: owner.uuid })
+    .where(`${owner.kind === 'app' ? 'uuid' : 'project_uuid'} = :owner`, { owner: owner.uuid })
     .execute();
 }
 

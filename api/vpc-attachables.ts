@@ -23,7 +23,7 @@ export interface AttachableKind {
 interface WorkloadRow {
   uuid: string;
   name: string;
-  project_id: string | null;
+  project_uuid: string | null;
   region_id: number;
   region_code: string;
 }
@@ -33,7 +33,7 @@ function attachable(row: WorkloadRow | undefined, cronJob: boolean): Attachable 
     ? {
         uuid: row.uuid,
         name: row.name,
-        projectUuid: row.project_id,
+        projectUuid: row.project_uuid,
         regionId: row.region_id,
         regionCode: row.region_code,
         cronJob,
@@ -47,7 +47,7 @@ function dataWorkload(kind: 'service' | 'addon'): AttachableKind {
     async find(db, workspaceUuid, uuid) {
       const row = await one<WorkloadRow & { type: string }>(
         db,
-        `SELECT a.uuid, a.name, a.type, COALESCE(a.project_id, ap.project_id) AS project_id, c.region_id, g.code AS region_code
+        `SELECT a.uuid, a.name, a.type, COALESCE(a.project_uuid, ap.project_uuid) AS project_uuid, c.region_id, g.code AS region_code
            FROM addons a JOIN compute_resources c ON c.uuid = a.resource_uuid JOIN regions g ON g.id = c.region_id
            LEFT JOIN apps ap ON ap.uuid = a.app_uuid
           WHERE a.uuid = $1 AND a.workspace_uuid = $2 AND a.kind = $3 AND a.state <> 'deleting'`,
@@ -67,7 +67,7 @@ export const ATTACHABLES: Record<AttachableType, AttachableKind | null> = {
     async find(db, workspaceUuid, uuid) {
       const row = await one<WorkloadRow>(
         db,
-        `SELECT a.uuid, a.name, a.project_id, c.region_id, g.code AS region_code
+        `SELECT a.uuid, a.name, a.project_uuid, c.region_id, g.code AS region_code
            FROM apps a JOIN compute_resources c ON c.uuid = a.resource_uuid JOIN regions g ON g.id = c.region_id
           WHERE a.uuid = $1 AND a.workspace_uuid = $2`,
         [uuid, workspaceUuid],

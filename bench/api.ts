@@ -93,7 +93,7 @@ async function main(): Promise<void> {
       [project],
     );
     await m.query(
-      `INSERT INTO apps (uuid, workspace_uuid, project_id, resource_uuid, name, service_name, label, state) VALUES ($1, $2, $3, $4, 'bench-abc123', 'bench', 'Bench', 'running')`,
+      `INSERT INTO apps (uuid, workspace_uuid, project_uuid, resource_uuid, name, service_name, label, state) VALUES ($1, $2, $3, $4, 'bench-abc123', 'bench', 'Bench', 'running')`,
       [appUuid, ws, project, resource],
     );
     await m.query(

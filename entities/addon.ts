@@ -18,7 +18,7 @@ export class Addon {
   @Column('uuid') workspace_uuid: string;
   @Column('text') kind: 'addon' | 'service';
   @Column('uuid', { nullable: true }) app_uuid: string | null;
-  @Column('uuid', { nullable: true }) project_id: string | null;
+  @Column('uuid', { nullable: true }) project_uuid: string | null;
   @Column('uuid') resource_uuid: string;
   @Column('text') type: string;
   @Column('text') name: string;

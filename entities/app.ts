@@ -36,7 +36,7 @@ export interface ScalingProfile {
 export class App {
   @PrimaryColumn('uuid') uuid: string;
   @Column('uuid') workspace_uuid: string;
-  @Column('uuid', { nullable: true }) project_id: string | null;
+  @Column('uuid', { nullable: true }) project_uuid: string | null;
   @Column('uuid') resource_uuid: string;
   /** Server-assigned: the sent name plus a random suffix. */
   @Column('text') name: string;

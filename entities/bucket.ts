@@ -6,7 +6,7 @@ import type { BucketState, Visibility } from '../domain/buckets';
 export class Bucket {
   @PrimaryColumn('uuid') uuid: string;
   @Column('uuid') workspace_uuid: string;
-  @Column('uuid', { nullable: true }) project_id: string | null;
+  @Column('uuid', { nullable: true }) project_uuid: string | null;
   @Column('uuid') resource_uuid: string;
   /** Server-assigned name used in object-storage operations. */
   @Column('text') name: string;

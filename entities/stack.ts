@@ -8,7 +8,7 @@ const bigint = { to: (v: number) => v, from: (v: string | null) => (v === null ?
 export class Stack {
   @PrimaryColumn('uuid') uuid: string;
   @Column('uuid') workspace_uuid: string;
-  @Column('uuid', { nullable: true }) project_id: string | null;
+  @Column('uuid', { nullable: true }) project_uuid: string | null;
   @Column('uuid') resource_uuid: string;
   @Column('text') name: string;
   @Column('text') label: string;

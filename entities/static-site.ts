@@ -14,7 +14,7 @@ export interface SiteSourceConfig {
 export class StaticSite {
   @PrimaryColumn('uuid') uuid: string;
   @Column('uuid') workspace_uuid: string;
-  @Column('uuid', { nullable: true }) project_id: string | null;
+  @Column('uuid', { nullable: true }) project_uuid: string | null;
   @Column('integer') region_id: number;
   /** Fixed: the name sent at creation, no suffix. */
   @Column('text') name: string;

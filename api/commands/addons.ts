@@ -65,7 +65,7 @@ export async function insertDataService(
     workspace_uuid: caller.workspaceUuid,
     kind: input.kind,
     app_uuid: input.appUuid,
-    project_id: input.projectId,
+    project_uuid: input.projectId,
     resource_uuid: input.resourceUuid,
     type: b.type,
     name,
@@ -100,14 +100,14 @@ export async function createAddon(tx: Tx, caller: Caller, input: CreateAddonInpu
   const { appUuid, ...body } = input;
   const app = await tx.m.findOne(App, {
     where: { uuid: appUuid, workspace_uuid: caller.workspaceUuid },
-    select: { uuid: true, project_id: true, resource_uuid: true },
+    select: { uuid: true, project_uuid: true, resource_uuid: true },
   });
   if (!app) throw notFound('app');
-  await assertProjectVisible(ruleScope(tx, caller), app.project_id, 'app');
+  await assertProjectVisible(ruleScope(tx, caller), app.project_uuid, 'app');
   return insertDataService(tx, caller, {
     kind: 'addon',
     appUuid: app.uuid,
-    projectId: app.project_id,
+    projectId: app.project_uuid,
     resourceUuid: app.resource_uuid,
     body,
   });

@@ -48,9 +48,9 @@ export function updateApp(tx: Tx, caller: Caller, b: WithUuid<typeof updateAppBo
       manage_dns_records: b.manage_dns_records,
       internal_port: b.internal_port,
     };
-    if (b.project_id !== undefined && b.project_id !== app.project_id) {
+    if (b.project_id !== undefined && b.project_id !== app.project_uuid) {
       await checkPlacement(scope, tx.m, { resourceId: app.resource_uuid, projectId: b.project_id });
-      changes.project_id = b.project_id;
+      changes.project_uuid = b.project_id;
     }
     if (b.quota) {
       const quota = {

@@ -35,7 +35,7 @@ export async function appForChange(tx: Tx, scope: RuleScope, uuid: string, lock 
     .where('a.uuid = :uuid AND a.workspace_uuid = :workspace', { uuid, workspace: scope.caller.workspaceUuid })
     .getOne();
   if (!app) throw notFound('app');
-  await assertProjectVisible(scope, app.project_id, 'app');
+  await assertProjectVisible(scope, app.project_uuid, 'app');
   return app;
 }
 
@@ -80,7 +80,7 @@ export async function createApp(tx: Tx, caller: Caller, b: CreateAppInput): Prom
   const app = await insertAppRow(tx.m, {
     uuid: randomUUID(),
     workspace_uuid: caller.workspaceUuid,
-    project_id: b.project_id ?? null,
+    project_uuid: b.project_id ?? null,
     resource_uuid: b.resource_id,
     service_name: b.name,
     label: b.label ?? b.name,
@@ -184,13 +184,13 @@ export async function cloneApp(tx: Tx, caller: Caller, input: CloneAppInput): Pr
   if (NOT_CLONABLE.includes(source.state)) throw conflict(`an app in state ${source.state} cannot be cloned yet`);
   await checkClonedParts(tx.m, source.uuid, addons, cronjobs);
   const resourceUuid = input.resource_id ?? source.resource_uuid;
-  const projectId = input.project_id !== undefined ? input.project_id : source.project_id;
+  const projectId = input.project_id !== undefined ? input.project_id : source.project_uuid;
   await checkPlacement(scope, tx.m, { resourceId: resourceUuid, projectId });
   const parentImage = input.use_parent_image;
   const app = await insertAppRow(tx.m, {
     uuid: randomUUID(),
     workspace_uuid: caller.workspaceUuid,
-    project_id: projectId,
+    project_uuid: projectId,
     resource_uuid: resourceUuid,
     service_name: input.name ?? source.service_name,
     label: input.label ?? `${source.label} (copy)`,

@@ -82,7 +82,7 @@ async function bucketForChange(tx: Tx, caller: Caller, uuid: string): Promise<Bu
     lock: { mode: 'pessimistic_write' },
   });
   if (!bucket) throw notFound('bucket');
-  await assertProjectVisible({ caller, deps: tx.deps }, bucket.project_id, 'bucket');
+  await assertProjectVisible({ caller, deps: tx.deps }, bucket.project_uuid, 'bucket');
   return bucket;
 }
 
@@ -104,7 +104,7 @@ export async function createBucket(tx: Tx, caller: Caller, input: CreateBucketIn
   const bucket = (await insertReturning(tx.m, Bucket, {
     uuid,
     workspace_uuid: caller.workspaceUuid,
-    project_id: input.project_id ?? null,
+    project_uuid: input.project_id ?? null,
     resource_uuid: input.resourceId,
     name,
     label: input.label,
@@ -171,7 +171,7 @@ export async function updateBucket(tx: Tx, caller: Caller, input: UpdateBucketIn
     label: input.label ?? current.label,
     visibility,
     disk_size_gib: disk,
-    project_id: input.project_id === undefined ? current.project_id : input.project_id,
+    project_uuid: input.project_id === undefined ? current.project_uuid : input.project_id,
     policy,
     acl: visibilityChanged ? defaultAcl(visibility, current.s3_access_key) : current.acl,
   }))!;

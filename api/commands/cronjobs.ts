@@ -67,7 +67,7 @@ export async function createCronjob(
     workspace_uuid: caller.workspaceUuid,
     kind: 'addon',
     app_uuid: app.uuid,
-    project_id: app.project_id,
+    project_uuid: app.project_uuid,
     resource_uuid: app.resource_uuid,
     type: 'cronjob',
     name: `cronjob-${randomBytes(4).toString('hex')}`,

@@ -59,7 +59,7 @@ export function redeployPreview(tx: Tx, caller: Caller, input: { appUuid: string
 export interface DeliveryParent {
   uuid: string;
   workspace_uuid: string;
-  project_id: string | null;
+  project_uuid: string | null;
   resource_uuid: string;
   name: string;
   enabled: boolean;

@@ -69,7 +69,7 @@ async function stackForChange(tx: Tx, caller: Caller, uuid: string): Promise<Sta
     lock: { mode: 'pessimistic_write' },
   });
   if (!stack) throw notFound('stack');
-  await assertProjectVisible({ caller, deps: tx.deps }, stack.project_id, 'stack');
+  await assertProjectVisible({ caller, deps: tx.deps }, stack.project_uuid, 'stack');
   return stack;
 }
 
@@ -115,7 +115,7 @@ export async function createStack(tx: Tx, caller: Caller, input: CreateStackInpu
     {
       uuid: randomUUID(),
       workspace_uuid: caller.workspaceUuid,
-      project_id: input.project_id ?? null,
+      project_uuid: input.project_id ?? null,
       resource_uuid: input.resource_id,
       name: input.name,
       label: input.label ?? input.name,
@@ -149,7 +149,7 @@ export async function updateStack(
     });
   const updated = (await updateReturning(tx.m, Stack, stack.uuid, {
     label: input.label ?? stack.label,
-    project_id: input.project_id === undefined ? stack.project_id : input.project_id,
+    project_uuid: input.project_id === undefined ? stack.project_uuid : input.project_id,
   }))!;
   await audited(tx, 'stack.update', stack, updated);
   return updated;

@@ -76,7 +76,7 @@ async function siteForChange(tx: Tx, caller: Caller, uuid: string): Promise<Stat
     lock: { mode: 'pessimistic_write' },
   });
   if (!site) throw notFound('static site');
-  await assertProjectVisible({ caller, deps: tx.deps }, site.project_id, 'static site');
+  await assertProjectVisible({ caller, deps: tx.deps }, site.project_uuid, 'static site');
   return site;
 }
 
@@ -104,7 +104,7 @@ export async function createStaticSite(tx: Tx, caller: Caller, b: CreateSiteInpu
     {
       uuid: randomUUID(),
       workspace_uuid: caller.workspaceUuid,
-      project_id: b.project_id ?? null,
+      project_uuid: b.project_id ?? null,
       region_id: region.id,
       name: b.name,
       label: b.label ?? b.name,
@@ -138,7 +138,7 @@ export async function updateStaticSite(
   if (input.project_id) await checkProject({ caller, deps: tx.deps }, tx.m, input.project_id);
   const updated = (await updateReturning(tx.m, StaticSite, site.uuid, {
     label: input.label ?? site.label,
-    project_id: input.project_id === undefined ? site.project_id : input.project_id,
+    project_uuid: input.project_id === undefined ? site.project_uuid : input.project_id,
   }))!;
   await tx.audit({
     action: 'static_site.update',

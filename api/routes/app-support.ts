@@ -26,7 +26,7 @@ export interface RuleScope extends Scope {
 export interface FoundApp {
   uuid: string;
   workspace_uuid: string;
-  project_id: string | null;
+  project_uuid: string | null;
   resource_uuid: string;
   state: string;
   name: string;
@@ -54,13 +54,13 @@ export async function findApp(
 ): Promise<FoundApp> {
   const app = await one<FoundApp>(
     db,
-    `SELECT uuid, workspace_uuid, project_id, resource_uuid, state, name, service_name, label, internal_port, deployment_method,
+    `SELECT uuid, workspace_uuid, project_uuid, resource_uuid, state, name, service_name, label, internal_port, deployment_method,
             deployment_config, quota, basic_auth_enabled, basic_auth_password_sealed IS NOT NULL AS has_basic_auth_credentials, parent_app_uuid, preview_parent_uuid
        FROM apps WHERE uuid = $1 AND workspace_uuid = $2${lock ? ' FOR UPDATE' : ''}`,
     [appUuid, ctx.caller.workspaceUuid],
   );
   if (!app) throw notFound('app');
-  await assertProjectVisible(ctx, app.project_id, 'app');
+  await assertProjectVisible(ctx, app.project_uuid, 'app');
   return app;
 }
 
@@ -158,12 +158,12 @@ export async function checkDeployment(
         { path: 'body.deployment_config.parent_app_id', message: 'required for parent_image' },
       ]);
     }
-    const parent = await one<{ project_id: string | null }>(
+    const parent = await one<{ project_uuid: string | null }>(
       m,
-      `SELECT project_id FROM apps WHERE uuid = $1 AND workspace_uuid = $2`,
+      `SELECT project_uuid FROM apps WHERE uuid = $1 AND workspace_uuid = $2`,
       [out.parent_app_id, ctx.caller.workspaceUuid],
     );
-    if (!parent || (parent.project_id && (await hiddenProjects(ctx)).has(parent.project_id))) {
+    if (!parent || (parent.project_uuid && (await hiddenProjects(ctx)).has(parent.project_uuid))) {
       throw unprocessable('deployment_config.parent_app_id is not an app of this workspace', [
         { path: 'body.deployment_config.parent_app_id', message: 'no such app' },
       ]);

@@ -84,8 +84,8 @@ export const appRoutes = [
     summary: 'List the apps of the workspace, newest first; filter by project_id and state',
     response: yup.array(appSchema),
     async handler(ctx) {
-      const visible = await visibleProjectsClause(ctx, 'a.project_id', 2);
-      const where = `a.workspace_uuid = $1 AND ${visible.sql} AND ($3::uuid IS NULL OR a.project_id = $3) AND ($4::text IS NULL OR a.state = $4)`;
+      const visible = await visibleProjectsClause(ctx, 'a.project_uuid', 2);
+      const where = `a.workspace_uuid = $1 AND ${visible.sql} AND ($3::uuid IS NULL OR a.project_uuid = $3) AND ($4::text IS NULL OR a.state = $4)`;
       const params = [ctx.caller.workspaceUuid, visible.param, ctx.query.project_id ?? null, ctx.query.state ?? null];
       const found = joinedRows(
         await selectPage<JoinedRow>(ctx, {

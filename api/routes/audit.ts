@@ -64,13 +64,13 @@ export const auditRoutes = [
       "An app's activity: changes from the audit log to the app and to what it owns (deployments, add-ons, cron jobs, domains, certificates, variables, previews) and its platform events (deployments, state changes, health), newest first",
     response: activityListSchema,
     async handler(ctx) {
-      const app = await one<{ uuid: string; project_id: string | null }>(
+      const app = await one<{ uuid: string; project_uuid: string | null }>(
         ctx.deps.dataSource,
-        `SELECT uuid, project_id FROM apps WHERE uuid = $1 AND workspace_uuid = $2`,
+        `SELECT uuid, project_uuid FROM apps WHERE uuid = $1 AND workspace_uuid = $2`,
         [ctx.params.uuid, ctx.caller.workspaceUuid],
       );
       if (!app) throw notFound('app');
-      await assertProjectVisible(ctx, app.project_id, 'app');
+      await assertProjectVisible(ctx, app.project_uuid, 'app');
       // Raw: the feed is a UNION of two tables (changes and events), which the query builder cannot say.
       const feed = `
         SELECT 'change' AS kind, uuid, action AS type, created_at, source, actor_type, actor_uuid, resource_type, resource_uuid, diff, NULL::jsonb AS data

@@ -85,7 +85,7 @@ async function findBucket(ctx: Ctx, uuid: string, db: EntityManager = ctx.deps.d
     ctx.caller.workspaceUuid,
   ]);
   if (!row) throw notFound('bucket');
-  await assertProjectVisible(ctx, row.project_id, 'bucket');
+  await assertProjectVisible(ctx, row.project_uuid, 'bucket');
   return row;
 }
 
@@ -107,7 +107,7 @@ export const bucketRoutes = [
     summary: 'List the buckets of the workspace, newest first, with statistics (secret keys only on show)',
     response: bucketListSchema,
     async handler(ctx) {
-      const visible = await visibleProjectsClause(ctx, 'b.project_id', 2);
+      const visible = await visibleProjectsClause(ctx, 'b.project_uuid', 2);
       const where = `b.workspace_uuid = $1 AND ${visible.sql}`;
       const list = await selectPage<BucketRow>(ctx, {
         from: 'buckets b',

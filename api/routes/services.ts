@@ -66,7 +66,7 @@ export const serviceRoutes = [
     summary: 'List standalone services (databases, caches, storage volumes), newest first',
     response: yup.array(addonSchema),
     async handler(ctx) {
-      const visible = await visibleProjectsClause(ctx, 'a.project_id', 2);
+      const visible = await visibleProjectsClause(ctx, 'a.project_uuid', 2);
       const where = `a.workspace_uuid = $1 AND a.kind = 'service' AND a.state <> 'deleting' AND ${visible.sql}`;
       const found = await selectPage<AddonRow>(ctx, {
         from: 'addons a',
@@ -241,7 +241,7 @@ export const serviceRoutes = [
           { path: 'body.app_uuid', message: 'not found' },
         ]);
       });
-      await assertProjectVisible(ctx, app.project_id, 'app');
+      await assertProjectVisible(ctx, app.project_uuid, 'app');
       const row = await write(ctx, (tx) =>
         mountService(tx, ctx.caller, {
           serviceUuid: service.uuid,

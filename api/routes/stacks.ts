@@ -114,7 +114,7 @@ async function analyze(ctx: Ctx, input: AnalyzeInput): Promise<AnalyzeResult> {
 async function findStack(ctx: Ctx, uuid: string): Promise<Stack> {
   const row = await ctx.deps.dataSource.manager.findOneBy(Stack, { uuid, workspace_uuid: ctx.caller.workspaceUuid });
   if (!row) throw notFound('stack');
-  await assertProjectVisible(ctx, row.project_id, 'stack');
+  await assertProjectVisible(ctx, row.project_uuid, 'stack');
   return row;
 }
 
@@ -157,7 +157,7 @@ export const stackRoutes = [
     summary: 'List the stacks of the workspace, newest first, with services, latest deployment and totals',
     response: stackListSchema,
     async handler(ctx) {
-      const list = await pageOf(ctx, await newestVisible(ctx, Stack, 'project_id'));
+      const list = await pageOf(ctx, await newestVisible(ctx, Stack, 'project_uuid'));
       return stackViews(ctx.deps.dataSource.manager, ctx.caller.workspaceUuid, list);
     },
   }),

@@ -48,7 +48,7 @@ async function findSite(ctx: Ctx, uuid: string): Promise<StaticSite> {
     workspace_uuid: ctx.caller.workspaceUuid,
   });
   if (!site) throw notFound('static site');
-  await assertProjectVisible(ctx, site.project_id, 'static site');
+  await assertProjectVisible(ctx, site.project_uuid, 'static site');
   return site;
 }
 
@@ -66,7 +66,7 @@ export const staticSiteRoutes = [
     summary: 'List the static sites of the workspace, newest first',
     response: siteListSchema,
     async handler(ctx) {
-      const list = await pageOf(ctx, await newestVisible(ctx, StaticSite, 'project_id'));
+      const list = await pageOf(ctx, await newestVisible(ctx, StaticSite, 'project_uuid'));
       return siteViews(ctx.deps.dataSource.manager, list, ctx.deps.config.sitesDomain);
     },
   }),

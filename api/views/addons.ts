@@ -82,7 +82,7 @@ export function addonView(row: AddonRow, secretBox: SecretBox): AddonView {
     backup_active: row.backup_active,
     replica_of: row.replica_of,
     app_uuid: row.app_uuid,
-    project_id: row.project_id,
+    project_id: row.project_uuid,
     resource_id: row.resource_uuid,
   };
   const connection = addonConnection({
@@ -166,7 +166,7 @@ export async function lookupAttachableAddons(
     .innerJoin(ComputeResource, 'c', 'c.uuid = a.resource_uuid')
     .leftJoin(App, 'ap', 'ap.uuid = a.app_uuid')
     .addSelect('c.region_id', 'region_id')
-    .addSelect('ap.project_id', 'app_project')
+    .addSelect('ap.project_uuid', 'app_project')
     .where('a.uuid IN (:...uuids)', { uuids })
     .andWhere("a.state <> 'deleting'")
     .getRawAndEntities<{ a_uuid: string; region_id: number; app_project: string | null }>();
@@ -180,7 +180,7 @@ export async function lookupAttachableAddons(
         workspaceUuid: r.workspace_uuid,
         regionId: joined.get(r.uuid)!.region_id,
         fqdn: r.type === 'cronjob' ? null : `${r.name}.internal`,
-        projectId: r.project_id ?? joined.get(r.uuid)!.app_project,
+        projectId: r.project_uuid ?? joined.get(r.uuid)!.app_project,
       },
     ]),
   );

@@ -147,7 +147,7 @@ export function appView(r: JoinedRow, origin: string): AppView {
     name: r.name,
     label: r.label,
     state: r.state as AppView['state'],
-    project_id: r.project_id,
+    project_id: r.project_uuid,
     deployment_method: r.deployment_method as AppView['deployment_method'],
     deployment_config: r.deployment_config,
     builder: r.builder as AppView['builder'],
@@ -246,7 +246,7 @@ export async function loadReachableApp(
 const REACHABLE_APP_SQL = `SELECT row_to_json(found) AS app FROM (
   ${APP_SELECT.replace('FROM apps a', `, rs.rules AS restrictions, ad.list AS addon_rows FROM apps a`)}
      LEFT JOIN LATERAL (SELECT json_agg(json_build_object('subject_type', subject_type, 'user_uuid', user_uuid, 'role_name', role_name)) AS rules
-                          FROM project_restrictions WHERE project_uuid = a.project_id) rs ON true
+                          FROM project_restrictions WHERE project_uuid = a.project_uuid) rs ON true
      LEFT JOIN LATERAL (SELECT json_agg(x ORDER BY x.created_at DESC, x.uuid DESC) AS list
                           FROM (SELECT ${ADDON_COLUMNS} FROM ${ADDON_FROM} WHERE a.app_uuid = $2 AND ${APP_ADDONS_WHERE} ORDER BY ${APP_ADDONS_ORDER}) x) ad ON true
      WHERE a.workspace_uuid = $1 AND a.uuid = $2) found`;

@@ -92,7 +92,7 @@ export async function bucketViews(
         name: b.name,
         label: b.label,
         state: b.state,
-        project_id: b.project_id,
+        project_id: b.project_uuid,
         visibility: b.visibility,
         s3_endpoint: b.s3_endpoint,
         s3_access_key: b.s3_access_key,

@@ -103,7 +103,7 @@ export async function stackViews(db: EntityManager, workspaceUuid: string, stack
         latest,
         mine.map((i) => i.status),
       ),
-      project_id: s.project_id,
+      project_id: s.project_uuid,
       compose_path: s.compose_path,
       deployment_config: {
         type: 'git' as const,

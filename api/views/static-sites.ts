@@ -47,7 +47,7 @@ function siteView(s: StaticSite, regionCode: string, sitesDomain: string) {
     state: s.state,
     url: siteUrl(s.name, sitesDomain),
     region: regionCode,
-    project_id: s.project_id,
+    project_id: s.project_uuid,
     deployment_config: {
       type: 'git' as const,
       repository: s.deployment_config.repository ?? null,

@@ -17,6 +17,7 @@ import { LocalData1733000000000 } from './1733000000000-local-data';
 import { LocalApps1733100000000 } from './1733100000000-local-apps';
 import { LocalStackAddons1733250000000 } from './1733250000000-local-stack-addons';
 import { AuthNotify1733300000000 } from './1733300000000-auth-notify';
+import { ProjectUuidColumns1733400000000 } from './1733400000000-project-uuid-columns';
 
 /** Every migration, in timestamp order (one entry per line). */
 export const migrations = [
@@ -39,4 +40,5 @@ export const migrations = [
   LocalApps1733100000000,
   LocalStackAddons1733250000000,
   AuthNotify1733300000000,
+  ProjectUuidColumns1733400000000,
 ];

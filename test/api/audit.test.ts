@@ -204,7 +204,7 @@ describe('app activity', () => {
     const project = (await stack.http.post('/api/v1/projects').set(auth(ws.ownerToken)).send({ name: 'feed' })).body;
     const appUuid = randomUUID();
     await stack.ds.query(
-      `INSERT INTO apps (uuid, workspace_uuid, project_id, resource_uuid, name, service_name, label) VALUES ($1, $2, $3, $4, 'feed-x1', 'feed', 'Feed')`,
+      `INSERT INTO apps (uuid, workspace_uuid, project_uuid, resource_uuid, name, service_name, label) VALUES ($1, $2, $3, $4, 'feed-x1', 'feed', 'Feed')`,
       [appUuid, ws.uuid, project.uuid, ws.resourceUuid],
     );
     const { emitEvent } = createEventActivities(stack.activityDeps);

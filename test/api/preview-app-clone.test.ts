@@ -98,12 +98,12 @@ describe('the preview app as a clone of its parent', () => {
     const preview: string = active.app_uuid;
 
     const [row] = await stack.ds.query(
-      `SELECT preview_parent_uuid, project_id, internal_port, builder, health_checks, quota, deployment_method FROM apps WHERE uuid = $1`,
+      `SELECT preview_parent_uuid, project_uuid, internal_port, builder, health_checks, quota, deployment_method FROM apps WHERE uuid = $1`,
       [preview],
     );
     expect(row).toEqual({
       preview_parent_uuid: parent.uuid,
-      project_id: project.body.uuid,
+      project_uuid: project.body.uuid,
       internal_port: 3000,
       builder: 'dockerfile',
       health_checks: [{ type: 'http', path: '/healthz' }],

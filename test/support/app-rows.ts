@@ -22,7 +22,7 @@ export async function insertApp(
   const name = `${label}-${randomBytes(3).toString('hex')}`;
   const resourceUuid = options.resourceUuid ?? ws.resourceUuid;
   await ds.query(
-    `INSERT INTO apps (uuid, workspace_uuid, project_id, resource_uuid, name, service_name, label, state)
+    `INSERT INTO apps (uuid, workspace_uuid, project_uuid, resource_uuid, name, service_name, label, state)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
     [uuid, ws.uuid, options.projectId ?? null, resourceUuid, name, label, label, options.state ?? 'running'],
   );

@@ -13,7 +13,7 @@ export async function insertApp(
   const uuid = randomUUID();
   const name = `app-${randomBytes(4).toString('hex')}`;
   await ds.query(
-    `INSERT INTO apps (uuid, workspace_uuid, project_id, resource_uuid, name, service_name, label, state) VALUES ($1, $2, $3, $4, $5, $6, $7, 'running')`,
+    `INSERT INTO apps (uuid, workspace_uuid, project_uuid, resource_uuid, name, service_name, label, state) VALUES ($1, $2, $3, $4, $5, $6, $7, 'running')`,
     [uuid, ws.uuid, options.projectId ?? null, options.resourceUuid ?? ws.resourceUuid, name, name.slice(0, 8), name],
   );
   return uuid;

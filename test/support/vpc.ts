@@ -30,7 +30,7 @@ export async function insertApp(
   const uuid = randomUUID();
   const name = options.name ?? `app-${uuid.slice(0, 6)}`;
   await ds.query(
-    `INSERT INTO apps (uuid, workspace_uuid, project_id, resource_uuid, name, service_name, label, state) VALUES ($1, $2, $3, $4, $5, $5, $5, 'running')`,
+    `INSERT INTO apps (uuid, workspace_uuid, project_uuid, resource_uuid, name, service_name, label, state) VALUES ($1, $2, $3, $4, $5, $5, $5, 'running')`,
     [uuid, ws.uuid, options.projectId ?? null, options.resourceUuid ?? ws.resourceUuid, name],
   );
   return { uuid, name };
