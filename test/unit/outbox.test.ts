@@ -16,10 +16,12 @@ afterAll(async () => {
 
 /** A client that records the starts it is asked for (and fails them while `failing`). */
 function recordingClient() {
-  const calls: { kind: 'start' | 'signalWithStart'; workflowType: string; options: Record<string, unknown> }[] = [];
+  // What the outbox hands the client: the workflow's name as the SDK takes it.
+  type Started = Parameters<Client['workflow']['start']>[0];
+  const calls: { kind: 'start' | 'signalWithStart'; workflowType: Started; options: Record<string, unknown> }[] = [];
   const state = { failing: false };
   const record =
-    (kind: 'start' | 'signalWithStart') => async (workflowType: string, options: Record<string, unknown>) => {
+    (kind: 'start' | 'signalWithStart') => async (workflowType: Started, options: Record<string, unknown>) => {
       if (state.failing) throw new Error('14 UNAVAILABLE: connection refused');
       calls.push({ kind, workflowType, options });
     };
