@@ -79,6 +79,18 @@ interface Replica {
   exited: Promise<void> | null;
 }
 
+/** What a replica knows of its current process: nothing yet, at each start. */
+function freshRun(): Pick<Replica, 'ready' | 'wasReady' | 'startupPassed' | 'failures' | 'lastStderr' | 'killedFor'> {
+  return {
+    ready: false,
+    wasReady: false,
+    startupPassed: false,
+    failures: new Map(),
+    lastStderr: null,
+    killedFor: null,
+  };
+}
+
 const SYSTEM_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 export { SYSTEM_PATH };
 
@@ -138,12 +150,7 @@ export class ReleaseSupervisor {
         port: await freePort(),
         gen: 0,
         child: null,
-        ready: false,
-        wasReady: false,
-        startupPassed: false,
-        failures: new Map(),
-        lastStderr: null,
-        killedFor: null,
+        ...freshRun(),
         consecutive: 0,
         timers: [],
         exited: null,
@@ -217,15 +224,7 @@ export class ReleaseSupervisor {
       detached: true,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
-    Object.assign(r, {
-      child,
-      ready: false,
-      wasReady: false,
-      startupPassed: false,
-      failures: new Map(),
-      lastStderr: null,
-      killedFor: null,
-    });
+    Object.assign(r, { child, ...freshRun() });
     this.deps.log.pipe(this.app, source, child.stdout!);
     this.deps.log.pipe(this.app, source, child.stderr!, (line) => {
       r.lastStderr = line.trim();
