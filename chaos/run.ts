@@ -18,7 +18,7 @@ import { manyEvents } from './scenarios/many-events';
 import { postgresRestarted } from './scenarios/postgres-restarted';
 import { sameEventConcurrently, sameIdempotencyKeyConcurrently } from './scenarios/races';
 import { secretsNeverLeave, SECRETS_ENV } from './scenarios/secrets';
-import { soak } from './scenarios/soak';
+import { soak, warmUpMinutes } from './scenarios/soak';
 import { temporalRestarted } from './scenarios/temporal-restarted';
 import { workerKilled } from './scenarios/worker-killed';
 
@@ -58,7 +58,7 @@ const SCENARIOS: Scenario[] = [
   { name: '10,000 events', limitMs: 1_800_000, run: onStack(manyEvents) },
   {
     name: `soak ${soakMinutes} min`,
-    limitMs: (soakMinutes + 6) * 60_000,
+    limitMs: (soakMinutes + warmUpMinutes(soakMinutes) + 5) * 60_000,
     run: (receiver) =>
       onDevTemporal({ BERTH_WEBHOOK_ALLOW_CIDRS: RECEIVER_ALLOW }, (stack) =>
         soak(stack, receiver, { minutes: soakMinutes }),
