@@ -261,6 +261,9 @@ export class LocalReleaseBuilder implements LocalBuilder {
     let releaseDir: string | null = null;
     const work = scratchRepo(this.layout, record.deploymentUuid);
     const group = buildGroup(record.deploymentUuid);
+    // The outcome is recorded only once the build's processes and cgroup are gone, so whoever
+    // reads a finished status never sees what the build left behind.
+    let outcome: { status: 'succeeded' | 'failed'; reason: string | null; releaseId: string | null } | null = null;
     try {
       this.log(build, `building commit ${record.commitSha} of ${shown(build.source.repository)}`);
       await ensureAppDir(this.layout, this.options.isolation, record.appUuid);
@@ -281,11 +284,7 @@ export class LocalReleaseBuilder implements LocalBuilder {
       for (const step of detection.plan.steps) await this.userStep(build, group, releaseDir, step.argv);
       await this.writeManifest(record, releaseId, detection.plan);
       if (build.cancelled) throw new BuildFailed('stopped');
-      this.finish(record, 'succeeded', null, releaseId);
-      this.options.logger.info(
-        { deployment: record.deploymentUuid, app: record.appUuid, releaseId },
-        'local build succeeded',
-      );
+      outcome = { status: 'succeeded', reason: null, releaseId };
     } catch (err) {
       if (build.cancelled) {
         // the status reads cancelled already
@@ -297,7 +296,7 @@ export class LocalReleaseBuilder implements LocalBuilder {
             : `internal error: ${(err as Error).message}`;
         if (!(err instanceof BuildFailed))
           this.options.logger.error({ err, deployment: record.deploymentUuid }, 'local build failed');
-        this.finish(record, 'failed', reason);
+        outcome = { status: 'failed', reason, releaseId: null };
       }
       if (releaseDir) await rm(releaseDir, { recursive: true, force: true });
     } finally {
@@ -306,6 +305,12 @@ export class LocalReleaseBuilder implements LocalBuilder {
       await this.dropGroup(group);
       await rm(work, { recursive: true, force: true });
     }
+    if (outcome && !build.cancelled) this.finish(record, outcome.status, outcome.reason, outcome.releaseId);
+    if (outcome?.status === 'succeeded')
+      this.options.logger.info(
+        { deployment: record.deploymentUuid, app: record.appUuid, releaseId: outcome.releaseId },
+        'local build succeeded',
+      );
   }
 
   /** Runs a step (Berth's own: git, chown) or fails the build with how it ended. */
