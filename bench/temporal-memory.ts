@@ -1,7 +1,8 @@
 /**
  * `npm run bench:temporal-memory`: the Temporal dev server's memory (PSS) per 1,000
  * workflows run, with the dynamic config Berth starts it with (bin/temporal-server.ts
- * DEV_SERVER_DYNAMIC_CONFIG: bounded caches) against the CLI's defaults, two servers side by
+ * DEV_SERVER_DYNAMIC_CONFIG: bounded caches; DEV_SERVER_GO_ENV: Go's heap goal and soft limit)
+ * against the CLI's and Go's defaults, two servers side by
  * side on their own SQLite files, the same load on each. Each workflow runs one no-op
  * activity; the growth is the least-squares slope of PSS over workflows completed, after the
  * first third (start-up and warm-up) is left out. Goal: bounded/default < 0.5.
@@ -55,6 +56,7 @@ async function start(
   name: string,
   dir: string,
   dynamicConfig?: Readonly<Record<string, string | number | boolean>>,
+  goEnv?: Readonly<Record<string, string>>,
 ): Promise<Server> {
   const port = await freePort();
   const dev = await startTemporalDevServer({
@@ -62,6 +64,7 @@ async function start(
     port,
     dbFilename: path.join(dir, `${name}.db`),
     dynamicConfig,
+    goEnv,
   });
   const client = new Client({ connection: await Connection.connect({ address: dev.address }) });
   const worker = await Worker.create({
@@ -106,7 +109,7 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(path.join(tmpdir(), 'berth-bench-temporal-'));
   const servers: Server[] = [];
   try {
-    servers.push(await start('default', dir, {}));
+    servers.push(await start('default', dir, {}, {}));
     servers.push(await start('bounded', dir));
     const t0 = Date.now();
     const sample = () => {
