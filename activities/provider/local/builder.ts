@@ -305,7 +305,13 @@ export class LocalReleaseBuilder implements LocalBuilder {
       await this.dropGroup(group);
       await rm(work, { recursive: true, force: true });
     }
-    if (outcome && !build.cancelled) this.finish(record, outcome.status, outcome.reason, outcome.releaseId);
+    if (build.cancelled) {
+      // a cancel that came while the build was being cleaned up: the release it made goes too
+      if (outcome?.releaseId)
+        await rm(this.layout.releaseDir(record.appUuid, outcome.releaseId), { recursive: true, force: true });
+      return;
+    }
+    if (outcome) this.finish(record, outcome.status, outcome.reason, outcome.releaseId);
     if (outcome?.status === 'succeeded')
       this.options.logger.info(
         { deployment: record.deploymentUuid, app: record.appUuid, releaseId: outcome.releaseId },
