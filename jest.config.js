@@ -21,4 +21,6 @@ module.exports = {
   maxWorkers: 2,
   watchman: false,
   haste: { enableSymlinks: false },
+  // npm run build's output (a test makes it) holds a copy of package.json and the code
+  modulePathIgnorePatterns: ['<rootDir>/dist/'],
 };

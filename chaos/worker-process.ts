@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import type { TestStack } from '../test/support/stack';
 import { RECEIVER_ALLOW } from '../test/support/webhooks';
@@ -19,17 +19,35 @@ const KEPT_LINES = 1000;
 /** The log line each command writes once it runs. */
 const READY: Record<'worker' | 'api', string> = { worker: 'berth worker running', api: 'berth api listening' };
 
+const ROOT = path.join(__dirname, '..');
+
 /**
- * `berth <command>` (the production entry point) in a child process of its own, on the
- * stack's database, Temporal server and task queue, with the stack's secret keyring.
+ * Berth's two entry points: the TypeScript run through tsx (`npm start`, the tests), and the
+ * compiled build (`npm run build`: dist/, what the image runs).
+ */
+export const BERTH_ENTRY = {
+  tsx: path.join(ROOT, 'bin', 'berth.js'),
+  compiled: path.join(ROOT, 'dist', 'bin', 'berth.js'),
+} as const;
+
+/** `npm run build`: the compiled entry point, made anew (a bench of the deployed shape runs it). */
+export function buildBerth(): void {
+  execFileSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
+}
+
+/**
+ * `berth <command>` (the production entry point; `entry` says which build of it) in a child
+ * process of its own, on the stack's database, Temporal server and task queue, with the
+ * stack's secret keyring.
  */
 export function spawnBerth(
   command: 'worker' | 'api',
   stack: TestStack,
   secretKeyring: string,
   env: NodeJS.ProcessEnv = {},
+  entry: keyof typeof BERTH_ENTRY = 'tsx',
 ): BerthProcess {
-  const child = spawn(process.execPath, [path.join(__dirname, '..', 'bin', 'berth.js'), command], {
+  const child = spawn(process.execPath, [BERTH_ENTRY[entry], command], {
     env: {
       ...process.env,
       DATABASE_URL: stack.db.url,

@@ -1,11 +1,11 @@
-import path from 'node:path';
 import { Client } from '@temporalio/client';
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import type { Logger } from 'pino';
 import { createActivities, type ActivityDeps } from '../activities';
 import type { Outbox } from '../platform/outbox';
 
-export const WORKFLOWS_PATH = path.join(__dirname, '..', 'workflows', 'index.ts');
+/** The workflows' entry: index.ts run through tsx, index.js in the compiled build (`npm run build`). */
+export const WORKFLOWS_PATH = require.resolve('../workflows');
 
 export interface WorkerHandle {
   worker: Worker;

@@ -5,8 +5,8 @@
  *
  * A real stack whose Temporal is the suite's dev server (in memory; time is real, nothing
  * skipped: a file-backed one could not keep up on a loaded 2-core machine), `berth
- * worker` and `berth api` each in a process of their own (the worker's memory is its own,
- * read from /proc), a receiver that answers every delivery 500. BENCH_WAITING_WEBHOOKS
+ * worker` and `berth api` each in a process of their own, compiled as the image runs them
+ * (`npm run build` first; the worker's memory is its own, read from /proc), a receiver that answers every delivery 500. BENCH_WAITING_WEBHOOKS
  * (default 10) webhooks subscribe to quota_alert and N / webhooks events are emitted
  * through emitEvent (one delivery workflow per webhook and event). A fixed-rate GET
  * /api/v1/webhooks from a process of its own (BENCH_API_RATE per second, default 20) is
@@ -20,7 +20,7 @@ import { loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { emitEvents } from '../../chaos/common';
 import { processMemory } from '../../chaos/memory';
-import { spawnBerth, type BerthProcess } from '../../chaos/worker-process';
+import { buildBerth, spawnBerth, type BerthProcess } from '../../chaos/worker-process';
 import { SecretBox } from '../../domain/secret-box';
 import { WEBHOOK_DELIVERY_WORKFLOW } from '../../domain/webhooks';
 import { one } from '../../entities/sql';
@@ -110,20 +110,28 @@ async function run(stack: TestStack, keyring: string, receiverUrl: string): Prom
   const apiPort = await freePort();
   const processes: BerthProcess[] = [];
   try {
-    // The worker as production runs it (the local data-plane driver, its ingress on a free port).
-    const worker = spawnBerth('worker', stack, keyring, {
-      BERTH_DATA_DIR: dataDir,
-      BERTH_INGRESS_PORT: String(await freePort()),
-      // V8 flags for the worker alone, as a deployment would set them (e.g. --max-semi-space-size=2).
-      ...(process.env.BENCH_WORKER_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_WORKER_NODE_OPTIONS } : {}),
-    });
+    // The worker as production runs it: the compiled build (the local data-plane driver, its
+    // ingress on a free port).
+    const worker = spawnBerth(
+      'worker',
+      stack,
+      keyring,
+      {
+        BERTH_DATA_DIR: dataDir,
+        BERTH_INGRESS_PORT: String(await freePort()),
+        // V8 flags for the worker alone, as a deployment would set them (e.g. --max-semi-space-size=2).
+        ...(process.env.BENCH_WORKER_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_WORKER_NODE_OPTIONS } : {}),
+      },
+      'compiled',
+    );
     processes.push(worker);
-    const api = spawnBerth('api', stack, keyring, {
-      PORT: String(apiPort),
-      BERTH_HOST: '127.0.0.1',
-      BERTH_DATA_DIR: dataDir,
-      BERTH_RATE_LIMIT: '1000000/60s',
-    });
+    const api = spawnBerth(
+      'api',
+      stack,
+      keyring,
+      { PORT: String(apiPort), BERTH_HOST: '127.0.0.1', BERTH_DATA_DIR: dataDir, BERTH_RATE_LIMIT: '1000000/60s' },
+      'compiled',
+    );
     processes.push(api);
     await Promise.all([worker.ready, api.ready]);
     const memory = memorySampler(worker.child.pid!);
@@ -196,6 +204,7 @@ async function run(stack: TestStack, keyring: string, receiverUrl: string): Prom
 }
 
 async function main(): Promise<void> {
+  buildBerth();
   await globalSetup();
   const receiver = await startReceiver(() => ({ status: 500, body: 'bench: always 500' }));
   const forget = setInterval(() => (receiver.hits.length = 0), 1000); // only the answers matter

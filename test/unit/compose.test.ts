@@ -34,7 +34,7 @@ describe('docker-compose.yml (the production shape)', () => {
     expect(worker.ports).toBeUndefined();
     expect(worker.container_name).toBeUndefined();
     expect(worker.volumes).toBeUndefined();
-    expect(worker.command).toEqual(['node', 'bin/berth.js', 'worker']);
+    expect(worker.command).toEqual(['node', 'dist/bin/berth.js', 'worker']);
   });
 
   it('registers every search attribute Berth sets on its workflows', () => {
@@ -56,9 +56,9 @@ describe('docker-compose.yml (the production shape)', () => {
     }
     const commands = ['api', 'worker', 'migrate'].map((n) => compose.services[n].command);
     expect(commands).toEqual([
-      ['node', 'bin/berth.js', 'api'],
-      ['node', 'bin/berth.js', 'worker'],
-      ['node', 'bin/berth.js', 'migrate'],
+      ['node', 'dist/bin/berth.js', 'api'],
+      ['node', 'dist/bin/berth.js', 'worker'],
+      ['node', 'dist/bin/berth.js', 'migrate'],
     ]);
     // the local driver runs apps on one machine: the scaled-out shape says which driver it runs
     expect(compose.services.worker.environment.BERTH_PROVIDER).toMatch(/simulated/);
