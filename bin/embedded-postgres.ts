@@ -70,6 +70,9 @@ export async function startEmbeddedPostgres(options: {
   const passwordFile = path.join(options.dir, 'password');
   if (!existsSync(passwordFile)) writeFileSync(passwordFile, randomBytes(18).toString('base64url'), { mode: 0o600 });
   const password = readFileSync(passwordFile, 'utf8').trim();
+  // What PostgreSQL last said: the package's start rejects with nothing when the server exits
+  // while starting (a port taken, a data directory another server holds), so the reason is here.
+  const lastLines: string[] = [];
   const pg = new EmbeddedPostgres({
     databaseDir: dataDir,
     port: options.port,
@@ -77,11 +80,19 @@ export async function startEmbeddedPostgres(options: {
     password,
     persistent: true,
     createPostgresUser: process.getuid?.() === 0,
-    onLog: () => {},
+    onLog: (m: string) => {
+      lastLines.push(...m.split('\n').filter((l) => l.trim()));
+      lastLines.splice(0, Math.max(0, lastLines.length - 10));
+    },
     onError: (e: unknown) => options.log?.(`postgres: ${String(e).trim()}`),
   });
   if (!existsSync(path.join(dataDir, 'PG_VERSION'))) await pg.initialise();
-  await pg.start();
+  await pg.start().catch((err: unknown) => {
+    throw new Error(
+      `embedded PostgreSQL (port ${options.port}, data in ${dataDir}) stopped while starting` +
+        `${err instanceof Error ? `: ${err.message}` : ''}; its last lines:\n${lastLines.join('\n')}`,
+    );
+  });
   const admin = new Client({ host: '127.0.0.1', port: options.port, user: 'berth', password, database: 'postgres' });
   await admin.connect();
   try {
