@@ -55,7 +55,8 @@ const SCENARIOS: Scenario[] = [
   { name: 'temporal restarted', limitMs: 300_000, run: temporalRestarted },
   { name: 'postgres restarted', limitMs: 300_000, run: postgresRestarted },
   { name: 'local data plane', limitMs: 600_000, run: () => localDataPlane() },
-  { name: '10,000 events', limitMs: 1_800_000, run: onStack(manyEvents) },
+  // The soak before the 10,000 events: what that burst leaves in this process and in the
+  // suite's Temporal server (a grown heap, 10,000 finished workflows) is not the soak's to judge.
   {
     name: `soak ${soakMinutes} min`,
     limitMs: (soakMinutes + warmUpMinutes(soakMinutes) + 5) * 60_000,
@@ -64,6 +65,7 @@ const SCENARIOS: Scenario[] = [
         soak(stack, receiver, { minutes: soakMinutes }),
       ),
   },
+  { name: '10,000 events', limitMs: 1_800_000, run: onStack(manyEvents) },
 ];
 
 async function within<T>(ms: number, work: Promise<T>): Promise<T> {
