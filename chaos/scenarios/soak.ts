@@ -62,10 +62,17 @@ export async function soak(stack: TestStack, receiver: Receiver, options: { minu
   let latencies: number[] = [];
   let errors = 0;
   let running = true;
+  // Set while a sample is taken: the load stops and its schedule starts afresh afterwards.
+  let paused: Promise<void> | null = null;
   const inFlight = new Set<Promise<void>>();
   const load = (async () => {
-    const started = performance.now();
+    let started = performance.now();
     for (let i = 0; running; i++) {
+      if (paused) {
+        await paused;
+        started = performance.now();
+        i = 0;
+      }
       const due = started + (i * 1000) / rate;
       const wait = due - performance.now();
       if (wait > 0) await new Promise((r) => setTimeout(r, wait));
@@ -96,8 +103,22 @@ export async function soak(stack: TestStack, receiver: Receiver, options: { minu
     for (let minute = 1; minute <= options.minutes; minute++) {
       latencies = [];
       await new Promise((r) => setTimeout(r, 60_000));
-      collectGarbage();
-      samples.push({ minute, rps: latencies.length / 60, p99: percentile(latencies, 99), rss: memoryByCommand() });
+      // The collection below stops this process (the API's) for a few hundred ms on a heap this
+      // size: were requests flowing, the ones it held, and the burst an open loop sends to catch
+      // up after it, would count as the API's latency in the next minute. So the load pauses:
+      // this minute's requests finish, then the collection and the memory sample, then it resumes.
+      let resume!: () => void;
+      paused = new Promise<void>((r) => (resume = r));
+      try {
+        await Promise.all(inFlight);
+        const p99 = percentile(latencies, 99);
+        const rps = latencies.length / 60;
+        collectGarbage();
+        samples.push({ minute, rps, p99, rss: memoryByCommand() });
+      } finally {
+        paused = null;
+        resume();
+      }
       const s = samples.at(-1)!;
       process.stderr.write(
         `[soak] minute ${minute}: ${s.rps.toFixed(0)} req/s, p99 ${s.p99.toFixed(1)} ms, memory ${Object.entries(s.rss)
