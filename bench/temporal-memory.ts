@@ -9,12 +9,14 @@
  *
  * BENCH_N (default 3000) workflows per server, BENCH_RATE (default 20) started per second.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { descendants } from '../bin/lifecycle';
+import { processMemory } from '../chaos/memory';
+import { devServerProcess } from '../chaos/processes';
 import { resolveTemporal } from '../bin/temporal-cli';
 import { startTemporalDevServer, type TemporalDevServer } from '../bin/temporal-server';
 import { freePort } from '../test/support/global-setup';
@@ -35,21 +37,9 @@ interface Server {
   samples: Array<{ done: number; mb: number }>;
 }
 
+/** The dev server's PSS in MB (0 once gone). */
 function pssMb(pid: number): number {
-  return Number(/^Pss:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'))?.[1] ?? 0) / 1024;
-}
-
-/** The dev server's process: this process's descendant whose command line carries its port. */
-function serverPid(port: number): number {
-  for (const pid of descendants(process.pid)) {
-    try {
-      const args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
-      if (args.includes('start-dev') && args[args.indexOf('--port') + 1] === String(port)) return pid;
-    } catch {
-      /* gone meanwhile */
-    }
-  }
-  throw new Error(`no dev server process on port ${port}`);
+  return processMemory(pid)?.pssMb ?? 0;
 }
 
 async function start(
@@ -73,7 +63,16 @@ async function start(
     workflowsPath: path.join(__dirname, 'webhooks', 'workflows.ts'),
     activities: { benchNoop: async () => {} },
   });
-  return { name, dev, pid: serverPid(port), client, worker, running: worker.run(), done: 0, samples: [] };
+  return {
+    name,
+    dev,
+    pid: devServerProcess(port, descendants(process.pid)).pid,
+    client,
+    worker,
+    running: worker.run(),
+    done: 0,
+    samples: [],
+  };
 }
 
 /** Starts N workflows at RATE a second (at most 50 in flight) and waits for them all. */

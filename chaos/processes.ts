@@ -44,3 +44,24 @@ export function cpuByCommand(root = process.pid): Record<string, number> {
   }
   return totals;
 }
+
+/**
+ * The Temporal dev server (`temporal server start-dev`) listening at `port`: its pid and command
+ * line, looked for among `pids` (every process on the machine by default).
+ */
+export function devServerProcess(port: number | string, pids?: number[]): { pid: number; args: string[] } {
+  const candidates =
+    pids ??
+    readdirSync('/proc')
+      .filter((d) => /^\d+$/.test(d))
+      .map(Number);
+  for (const pid of candidates) {
+    try {
+      const args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+      if (args.includes('start-dev') && args[args.indexOf('--port') + 1] === String(port)) return { pid, args };
+    } catch {
+      /* gone meanwhile */
+    }
+  }
+  throw new Error(`no dev server process on port ${port}`);
+}

@@ -1,6 +1,7 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import type { TestStack } from '../test/support/stack';
+import { ROOT } from '../test/support/env';
 import { RECEIVER_ALLOW } from '../test/support/webhooks';
 
 export interface BerthProcess {
@@ -18,8 +19,6 @@ const KEPT_LINES = 1000;
 
 /** The log line each command writes once it runs. */
 const READY: Record<'worker' | 'api', string> = { worker: 'berth worker running', api: 'berth api listening' };
-
-const ROOT = path.join(__dirname, '..');
 
 /**
  * Berth's two entry points: the TypeScript run through tsx (`npm start`, the tests), and the

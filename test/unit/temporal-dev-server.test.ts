@@ -1,19 +1,12 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { DEV_SERVER_DYNAMIC_CONFIG, DEV_SERVER_GO_ENV } from '../../bin/temporal-server';
+import { devServerProcess } from '../../chaos/processes';
 import { TEST_ENV } from '../support/env';
 
 /** The command line and environment of the dev server listening at `port` (started by the suite's setup). */
 function devServer(port: string): { args: string[]; env: string[] } {
-  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
-    try {
-      const args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
-      if (args.includes('start-dev') && args[args.indexOf('--port') + 1] === port)
-        return { args, env: readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0') };
-    } catch {
-      /* gone meanwhile */
-    }
-  }
-  throw new Error(`no dev server on port ${port}`);
+  const { pid, args } = devServerProcess(port);
+  return { args, env: readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0') };
 }
 
 describe('the Temporal dev server Berth starts (npm start, the chaos runs, this suite)', () => {
