@@ -6,6 +6,7 @@ import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
 import type { Logger } from 'pino';
 import type { ActivityDeps } from '../activities/deps';
 import type { Config } from '../platform/config';
+import { limitWorkerHeap } from '../worker/heap';
 import { startWorker, WORKFLOWS_PATH, type WorkerHandle } from '../worker/main';
 import type { Runtime } from '../worker/runtime';
 
@@ -57,6 +58,7 @@ export async function startConfiguredWorker(
   logger: Logger,
 ): Promise<WorkerHandle> {
   const bundle = await workflowBundle(config);
+  limitWorkerHeap(config.workerHeap);
   return startWorker({
     connection: await runtime.nativeConnection(),
     namespace: config.temporalNamespace,

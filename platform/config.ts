@@ -75,7 +75,28 @@ export interface Config {
    * on a timer (a webhook retry, a verification backoff) need not stay cached.
    */
   workerCachedWorkflows: number;
+  /** How far a worker process's V8 heaps may grow past their live data before a full collection (docs/performance.md). */
+  workerHeap: WorkerHeapLimits;
 }
+
+/**
+ * BERTH_WORKER_HEAP_GROWTH_PERCENT: a worker process's heaps may hold this much garbage,
+ * as a share of their live data, before V8 runs a full collection (0: V8's own factor,
+ * which lets a busy heap reach 3-4 times its live data). BERTH_WORKFLOW_THREAD_SEMI_SPACE_MB:
+ * the workflow thread's young generation, per semi-space (0: V8's own, 16 MB).
+ */
+export interface WorkerHeapLimits {
+  growthPercent: number;
+  workflowThreadSemiSpaceMb: number;
+}
+
+/**
+ * With V8's own heuristics a worker retrying thousands of webhook deliveries let its heaps
+ * reach about three times their live data (a 578 MB process at 3,000 waiting deliveries);
+ * with these (and the image's MALLOC_ARENA_MAX) it held 290-295 MB, and bench:webhooks saw no
+ * more CPU per event than the noise between runs (docs/performance.md).
+ */
+export const DEFAULT_WORKER_HEAP: WorkerHeapLimits = { growthPercent: 20, workflowThreadSemiSpaceMb: 4 };
 
 /**
  * The sticky cache's default size. The SDK's own default grows with the heap limit (600
@@ -227,6 +248,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     rateLimit: parseRateLimit(env.BERTH_RATE_LIMIT || '600/60s'),
     workflowBundle: env.BERTH_WORKFLOW_BUNDLE ? path.resolve(cwd, env.BERTH_WORKFLOW_BUNDLE) : undefined,
     workerCachedWorkflows: cachedWorkflows(env.BERTH_WORKER_CACHED_WORKFLOWS),
+    workerHeap: {
+      growthPercent: wholeNumber(
+        env.BERTH_WORKER_HEAP_GROWTH_PERCENT,
+        DEFAULT_WORKER_HEAP.growthPercent,
+        'BERTH_WORKER_HEAP_GROWTH_PERCENT',
+      ),
+      workflowThreadSemiSpaceMb: wholeNumber(
+        env.BERTH_WORKFLOW_THREAD_SEMI_SPACE_MB,
+        DEFAULT_WORKER_HEAP.workflowThreadSemiSpaceMb,
+        'BERTH_WORKFLOW_THREAD_SEMI_SPACE_MB',
+      ),
+    },
   };
 }
 
@@ -238,6 +271,13 @@ function cachedWorkflows(value: string | undefined): number {
       `BERTH_WORKER_CACHED_WORKFLOWS must be 0 (no cache) or a whole number of at least 2, got "${value}"`,
     );
   }
+  return n;
+}
+
+/** A whole number of 0 or more (0: leave the setting to V8). */
+function wholeNumber(value: string | undefined, fallback: number, name: string): number {
+  const n = int(value, fallback, name);
+  if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a whole number (0: V8's own), got "${value}"`);
   return n;
 }
 
