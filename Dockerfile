@@ -15,6 +15,7 @@ RUN apt-get update && apt-get install -y --no-install-recommends git ca-certific
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev
 COPY --from=build /app/dist ./dist
-ENV BERTH_HOST=0.0.0.0 PORT=8080 BERTH_WORKFLOW_BUNDLE=/app/dist/workflow-bundle.js
+# MALLOC_ARENA_MAX: two malloc arenas, not eight per core: 20-30 MB less for a busy worker (docs/performance.md).
+ENV BERTH_HOST=0.0.0.0 PORT=8080 BERTH_WORKFLOW_BUNDLE=/app/dist/workflow-bundle.js MALLOC_ARENA_MAX=2
 EXPOSE 8080
 CMD ["node", "dist/bin/berth.js", "api"]

@@ -29,6 +29,22 @@ export const BERTH_ENTRY = {
   compiled: path.join(ROOT, 'dist', 'bin', 'berth.js'),
 } as const;
 
+/**
+ * How the image runs Berth beyond its configuration; the benches start the compiled
+ * processes the same way (test/unit/compiled-build.test.ts and compose.test.ts hold the
+ * Dockerfile and docker-compose.yml to it; docs/decisions.md "A worker bounds its heaps'
+ * garbage").
+ * - `env`, the Dockerfile's ENV for every process: glibc's malloc keeps an arena per thread
+ *   that contends (up to eight per core), and a worker's threads (the workflow thread,
+ *   Temporal's core, libuv's pool, V8's helpers) leave 20-30 MB more in them than two do.
+ * - `workerNodeArgs`, node's flags for `berth worker`: the main thread's young generation
+ *   is fixed when the process starts (the workflow thread's is set by the worker itself).
+ */
+export const IMAGE = {
+  env: { MALLOC_ARENA_MAX: '2' },
+  workerNodeArgs: ['--max-semi-space-size=4'],
+} as const;
+
 /** `npm run build`: the compiled entry point, made anew (a bench of the deployed shape runs it). */
 export function buildBerth(): void {
   execFileSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
@@ -46,7 +62,8 @@ export function spawnBerth(
   env: NodeJS.ProcessEnv = {},
   entry: keyof typeof BERTH_ENTRY = 'tsx',
 ): BerthProcess {
-  const child = spawn(process.execPath, [BERTH_ENTRY[entry], command], {
+  const nodeArgs = entry === 'compiled' && command === 'worker' ? IMAGE.workerNodeArgs : [];
+  const child = spawn(process.execPath, [...nodeArgs, BERTH_ENTRY[entry], command], {
     env: {
       ...process.env,
       DATABASE_URL: stack.db.url,
@@ -56,6 +73,7 @@ export function spawnBerth(
       BERTH_WEBHOOK_ALLOW_CIDRS: RECEIVER_ALLOW,
       BERTH_PROVIDER_LATENCY_MS: '0',
       LOG_LEVEL: 'info',
+      ...(entry === 'compiled' ? IMAGE.env : {}),
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],

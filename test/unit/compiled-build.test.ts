@@ -2,7 +2,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { BERTH_ENTRY, buildBerth } from '../../chaos/worker-process';
+import { BERTH_ENTRY, buildBerth, IMAGE } from '../../chaos/worker-process';
 import { ROOT } from '../support/env';
 
 /**
@@ -28,6 +28,14 @@ describe('the compiled build (npm run build: dist/, what the image runs)', () =>
       status: 0,
       usage: expect.stringMatching(/ worker /),
     });
+  });
+
+  it('the image sets the environment the benches give the compiled processes', () => {
+    const env = readFileSync(path.join(ROOT, 'Dockerfile'), 'utf8')
+      .split('\n')
+      .filter((line) => line.startsWith('ENV '))
+      .flatMap((line) => line.slice(4).trim().split(/\s+/));
+    for (const [name, value] of Object.entries(IMAGE.env)) expect(env).toContain(`${name}=${value}`);
   });
 
   it('bundles the workflows from the compiled code, without tsx, as the image build does', () => {

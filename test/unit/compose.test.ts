@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parse } from 'yaml';
+import { IMAGE } from '../../chaos/worker-process';
 import { SEARCH_ATTRIBUTES } from '../../domain/search-attributes';
 import { ROOT } from '../support/env';
 
@@ -34,7 +35,8 @@ describe('docker-compose.yml (the production shape)', () => {
     expect(worker.ports).toBeUndefined();
     expect(worker.container_name).toBeUndefined();
     expect(worker.volumes).toBeUndefined();
-    expect(worker.command).toEqual(['node', 'dist/bin/berth.js', 'worker']);
+    // The node flags the benches measured the worker with (chaos/worker-process.ts IMAGE).
+    expect(worker.command).toEqual(['node', ...IMAGE.workerNodeArgs, 'dist/bin/berth.js', 'worker']);
   });
 
   it('registers every search attribute Berth sets on its workflows', () => {
