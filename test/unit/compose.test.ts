@@ -59,7 +59,7 @@ describe('docker-compose.yml (the production shape)', () => {
     const commands = ['api', 'worker', 'migrate'].map((n) => compose.services[n].command);
     expect(commands).toEqual([
       ['node', 'dist/bin/berth.js', 'api'],
-      ['node', 'dist/bin/berth.js', 'worker'],
+      ['node', ...IMAGE.workerNodeArgs, 'dist/bin/berth.js', 'worker'],
       ['node', 'dist/bin/berth.js', 'migrate'],
     ]);
     // the local driver runs apps on one machine: the scaled-out shape says which driver it runs
