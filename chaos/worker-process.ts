@@ -62,7 +62,8 @@ export function spawnBerth(
   env: NodeJS.ProcessEnv = {},
   entry: keyof typeof BERTH_ENTRY = 'tsx',
 ): BerthProcess {
-  const nodeArgs = entry === 'compiled' && command === 'worker' ? IMAGE.workerNodeArgs : [];
+  const asImage = entry === 'compiled';
+  const nodeArgs = asImage && command === 'worker' ? IMAGE.workerNodeArgs : [];
   const child = spawn(process.execPath, [...nodeArgs, BERTH_ENTRY[entry], command], {
     env: {
       ...process.env,
@@ -73,7 +74,7 @@ export function spawnBerth(
       BERTH_WEBHOOK_ALLOW_CIDRS: RECEIVER_ALLOW,
       BERTH_PROVIDER_LATENCY_MS: '0',
       LOG_LEVEL: 'info',
-      ...(entry === 'compiled' ? IMAGE.env : {}),
+      ...(asImage ? IMAGE.env : {}),
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],

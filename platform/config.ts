@@ -98,6 +98,9 @@ export interface WorkerHeapLimits {
  */
 export const DEFAULT_WORKER_HEAP: WorkerHeapLimits = { growthPercent: 20, workflowThreadSemiSpaceMb: 4 };
 
+/** What a worker heap setting takes. */
+const V8_OWN = "a whole number (0: V8's own)";
+
 /**
  * The sticky cache's default size. The SDK's own default grows with the heap limit (600
  * per GiB: 2,310 on a 4 GiB heap), and each cached workflow keeps its state in the shared
@@ -253,11 +256,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
         env.BERTH_WORKER_HEAP_GROWTH_PERCENT,
         DEFAULT_WORKER_HEAP.growthPercent,
         'BERTH_WORKER_HEAP_GROWTH_PERCENT',
+        V8_OWN,
       ),
       workflowThreadSemiSpaceMb: wholeNumber(
         env.BERTH_WORKFLOW_THREAD_SEMI_SPACE_MB,
         DEFAULT_WORKER_HEAP.workflowThreadSemiSpaceMb,
         'BERTH_WORKFLOW_THREAD_SEMI_SPACE_MB',
+        V8_OWN,
       ),
     },
   };
@@ -265,19 +270,25 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
 
 /** BERTH_WORKER_CACHED_WORKFLOWS: 0 (no cache) or a whole number of at least 2 (the SDK's floor). */
 function cachedWorkflows(value: string | undefined): number {
-  const n = int(value, DEFAULT_WORKER_CACHED_WORKFLOWS, 'BERTH_WORKER_CACHED_WORKFLOWS');
-  if (!Number.isInteger(n) || n < 0 || n === 1) {
-    throw new Error(
-      `BERTH_WORKER_CACHED_WORKFLOWS must be 0 (no cache) or a whole number of at least 2, got "${value}"`,
-    );
-  }
-  return n;
+  return wholeNumber(
+    value,
+    DEFAULT_WORKER_CACHED_WORKFLOWS,
+    'BERTH_WORKER_CACHED_WORKFLOWS',
+    '0 (no cache) or a whole number of at least 2',
+    (n) => n !== 1,
+  );
 }
 
-/** A whole number of 0 or more (0: leave the setting to V8). */
-function wholeNumber(value: string | undefined, fallback: number, name: string): number {
+/** A whole number of 0 or more that `allowed` takes; `expected` says in the error what is. */
+function wholeNumber(
+  value: string | undefined,
+  fallback: number,
+  name: string,
+  expected: string,
+  allowed: (n: number) => boolean = () => true,
+): number {
   const n = int(value, fallback, name);
-  if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a whole number (0: V8's own), got "${value}"`);
+  if (!Number.isInteger(n) || n < 0 || !allowed(n)) throw new Error(`${name} must be ${expected}, got "${value}"`);
   return n;
 }
 
