@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parse } from 'yaml';
+import { COMPOSE_CPU_SHARES } from '../../chaos/cpu-shares';
 import { IMAGE } from '../../chaos/worker-process';
 import { SEARCH_ATTRIBUTES } from '../../domain/search-attributes';
 import { ROOT } from '../support/env';
@@ -37,6 +38,16 @@ describe('docker-compose.yml (the production shape)', () => {
     expect(worker.volumes).toBeUndefined();
     // The node flags the benches measured the worker with (chaos/worker-process.ts IMAGE).
     expect(worker.command).toEqual(['node', ...IMAGE.workerNodeArgs, 'dist/bin/berth.js', 'worker']);
+  });
+
+  it('weighs the background services on the cores as the benches ran them, the API at Docker default', () => {
+    const shares = Object.fromEntries(
+      Object.entries<any>(compose.services)
+        .filter(([, service]) => service.cpu_shares !== undefined)
+        .map(([name, service]) => [name, service.cpu_shares]),
+    );
+    expect(shares).toEqual(COMPOSE_CPU_SHARES);
+    expect(compose.services.api.cpu_shares).toBeUndefined();
   });
 
   it('registers every search attribute Berth sets on its workflows', () => {
