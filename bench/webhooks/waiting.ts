@@ -8,8 +8,9 @@
  * worker` and `berth api` each in a process of their own, compiled as the image runs them
  * (`npm run build` first; the worker's memory is its own, read from /proc), a receiver that answers every delivery 500.
  * The worker and the Temporal server weigh on the cores as docker-compose.yml weighs them
- * (chaos/cpu-shares.ts: cgroup v1 cpu.shares, as Docker applies `cpu_shares`; the run says
- * when it could not). BENCH_WAITING_WEBHOOKS
+ * (chaos/background-cpu.ts: cgroup v1 cpu.shares, as Docker applies `cpu_shares`; the run says
+ * when it could not). BENCH_BACKGROUND_CPUS (a cpuset list, e.g. "1") also confines both to
+ * those cores, as a deployment that gives the API cores of its own would. BENCH_WAITING_WEBHOOKS
  * (default 10) webhooks subscribe to quota_alert and N / webhooks events are emitted
  * through emitEvent (one delivery workflow per webhook and event). A fixed-rate GET
  * /api/v1/webhooks from a process of its own (BENCH_API_RATE per second, default 20) is
@@ -22,7 +23,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { emitEvents } from '../../chaos/common';
-import { COMPOSE_CPU_SHARES, composeCpuShares } from '../../chaos/cpu-shares';
+import { backgroundCpu } from '../../chaos/background-cpu';
 import { processMemory } from '../../chaos/memory';
 import { devServerProcess } from '../../chaos/processes';
 import { buildBerth, spawnBerth, type BerthProcess } from '../../chaos/worker-process';
@@ -114,9 +115,9 @@ async function run(stack: TestStack, keyring: string, receiverUrl: string): Prom
   const dataDir = mkdtempSync(path.join(tmpdir(), 'berth-bench-waiting-'));
   const apiPort = await freePort();
   const processes: BerthProcess[] = [];
-  const shares = composeCpuShares();
+  const background = backgroundCpu({ cpus: process.env.BENCH_BACKGROUND_CPUS });
   try {
-    shares.place('temporal', devServerProcess(stack.config.temporalAddress!.split(':').at(-1)!).pid);
+    background.place('temporal', devServerProcess(stack.config.temporalAddress!.split(':').at(-1)!).pid);
     // The worker as production runs it: the compiled build (the local data-plane driver, its
     // ingress on a free port).
     const worker = spawnBerth(
@@ -141,7 +142,7 @@ async function run(stack: TestStack, keyring: string, receiverUrl: string): Prom
     );
     processes.push(api);
     await Promise.all([worker.ready, api.ready]);
-    shares.place('worker', worker.child.pid!);
+    background.place('worker', worker.child.pid!);
     const memory = memorySampler(worker.child.pid!);
 
     const ws = await seedWorkspace(stack.ds);
@@ -201,18 +202,14 @@ async function run(stack: TestStack, keyring: string, receiverUrl: string): Prom
       `  created ${N} deliveries waiting in retry timers in ${(createdMs / 1000).toFixed(1)} s (emitted in ${(emittedMs / 1000).toFixed(1)} s; ${(N / (createdMs / 1000)).toFixed(1)} first attempts/s; ${open.count} delivery workflows open)`,
       `  worker RSS waiting peak ${peak.rssMb.toFixed(0)} MB (goal <= ${RSS_GOAL_MB} MB; PSS ${peak.pssMb.toFixed(0)} MB; ${peak.count} samples over ${WAITING_S} s, ${after.attempts - counts.attempts} retries fired meanwhile; idle ${idle.rssMb.toFixed(0)} MB, creating peak ${creating.rssMb.toFixed(0)} MB)`,
       `  API p99 waiting/baseline ${(waiting.p99 / baseline.p99).toFixed(2)} (GET /api/v1/webhooks at ${RATE}/s: p99 ${ms(waiting.p99)} vs ${ms(baseline.p99)}, p50 ${ms(waiting.p50)} vs ${ms(baseline.p50)}, ${waiting.bad + baseline.bad} failed)`,
-      shares.refused
-        ? `  ran WITHOUT docker-compose.yml's CPU shares: ${shares.refused}`
-        : `  CPU shares as docker-compose.yml sets them: ${Object.entries(COMPOSE_CPU_SHARES)
-            .map(([service, n]) => `${service} ${n}`)
-            .join(', ')} (the API and the rest 1024)`,
+      `  ${background.describe()}`,
       `  load average (1, 5, 15 min) at baseline ${baselineLoad}, waiting ${waitingLoad}, end ${loads()}`,
     ];
     process.stdout.write(`${lines.join('\n')}\n`);
     return waiting.bad + baseline.bad === 0;
   } finally {
     await Promise.all(processes.map(stop));
-    shares.close();
+    background.close();
     rmSync(dataDir, { recursive: true, force: true });
   }
 }

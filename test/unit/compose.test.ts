@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parse } from 'yaml';
-import { COMPOSE_CPU_SHARES } from '../../chaos/cpu-shares';
+import { COMPOSE_CPU_SHARES } from '../../chaos/background-cpu';
 import { IMAGE } from '../../chaos/worker-process';
 import { SEARCH_ATTRIBUTES } from '../../domain/search-attributes';
 import { ROOT } from '../support/env';
