@@ -48,7 +48,7 @@ export function backgroundCpu(options: { cpus?: string; root?: string } = {}): B
         } catch {
           // the process has ended, or it was never in that controller's group
         }
-    for (const group of made.reverse())
+    for (const group of [...made].reverse())
       try {
         rmdirSync(group);
       } catch {
