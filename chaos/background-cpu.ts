@@ -70,7 +70,11 @@ export function backgroundCpu(options: { cpus?: string; root?: string } = {}): B
     }
   } catch (err) {
     close();
-    const reason = `no writable cgroup v1 cpu${options.cpus ? ' or cpuset' : ''} controller under ${root} (${(err as Error).message})`;
+    const { code, message } = err as NodeJS.ErrnoException;
+    const missing = code === 'ENOENT' || code === 'EACCES' || code === 'EPERM' || code === 'EROFS';
+    const reason = missing
+      ? `no writable cgroup v1 cpu${options.cpus ? ' or cpuset' : ''} controller under ${root} (${message})`
+      : `the groups under ${root} refused the settings${options.cpus ? ` (cores "${options.cpus}")` : ''}: ${message}`;
     return {
       refused: reason,
       place: () => undefined,

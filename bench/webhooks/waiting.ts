@@ -116,6 +116,10 @@ async function run(stack: TestStack, keyring: string, receiverUrl: string): Prom
   const apiPort = await freePort();
   const processes: BerthProcess[] = [];
   const background = backgroundCpu({ cpus: process.env.BENCH_BACKGROUND_CPUS });
+  // Cores asked for and not given would make a 30-minute run measure something else.
+  if (background.refused && process.env.BENCH_BACKGROUND_CPUS)
+    throw new Error(`BENCH_BACKGROUND_CPUS: ${background.refused}`);
+  if (background.refused) process.stderr.write(`[waiting] ${background.describe()}\n`);
   try {
     background.place('temporal', devServerProcess(stack.config.temporalAddress!.split(':').at(-1)!).pid);
     // The worker as production runs it: the compiled build (the local data-plane driver, its

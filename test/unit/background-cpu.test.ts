@@ -85,6 +85,13 @@ describe("the benches' background services on the cores (docker-compose.yml's cp
     }
   });
 
+  itWithCgroups('refuses cores the machine does not have, naming them, and leaves no group behind', () => {
+    const background = backgroundCpu({ cpus: '4095' });
+    expect(background.refused).toMatch(/refused the settings \(cores "4095"\)/);
+    for (const dir of ['cpu/berth-bench-%-worker', 'cpu/berth-bench-%-temporal', 'cpuset/berth-bench-%-background'])
+      expect(existsSync(path.join(root, dir.replace('%', String(process.pid))))).toBe(false);
+  });
+
   it('says why where there is no cgroup v1 cpu controller, and places nothing', () => {
     const background = backgroundCpu({ root: '/nonexistent' });
     expect(background.refused).toMatch(/no writable cgroup v1 cpu controller under \/nonexistent/);
