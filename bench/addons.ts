@@ -14,7 +14,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Client } from 'pg';
 import { createLocalData } from '../activities/provider/local/data';
-import { detectIsolation } from '../activities/provider/local/isolation';
+import { detectIsolation } from '../activities/provider/local/sandbox/isolation';
 import type { ClusterSpec } from '../platform/drivers/data';
 import { startEmbeddedPostgres } from '../bin/embedded-postgres';
 import { SecretBox } from '../domain/secret-box';

@@ -17,7 +17,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { loadavg } from 'node:os';
 import path from 'node:path';
-import { startLocalIngress } from '../activities/provider/local/ingress';
+import { startLocalIngress } from '../activities/provider/local/ingress/ingress';
 import { SecretBox } from '../domain/secret-box';
 import { createWorkspace } from '../bin/bootstrap';
 import { createLogger } from '../platform/logger';

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
-import { LocalAppsDriver } from '../../activities/provider/local/apps';
+import { LocalAppsDriver } from '../../activities/provider/local/apps/driver';
 import { createLocalData, type LocalData } from '../../activities/provider/local/data';
-import { detectIsolation } from '../../activities/provider/local/isolation';
+import { detectIsolation } from '../../activities/provider/local/sandbox/isolation';
 import { appUid } from '../../platform/local-layout';
 import { insertApp } from '../support/data';
 import { seedWorkspace, type Workspace } from '../support/fixtures';

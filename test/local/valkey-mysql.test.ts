@@ -1,5 +1,5 @@
 import { resp } from '../../activities/provider/local/data/valkey';
-import { run } from '../../activities/provider/local/data/proc';
+import { run } from '../../activities/provider/local/data/commands';
 import { localDataHarness, specFor, type LocalDataHarness } from '../support/local-data';
 
 describe('local driver: valkey and mysql servers', () => {

@@ -3,8 +3,8 @@
  * is killed: the restart tests kill it (SIGKILL) mid-build and read the build from a new
  * builder. Run with tsx: <data dir> <apps dir> <app uuid> <deployment uuid> <repository> <commit>.
  */
-import { LocalReleaseBuilder } from '../../activities/provider/local/builder';
-import { detectIsolation } from '../../activities/provider/local/isolation';
+import { LocalReleaseBuilder } from '../../activities/provider/local/builds/builder';
+import { detectIsolation } from '../../activities/provider/local/sandbox/isolation';
 import { localLayout } from '../../platform/local-layout';
 import { createLogger } from '../../platform/logger';
 

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Client } from 'pg';
 import { createLocalData, type LocalData, type LocalDataOptions } from '../../activities/provider/local/data';
-import { detectIsolation } from '../../activities/provider/local/isolation';
+import { detectIsolation } from '../../activities/provider/local/sandbox/isolation';
 import type { ClusterSpec } from '../../platform/drivers/data';
 import { SecretBox } from '../../domain/secret-box';
 import { localLayout } from '../../platform/local-layout';

@@ -4,7 +4,7 @@ import { createServer, request, type IncomingHttpHeaders, type Server } from 'no
 import type { AddressInfo, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { startLocalIngress, type LocalIngress } from '../../activities/provider/local/ingress';
+import { startLocalIngress, type LocalIngress } from '../../activities/provider/local/ingress/ingress';
 import { createObjectStoreStorage } from '../../activities/provider/object-store-storage';
 import type { AppEventSink } from '../../activities/provider/local/contracts';
 import { SecretBox } from '../../domain/secret-box';

@@ -2,7 +2,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { detectIsolation, isolatedCommand } from '../../activities/provider/local/isolation';
+import { detectIsolation, isolatedCommand } from '../../activities/provider/local/sandbox/isolation';
 
 const root = process.getuid?.() === 0;
 const gcc = spawnSync('gcc', ['--version']).status === 0;

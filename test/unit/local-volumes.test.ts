@@ -1,8 +1,8 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { isolatedArgv, type Isolation } from '../../activities/provider/local/isolation';
-import { mountVariable, volumeAccess } from '../../activities/provider/local/volumes';
+import { isolatedArgv, type Isolation } from '../../activities/provider/local/sandbox/isolation';
+import { mountVariable, volumeAccess } from '../../activities/provider/local/apps/volumes';
 import { tempLayout } from '../support/local-apps';
 
 const plain: Isolation = { uidSwitch: false, cgroups: false, cgroupRoot: '/sys/fs/cgroup', summary: 'test' };

@@ -1,5 +1,5 @@
-import { LocalAppsDriver } from '../../activities/provider/local/apps';
-import { detectIsolation } from '../../activities/provider/local/isolation';
+import { LocalAppsDriver } from '../../activities/provider/local/apps/driver';
+import { detectIsolation } from '../../activities/provider/local/sandbox/isolation';
 import { auth, appWorkflowHarness, BIG_PLAN } from '../support/apps';
 import { seedWorkspace, type Workspace } from '../support/fixtures';
 import { FixtureBuilder, RecordingIngress, RecordingSink, tempLayout } from '../support/local-apps';

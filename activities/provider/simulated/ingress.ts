@@ -7,7 +7,7 @@ import type { SecretBox } from '../../../domain/secret-box';
 import { one } from '../../../entities/sql';
 import { BASIC_AUTH_CHALLENGE, basicAuthMatches } from '../basic-auth';
 import { SimulatedAppsControl } from './apps';
-import type { AppRouteRow } from '../local/route-settings';
+import type { AppRouteRow } from '../local/ingress/route-settings';
 
 export interface SimulatedIngressOptions {
   dataSource: DataSource;

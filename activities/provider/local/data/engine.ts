@@ -3,7 +3,7 @@ import { isIP } from 'node:net';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import type { ClusterSpec } from '../../../../platform/drivers/data';
-import type { Isolation } from '../isolation';
+import type { Isolation } from '../sandbox/isolation';
 import type { ClusterRow, ClusterSecrets, ClusterStore } from './store';
 
 /** What every engine's server code gets. */

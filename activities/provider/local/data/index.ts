@@ -15,13 +15,13 @@ import type {
   JobRun,
   RestoreSource,
 } from '../../../../platform/drivers/data';
-import { ensureRoots } from '../app-dirs';
-import { removeLimits, type Isolation } from '../isolation';
-import { copyVolume, ensureVolume, ensureVolumeSubPath } from '../volumes';
+import { ensureRoots } from '../apps/dirs';
+import { removeLimits, type Isolation } from '../sandbox/isolation';
+import { copyVolume, ensureVolume, ensureVolumeSubPath } from '../apps/volumes';
 import { publicHost, type Engine, type EngineContext } from './engine';
 import { PgBackups } from './pg-backups';
 import { PgEngine, slotOf } from './postgres';
-import { clusterUid, findBinary, giveTo, run } from './proc';
+import { clusterUid, findBinary, giveTo, run } from './commands';
 import { ClusterStore, type ClusterRow } from './store';
 import { ValkeyEngine } from './valkey';
 import { MysqlEngine } from './mysql';

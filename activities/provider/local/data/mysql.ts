@@ -3,7 +3,7 @@ import { chmod, chown, mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { ClusterSpec } from '../../../../platform/drivers/data';
 import { listenAddresses, logTail, pidAlive, secretsOf, serverLog, type Engine, type EngineContext } from './engine';
-import { asCluster, clusterUid, DEFAULT_SEARCH_PATH, findBinary, giveTo, run } from './proc';
+import { asCluster, clusterUid, DEFAULT_SEARCH_PATH, findBinary, giveTo, run } from './commands';
 import type { ClusterRow } from './store';
 
 const q = (s: string) => `'${s.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;

@@ -4,8 +4,8 @@ import { copyFile, mkdir, readdir, readFile, rename, rm, stat, writeFile } from 
 import path from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
 import type { BackupInfo, RestoreSource } from '../../../../platform/drivers/data';
-import { giveTo, clusterUid, run } from './proc';
-import type { Isolation } from '../isolation';
+import { giveTo, clusterUid, run } from './commands';
+import type { Isolation } from '../sandbox/isolation';
 import { slotOf, type PgEngine, type PgRecovery } from './postgres';
 import type { ClusterRow } from './store';
 

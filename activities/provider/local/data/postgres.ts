@@ -13,7 +13,7 @@ import {
   type Engine,
   type EngineContext,
 } from './engine';
-import { asCluster, clusterUid, giveTo, NOBODY, run } from './proc';
+import { asCluster, clusterUid, giveTo, NOBODY, run } from './commands';
 import type { ClusterRow } from './store';
 
 /** The folders of one PostgreSQL cluster under its own directory. */

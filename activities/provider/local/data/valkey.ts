@@ -4,7 +4,7 @@ import { connect } from 'node:net';
 import path from 'node:path';
 import type { ClusterSpec } from '../../../../platform/drivers/data';
 import { listenAddresses, logTail, pidAlive, serverLog, type Engine, type EngineContext } from './engine';
-import { asCluster, clusterUid, giveTo, run } from './proc';
+import { asCluster, clusterUid, giveTo, run } from './commands';
 import type { ClusterRow } from './store';
 
 /** Encodes a command in RESP (the redis/valkey protocol). */

@@ -1,6 +1,6 @@
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import type { LocalLayout } from '../../../platform/local-layout';
+import type { LocalLayout } from '../../../../platform/local-layout';
 
 /** A build's state, kept beside its log so it outlives a restart of Berth. */
 export interface BuildRecord {

@@ -1,10 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { appUid } from '../../../platform/local-layout';
-import type { AppLogWriter } from './app-log';
-import type { Backend, ReleaseManifest } from './contracts';
+import { appUid } from '../../../../platform/local-layout';
+import type { AppLogWriter } from './log';
+import type { Backend, ReleaseManifest } from '../contracts';
 import { probeOnce, type Probe } from './health-probe';
-import { isolatedCommand, oomKills, type Isolation } from './isolation';
-import { freePort } from './tcp-ports';
+import { isolatedCommand, oomKills, type Isolation } from '../sandbox/isolation';
+import { freePort } from './public-ports';
 import type { VolumeAccess } from './volumes';
 
 /** The supervisor's thresholds (docs/decisions.md "Local apps driver"); tests shorten them. */

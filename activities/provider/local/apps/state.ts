@@ -1,8 +1,8 @@
 import type { DataSource } from 'typeorm';
-import type { SecretBox } from '../../../domain/secret-box';
-import type { AppQuota, HealthCheck } from '../../../entities/app';
-import { one, rows } from '../../../entities/sql';
-import type { PortSpec } from '../../../platform/drivers/apps';
+import type { SecretBox } from '../../../../domain/secret-box';
+import type { AppQuota, HealthCheck } from '../../../../entities/app';
+import { one, rows } from '../../../../entities/sql';
+import type { PortSpec } from '../../../../platform/drivers/apps';
 
 /** The local apps driver's durable record of one app (table local_apps). */
 export interface AppStateRow {

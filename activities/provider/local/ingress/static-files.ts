@@ -2,8 +2,8 @@ import { createReadStream } from 'node:fs';
 import { realpath, stat } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import path from 'node:path';
-import { contentType } from '../../../domain/static-sites';
-import { sendText } from './ingress-pages';
+import { contentType } from '../../../../domain/static-sites';
+import { sendText } from './pages';
 
 /** The path part of a request URL, percent-decoded; null when it cannot be decoded or holds a NUL. */
 export function requestPath(url: string | undefined): string | null {

@@ -4,13 +4,13 @@ import { lstat, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises'
 import path from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
 import type { Logger } from 'pino';
-import { buildLogLine } from '../../../platform/build-log';
-import { appUid, releaseImage, type LocalLayout } from '../../../platform/local-layout';
-import { gitEnv } from '../../git';
-import type { BuildStatus } from '../../../platform/drivers/apps';
-import { ensureAppDir } from './app-dirs';
-import { detect, type BuildPlan } from './build-detect';
-import { readBuildRecord, writeBuildRecord, type BuildRecord } from './build-state';
+import { buildLogLine } from '../../../../platform/build-log';
+import { appUid, releaseImage, type LocalLayout } from '../../../../platform/local-layout';
+import { gitEnv } from '../../../git';
+import type { BuildStatus } from '../../../../platform/drivers/apps';
+import { ensureAppDir } from '../apps/dirs';
+import { detect, type BuildPlan } from './detect';
+import { readBuildRecord, writeBuildRecord, type BuildRecord } from './record';
 import {
   describeExit,
   killAll,
@@ -19,9 +19,9 @@ import {
   processStartTime,
   runStep,
   type StepResult,
-} from './build-run';
-import type { BuildSource, LocalBuilder, ReleaseManifest } from './contracts';
-import { applyLimits, groupProcesses, isolatedArgv, removeLimits, type Isolation } from './isolation';
+} from './steps';
+import type { BuildSource, LocalBuilder, ReleaseManifest } from '../contracts';
+import { applyLimits, groupProcesses, isolatedArgv, removeLimits, type Isolation } from '../sandbox/isolation';
 import { copyReleaseTo } from './release-copy';
 
 export interface LocalBuilderOptions {

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { constants } from 'node:os';
-import type { JobRun } from '../../../platform/drivers/data';
+import type { JobRun } from '../../../../platform/drivers/data';
 
 /** How much of a cron run's output is kept: its last 64 KiB. */
 export const JOB_LOG_BYTES = 64 * 1024;

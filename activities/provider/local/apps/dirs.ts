@@ -1,6 +1,6 @@
 import { chmod, chown, mkdir } from 'node:fs/promises';
-import { appUid, type LocalLayout } from '../../../platform/local-layout';
-import type { Isolation } from './isolation';
+import { appUid, type LocalLayout } from '../../../../platform/local-layout';
+import type { Isolation } from '../sandbox/isolation';
 
 /**
  * Creates the folders the local driver needs, with owners and modes that keep app code

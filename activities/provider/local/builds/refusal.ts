@@ -1,5 +1,5 @@
-import { parseReleaseImage } from '../../../platform/local-layout';
-import type { BuildRequest } from '../../../platform/drivers/apps';
+import { parseReleaseImage } from '../../../../platform/local-layout';
+import type { BuildRequest } from '../../../../platform/drivers/apps';
 
 /**
  * Why the `local` driver cannot build or run what a deployment asks for, or null when it

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { isExecutable } from '../../../../platform/executable';
 import { appUid } from '../../../../platform/local-layout';
-import { applyLimits, isolatedArgv, type Isolation } from '../isolation';
+import { applyLimits, isolatedArgv, type Isolation } from '../sandbox/isolation';
 
 /** Runs argv to its end; rejects with the command's last output lines when it fails. */
 export function run(

@@ -4,10 +4,10 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { ApplicationFailure } from '@temporalio/common';
 import type { DataSource } from 'typeorm';
-import { rows } from '../../../entities/sql';
-import { appUid, type LocalLayout } from '../../../platform/local-layout';
-import { ensureRoots } from './app-dirs';
-import type { BindMount, Isolation } from './isolation';
+import { rows } from '../../../../entities/sql';
+import { appUid, type LocalLayout } from '../../../../platform/local-layout';
+import { ensureRoots } from './dirs';
+import type { BindMount, Isolation } from '../sandbox/isolation';
 
 const exec = promisify(execFile);
 

@@ -6,9 +6,9 @@ import { promisify } from 'node:util';
 import { ApplicationFailure } from '@temporalio/common';
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
-import type { SecretBox } from '../../../domain/secret-box';
-import { appUid, parseReleaseImage, releaseImage, type LocalLayout } from '../../../platform/local-layout';
-import { effectiveEnvironment } from '../../app-environment';
+import type { SecretBox } from '../../../../domain/secret-box';
+import { appUid, parseReleaseImage, releaseImage, type LocalLayout } from '../../../../platform/local-layout';
+import { effectiveEnvironment } from '../../../app-environment';
 import type {
   AppRuntimeStatus,
   AppSpec,
@@ -16,15 +16,15 @@ import type {
   BuildRequest,
   BuildStatus,
   PortSpec,
-} from '../../../platform/drivers/apps';
-import type { JobRun } from '../../../platform/drivers/data';
-import { ensureAppDir } from './app-dirs';
-import { localBuildRefusal } from './build-refusal';
-import { AppLogWriter } from './app-log';
-import { AppStateStore, type AppStateRow } from './app-state';
-import type { AppEventSink, IngressRoutes, LocalBuilder, ReleaseManifest } from './contracts';
+} from '../../../../platform/drivers/apps';
+import type { JobRun } from '../../../../platform/drivers/data';
+import { ensureAppDir } from './dirs';
+import { localBuildRefusal } from '../builds/refusal';
+import { AppLogWriter } from './log';
+import { AppStateStore, type AppStateRow } from './state';
+import type { AppEventSink, IngressRoutes, LocalBuilder, ReleaseManifest } from '../contracts';
 import { probesFor } from './health-probe';
-import { applyLimits, isolatedCommand, removeLimits, type Isolation } from './isolation';
+import { applyLimits, isolatedCommand, removeLimits, type Isolation } from '../sandbox/isolation';
 import {
   DEFAULT_TIMING,
   ReleaseSupervisor,
@@ -32,8 +32,8 @@ import {
   type SupervisorHooks,
   type SupervisorTiming,
 } from './supervisor';
-import { runJobProcess } from './job-run';
-import { TcpForwarder, type ForwardTarget } from './tcp-ports';
+import { runJobProcess } from './jobs';
+import { TcpForwarder, type ForwardTarget } from './public-ports';
 import { appMounts, volumeAccess } from './volumes';
 
 const exec = promisify(execFile);

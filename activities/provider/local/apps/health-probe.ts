@@ -1,6 +1,6 @@
 import { request } from 'node:http';
-import type { HealthCheck } from '../../../entities/app';
-import { acceptsConnections } from './tcp-ports';
+import type { HealthCheck } from '../../../../entities/app';
+import { acceptsConnections } from './public-ports';
 
 /** One check with every field filled (defaults: Kubernetes' own). */
 export interface Probe {

@@ -1,6 +1,6 @@
 import type { DataSource } from 'typeorm';
-import type { SecretBox } from '../../../domain/secret-box';
-import { one } from '../../../entities/sql';
+import type { SecretBox } from '../../../../domain/secret-box';
+import { one } from '../../../../entities/sql';
 import { TtlCache } from './ttl-cache';
 
 /** What the ingress needs to know about the app a host belongs to. */

@@ -1,8 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import path from 'node:path';
-import { contentType } from '../../../domain/static-sites';
-import type { ObjectContent, StorageDriver } from '../../../platform/drivers/storage';
-import { sendText } from './ingress-pages';
+import { contentType } from '../../../../domain/static-sites';
+import type { ObjectContent, StorageDriver } from '../../../../platform/drivers/storage';
+import { sendText } from './pages';
 import { requestPath } from './static-files';
 
 /** What the ingress needs of the storage driver to serve static sites. */

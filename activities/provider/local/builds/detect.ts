@@ -1,6 +1,6 @@
 import { lstatSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import type { ReleaseManifest } from './contracts';
+import type { ReleaseManifest } from '../contracts';
 
 /** One install or build step, run as the app's uid in the release directory. */
 export interface BuildStep {

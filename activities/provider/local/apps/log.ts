@@ -1,8 +1,8 @@
 import { createWriteStream, fstatSync, mkdirSync, openSync, renameSync, type WriteStream } from 'node:fs';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
-import { BERTH_SOURCE, formatLogLine } from '../../../platform/app-log';
-import type { LocalLayout } from '../../../platform/local-layout';
+import { BERTH_SOURCE, formatLogLine } from '../../../../platform/app-log';
+import type { LocalLayout } from '../../../../platform/local-layout';
 
 /**
  * Appends to the apps' log files (format: platform/app-log.ts): each replica's stdout and

@@ -1,7 +1,7 @@
 import type { Client } from '@temporalio/client';
 import type { Logger } from 'pino';
-import { APP_SIGNALS, appWorkflowId } from '../../../domain/apps';
-import type { AppEventSink } from './contracts';
+import { APP_SIGNALS, appWorkflowId } from '../../../../domain/apps';
+import type { AppEventSink } from '../contracts';
 
 /**
  * What the local data plane saw, told to the app's own workflow (`app/<uuid>`) as the
