@@ -1,7 +1,10 @@
+import path from 'node:path';
 import { addonConnection } from '../domain/addon-connection';
 import type { SecretBox } from '../domain/secret-box';
+import type { AppQuota, HealthCheck } from '../entities/app';
 import type { Db } from '../entities/sql';
-import { rows } from '../entities/sql';
+import { one, rows } from '../entities/sql';
+import type { AppMount, AppRunSpec } from '../platform/drivers/apps';
 
 /**
  * The connection variables (`var`) of the add-ons an app uses: its own add-ons (no cron
@@ -54,4 +57,56 @@ export async function effectiveEnvironment(db: Db, box: SecretBox, appUuid: stri
   for (const v of found.filter((r) => !r.own)) env[v.key] = box.open(v.value_sealed);
   for (const v of found.filter((r) => r.own)) env[v.key] = box.open(v.value_sealed);
   return env;
+}
+
+/** Where an app sees its own storage add-on (the contract names no mount path for add-ons). */
+export const addonMountPath = (addonName: string) => `/data/${addonName}`;
+
+/**
+ * The volumes an app uses: its own storage add-ons (at `/data/<add-on name>`, their
+ * `sub_path`) and the storage services mounted into it (`mount_app`: `mount_path`,
+ * `sub_path`). None being deleted.
+ */
+export async function appMounts(db: Db, appUuid: string): Promise<AppMount[]> {
+  const found = await rows<{ cluster_id: string; name: string; sub_path: string | null; mount_path: string | null }>(
+    db,
+    `SELECT cluster_id, name, settings->>'sub_path' AS sub_path, NULL AS mount_path FROM addons
+      WHERE app_uuid = $1 AND kind = 'addon' AND type = 'storage' AND state <> 'deleting' AND cluster_id IS NOT NULL
+     UNION ALL
+     SELECT s.cluster_id, s.name, m.sub_path, m.mount_path FROM service_mounts m JOIN addons s ON s.uuid = m.service_uuid
+      WHERE m.app_uuid = $1 AND s.state <> 'deleting' AND s.cluster_id IS NOT NULL`,
+    [appUuid],
+  );
+  return found
+    .map((r) => ({
+      volumeId: r.cluster_id,
+      subPath: r.sub_path,
+      mountPath: path.posix.normalize(r.mount_path ?? addonMountPath(r.name)),
+    }))
+    .filter((m) => m.mountPath !== '/');
+}
+
+/** A replica's size when the app records no quota. */
+const DEFAULT_RUN = { cpuSize: 1, ramSize: 512 * 2 ** 20, replicas: 1, internalPort: 8080 };
+
+/**
+ * How the app's processes run now, as the control plane holds it: the effective
+ * environment, the web port, the quota, the health checks and the volumes. Built inside
+ * the activity that hands it to the driver; never a workflow argument or result.
+ */
+export async function appRunSpec(db: Db, box: SecretBox, appUuid: string): Promise<AppRunSpec> {
+  const app = await one<{
+    internal_port: number | null;
+    quota: Partial<AppQuota> | null;
+    health_checks: Partial<HealthCheck>[] | null;
+  }>(db, `SELECT internal_port, quota, health_checks FROM apps WHERE uuid = $1`, [appUuid]);
+  return {
+    env: await effectiveEnvironment(db, box, appUuid),
+    internalPort: app?.internal_port ?? DEFAULT_RUN.internalPort,
+    cpuSize: app?.quota?.cpu_size ?? DEFAULT_RUN.cpuSize,
+    ramSize: app?.quota?.ram_size ?? DEFAULT_RUN.ramSize,
+    replicas: Math.max(1, app?.quota?.replicas ?? DEFAULT_RUN.replicas),
+    healthChecks: app?.health_checks ?? [],
+    mounts: await appMounts(db, appUuid),
+  };
 }

@@ -4,7 +4,8 @@ import { deploysBranchHeadAtCreation, isGitMethod, type AppState, type LiveStatu
 import { diffRecords } from '../domain/audit';
 import { insertAuditEvent } from '../entities/audit-events';
 import { one, rows } from '../entities/sql';
-import { effectiveEnvironment } from './app-environment';
+import { appRunSpec } from './app-environment';
+import { whileHeartbeating } from './heartbeat';
 import type { ActivityDeps } from './deps';
 import { branchHead, commitSubject, GitError } from './git';
 import type { AppRuntimeStatus, AppSpec, BuildStatus } from '../platform/drivers/apps';
@@ -177,14 +178,15 @@ export function createAppActivities(
       await driver.provision(await spec(appUuid));
       await plugInAppNetworks(ds, provider.network, appUuid);
     },
+    // the run spec (its environment) is opened here, for the driver call only (never in workflow history)
     async startApp(appUuid: string): Promise<void> {
-      await driver.start(appUuid);
+      await driver.start(appUuid, await appRunSpec(ds, secretBox, appUuid));
     },
     async stopApp(appUuid: string): Promise<void> {
       await driver.stop(appUuid);
     },
     async restartApp(appUuid: string): Promise<void> {
-      await driver.restart(appUuid);
+      await driver.restart(appUuid, await appRunSpec(ds, secretBox, appUuid));
     },
     async scaleAppToZero(appUuid: string): Promise<void> {
       await driver.scaleToZero(appUuid);
@@ -327,11 +329,12 @@ export function createAppActivities(
         credential_id: string | null;
         workspace_uuid: string;
         name: string;
+        builder: string;
         repository: string | null;
       }>(
         ds,
         `SELECT d.app_uuid, d.deployment_method, d.commit_sha, d.image, a.deployment_config->>'credential_id' AS credential_id, a.workspace_uuid,
-                a.name, a.deployment_config->>'repository' AS repository
+                a.name, a.builder, a.deployment_config->>'repository' AS repository
            FROM app_deployments d JOIN apps a ON a.uuid = d.app_uuid WHERE d.uuid = $1`,
         [deploymentUuid],
       );
@@ -361,6 +364,7 @@ export function createAppActivities(
         appUuid: d.app_uuid,
         deploymentUuid,
         method: d.deployment_method,
+        builder: d.builder,
         commitSha: d.commit_sha,
         image: d.image,
         registryAuth,
@@ -390,8 +394,7 @@ export function createAppActivities(
       return driver.rolloutFailure(appUuid);
     },
     async rolloutImage(appUuid: string, image: string): Promise<void> {
-      // the environment is opened here, for this call only (never in workflow history)
-      await driver.rollout(appUuid, image, await effectiveEnvironment(ds, secretBox, appUuid));
+      await driver.rollout(appUuid, image, await appRunSpec(ds, secretBox, appUuid));
     },
     /** Ends a deployment once: completed, failed (with the reason) or cancelled; logs are stored then. */
     async finishDeployment(
@@ -473,10 +476,10 @@ export function createAppActivities(
       await ds.query(`DELETE FROM app_secret_files WHERE app_uuid = $1`, [targetUuid]);
     },
     async cloneAppImage(sourceUuid: string, targetUuid: string, shared: boolean): Promise<void> {
-      await driver.cloneImage(sourceUuid, targetUuid, { shared });
+      await whileHeartbeating('copying the release', driver.cloneImage(sourceUuid, targetUuid, { shared }));
     },
     async cloneAppVolume(sourceUuid: string, targetUuid: string): Promise<void> {
-      await driver.cloneVolume(sourceUuid, targetUuid);
+      await whileHeartbeating('copying the volume', driver.cloneVolume(sourceUuid, targetUuid));
     },
     async dropAppVolume(appUuid: string): Promise<void> {
       await driver.dropVolume(appUuid);

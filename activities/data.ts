@@ -11,6 +11,8 @@ import { attemptScopedUuid } from './attempt-id';
 import type { ActivityDeps } from './deps';
 import { moveState } from './state';
 import type { ClusterSpec, ClusterStatus, DataEngine, RestoreSource } from '../platform/drivers/data';
+import { appRunSpec } from './app-environment';
+import { whileHeartbeating } from './heartbeat';
 
 /** A row of `addons` as the activities read it (SELECT *), its state one of the add-on states. */
 type AddonRow = Omit<Addon, 'state'> & { state: AddonState };
@@ -138,9 +140,12 @@ export function createDataActivities(
       const spec = await specOf(row);
       if (row.replica_of) {
         const primary = await required(row.replica_of);
-        await driver().createReplica({ ...spec, backups: false, primaryId: primary.cluster_id! });
+        await whileHeartbeating(
+          'creating the replica',
+          driver().createReplica({ ...spec, backups: false, primaryId: primary.cluster_id! }),
+        );
       } else {
-        await driver().provision(spec);
+        await whileHeartbeating('creating the cluster', driver().provision(spec));
       }
       logger.info({ addon: uuid, type: row.type, cluster: spec.id }, 'add-on cluster provisioned');
     },
@@ -350,7 +355,11 @@ export function createDataActivities(
       });
       if (finished) return finished.exit_code;
       const result = await driver()
-        .runJob({ appUuid: row.app_uuid!, command: String(row.settings.command) })
+        .runJob({
+          appUuid: row.app_uuid!,
+          command: String(row.settings.command),
+          run: await appRunSpec(ds, secretBox, row.app_uuid!),
+        })
         .catch(async (err: Error) => {
           // the log stream says why the run did not happen (no exit code: nothing ran)
           await ds.query(`UPDATE cronjob_runs SET finished_at = now(), log = $2 WHERE uuid = $1`, [

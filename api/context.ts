@@ -1,5 +1,5 @@
 import type { Client } from '@temporalio/client';
-import type { DataDriver } from '../platform/drivers/data';
+import type { DriverCapabilities } from '../platform/drivers/capabilities';
 import type { StorageDriver } from '../platform/drivers/storage';
 import type { LocalLayout } from '../platform/local-layout';
 import type { Logger } from 'pino';
@@ -24,8 +24,8 @@ export interface ApiDeps {
   storage?: StorageDriver;
   /** Where the `local` data-plane driver keeps its files (build and app logs, git repositories); absent with the simulated driver. */
   localLayout?: LocalLayout;
-  /** What the data-plane driver can run (an engine it cannot run is refused at create with a 422). */
-  data?: Pick<DataDriver, 'supports'>;
+  /** What the data-plane driver does for real (what it cannot is refused with its reason, 422); absent: everything. */
+  capabilities?: DriverCapabilities;
   /** Token lookups kept for at most a second, dropped on any token, membership or role change (absent: looked up on every request). */
   tokenCache?: TokenCache<TokenRow>;
   /** Check every response body against its route's declared schema (tests). */

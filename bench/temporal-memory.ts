@@ -19,7 +19,7 @@ import { processMemory } from '../chaos/memory';
 import { devServerProcess } from '../chaos/processes';
 import { resolveTemporal } from '../bin/temporal-cli';
 import { startTemporalDevServer, type TemporalDevServer } from '../bin/temporal-server';
-import { freePort } from '../test/support/global-setup';
+import { freePort } from '../test/support/ports';
 import { TOOLS_DATA_DIR } from '../test/support/env';
 
 const N = Number(process.env.BENCH_N ?? 3000);

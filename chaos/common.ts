@@ -8,7 +8,7 @@ import { startTemporalDevServer, type TemporalDevServer } from '../bin/temporal-
 import { WEBHOOK_DELIVERY_WORKFLOW } from '../domain/webhooks';
 import { seedWorkspace, type Workspace } from '../test/support/fixtures';
 import { TEST_ENV, testEnv } from '../test/support/env';
-import { freePort } from '../test/support/global-setup';
+import { freePort } from '../test/support/ports';
 import { eventually, startStack, type TestStack } from '../test/support/stack';
 import type { Hit, Receiver } from '../test/support/webhooks';
 

@@ -1,7 +1,7 @@
 import { rmSync } from 'node:fs';
 import path from 'node:path';
 import { startEmbeddedPostgres, type EmbeddedPostgresHandle } from '../bin/embedded-postgres';
-import { freePort } from '../test/support/global-setup';
+import { freePort } from '../test/support/ports';
 import { ROOT } from '../test/support/env';
 
 export interface ChaosPostgres {

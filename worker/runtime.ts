@@ -10,7 +10,8 @@ import { createSimulatedProvider } from '../activities/provider/simulated';
 import { createObjectStoreStorage } from '../activities/provider/object-store-storage';
 import type { ObjectStoreOptions } from '../platform/drivers/storage';
 import { localLayoutFor, startLocalProvider } from '../activities/provider/local';
-import { localEngineSupport } from '../activities/provider/local/data';
+import { localCapabilities } from '../activities/provider/local/capabilities';
+import { simulatedCapabilities } from '../activities/provider/simulated/capabilities';
 import type { ApiDeps } from '../api/context';
 import type { TokenRow } from '../api/middleware/auth';
 import { TokenCache } from '../api/middleware/token-cache';
@@ -118,11 +119,8 @@ export async function openRuntime(
       // the API reads build and app logs and serves git repositories where the local driver keeps them
       localLayout:
         config.provider === 'local' ? localLayoutFor(config, { uidSwitch: process.getuid?.() === 0 }) : undefined,
-      // which engines the data plane can run: an add-on it cannot run is refused at create (422)
-      data:
-        config.provider === 'local'
-          ? { supports: localEngineSupport({ valkey: config.valkeyServer, mysql: config.mysqlServer }) }
-          : undefined,
+      // what the data plane does for real: what it cannot is refused at create (422)
+      capabilities: config.provider === 'local' ? localCapabilities(config) : simulatedCapabilities,
     },
     async nativeConnection() {
       native ??= await NativeConnection.connect({ address: addresses.temporalAddress });

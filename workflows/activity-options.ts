@@ -58,7 +58,56 @@ export const stackStep: ActivityOptions = {
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 5 },
 };
 
+/**
+ * App steps that call the data plane and return once the work is accepted (a workload
+ * provisioned, started, restarted, rolled out; a release copied): five minutes each, retried
+ * until they land, each call idempotent on the driver's side.
+ */
+export const appDriverStep: ActivityOptions = { startToCloseTimeout: '5 minutes', retry: UNTIL_DONE };
+/**
+ * Copies whose length grows with the data (a clone's volume): no overall limit worth the
+ * name, a heartbeat at least every 30 seconds instead. A retry joins the copy a live
+ * attempt is still making, or starts over in a fresh staging folder: it never deletes one
+ * being written.
+ */
+export const dataCopy: ActivityOptions = {
+  startToCloseTimeout: '6 hours',
+  heartbeatTimeout: '30 seconds',
+  retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 10 },
+};
+/** A database cluster created (initdb and a first start): ten minutes, a heartbeat every 30 seconds, retried. */
+export const dataInit: ActivityOptions = {
+  startToCloseTimeout: '10 minutes',
+  heartbeatTimeout: '30 seconds',
+  retry: UNTIL_DONE,
+};
+
 /** The preset, with these error types failing at once instead of being retried. */
 export function refusing(options: ActivityOptions, ...nonRetryableErrorTypes: string[]): ActivityOptions {
   return { ...options, retry: { ...options.retry, nonRetryableErrorTypes } };
+}
+
+/**
+ * Activities with options per call: the steps named in `sized` get theirs, every other
+ * step `rest`. One table per workflow family says which steps do real work and how long it
+ * may take (a Proxy: deterministic, it only picks which stub to hand out).
+ */
+export function activitiesSizedPerCall<A extends object>(
+  proxy: (options: ActivityOptions) => A,
+  rest: ActivityOptions,
+  sized: Partial<Record<keyof A, ActivityOptions>>,
+): A {
+  const base = proxy(rest);
+  const byOptions = new Map<ActivityOptions, A>();
+  const stubFor = (options: ActivityOptions) => {
+    let stub = byOptions.get(options);
+    if (!stub) byOptions.set(options, (stub = proxy(options)));
+    return stub;
+  };
+  return new Proxy(base, {
+    get(target, name, receiver) {
+      const options = typeof name === 'string' ? sized[name as keyof A] : undefined;
+      return Reflect.get(options ? stubFor(options) : target, name, receiver);
+    },
+  });
 }

@@ -1,11 +1,14 @@
 import { proxyActivities, setHandler, sleep } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { stateQuery } from './common';
-import { quickDb } from './activity-options';
+import { activitiesSizedPerCall, dataInit, quickDb } from './activity-options';
 import type { AddonState } from '../domain/addon-states';
 
+/** Database steps are short; creating the cluster (initdb, a first start) gets ten minutes and heartbeats. */
 const { transition, provisionAddonCluster, refreshAddonStatus, ensureAddonSubPaths, syncAddonSettings } =
-  proxyActivities<Activities>(quickDb);
+  activitiesSizedPerCall<Activities>((o) => proxyActivities<Activities>(o), quickDb, {
+    provisionAddonCluster: dataInit,
+  });
 
 export interface AddonProvisionInput {
   addonUuid: string;

@@ -3,10 +3,25 @@ import type { Activities } from '../activities';
 import { APP_LIVE_STATES, APP_SIGNALS, type HealthEvent, type LiveStatus, type StateAction } from '../domain/apps';
 import type { EventType } from '../domain/events';
 import { emit } from './events';
-import { quickDb } from './activity-options';
+import { activitiesSizedPerCall, appDriverStep, dataCopy, quickDb } from './activity-options';
 
-/** Steps the app workflows share (not a workflow type itself). */
-export const acts = proxyActivities<Activities>(quickDb);
+/**
+ * Steps the app workflows share (not a workflow type itself): database steps are short;
+ * the driver calls get timeouts sized to their work.
+ */
+export const acts = activitiesSizedPerCall<Activities>((o) => proxyActivities<Activities>(o), quickDb, {
+  provisionApp: appDriverStep,
+  startApp: appDriverStep,
+  stopApp: appDriverStep,
+  restartApp: appDriverStep,
+  scaleAppToZero: appDriverStep,
+  rolloutImage: appDriverStep,
+  cloneAppImage: dataCopy,
+  cloneAppVolume: dataCopy,
+  dropAppVolume: appDriverStep,
+  deleteAppWorkload: appDriverStep,
+  startDeploymentBuild: appDriverStep,
+});
 
 export interface AppCommand {
   commandId: string;

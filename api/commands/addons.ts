@@ -50,7 +50,7 @@ export async function insertDataService(
   const b = input.body;
   checkSettings(b.type, await planTypeOf(tx, input.resourceUuid), b);
   checkSubPath(b.type, b.sub_path, b.access_mode);
-  const unsupported = tx.deps.data?.supports(b.type as DataType) ?? null;
+  const unsupported = tx.deps.capabilities?.engine(b.type as DataType) ?? null;
   if (unsupported) throw unprocessable(unsupported, [{ path: 'body.type', message: unsupported }]);
   const uuid = randomUUID();
   const name = `${slug(b.name ?? (input.kind === 'service' ? (b.label ?? b.type) : b.type))}-${randomBytes(4).toString('hex')}`;

@@ -1,5 +1,5 @@
 import * as yup from 'yup';
-import { DEFAULT_VPC_CIDR, LOCAL_NO_VPC_FABRIC, vpcRangeProblems } from '../../domain/vpc';
+import { DEFAULT_VPC_CIDR, vpcRangeProblems } from '../../domain/vpc';
 import { one } from '../../entities/sql';
 import { write } from '../commands/audited-write';
 import { constraintOf, createVpc, deleteVpc, findVpc, refuseCidr4, updateVpc } from '../commands/vpcs';
@@ -43,8 +43,8 @@ export const vpcRoutes = [
     summary:
       'Create a VPC (status pending; a workflow derives its IPv6 range, resolver and VPN pool, then makes it active)',
     async handler(ctx) {
-      if (ctx.deps.config.provider === 'local')
-        throw unprocessable(LOCAL_NO_VPC_FABRIC, [{ path: 'body', message: 'no VPC fabric on the local driver' }]);
+      const refusal = ctx.deps.capabilities?.vpcs ?? null;
+      if (refusal) throw unprocessable(refusal, [{ path: 'body', message: 'the data-plane driver builds no VPCs' }]);
       const name = ctx.body.name ?? 'default';
       const range = ctx.body.cidr_v4 ?? DEFAULT_VPC_CIDR;
       const problems = vpcRangeProblems(range, ctx.deps.config.platformNetworks);

@@ -18,6 +18,7 @@ import { LocalApps1733100000000 } from './1733100000000-local-apps';
 import { LocalStackAddons1733250000000 } from './1733250000000-local-stack-addons';
 import { AuthNotify1733300000000 } from './1733300000000-auth-notify';
 import { ProjectUuidColumns1733400000000 } from './1733400000000-project-uuid-columns';
+import { LocalAppRunSpecs1733500000000 } from './1733500000000-local-app-run-specs';
 
 /** Every migration, in timestamp order (one entry per line). */
 export const migrations = [
@@ -41,4 +42,5 @@ export const migrations = [
   LocalStackAddons1733250000000,
   AuthNotify1733300000000,
   ProjectUuidColumns1733400000000,
+  LocalAppRunSpecs1733500000000,
 ];

@@ -1,4 +1,5 @@
 import type { LiveStatus } from '../../domain/apps';
+import type { HealthCheck } from '../../entities/app';
 
 /** What the data plane needs to run an app (identifiers and sizes; never secrets it does not use). */
 export interface AppSpec {
@@ -12,10 +13,37 @@ export interface AppSpec {
   replicas: number;
 }
 
+/** One storage volume an app uses: which volume (and folder of it), and where the app sees it. */
+export interface AppMount {
+  volumeId: string;
+  subPath: string | null;
+  mountPath: string;
+}
+
+/**
+ * What an app's processes run with, decided by the control plane and handed to the driver
+ * at every start, restart, rollout and cron run (the driver never reads the control plane's
+ * tables for it; it may keep a sealed copy to start the app again after a restart of its own).
+ */
+export interface AppRunSpec {
+  /** The effective environment: add-ons' variables, overlaid by the project's, then the app's. Secret: opened inside the activity, never in workflow data. */
+  env: Record<string, string>;
+  /** The port the web process listens on (PORT). */
+  internalPort: number;
+  /** Cores, bytes of memory and replicas of the app's quota. */
+  cpuSize: number;
+  ramSize: number;
+  replicas: number;
+  healthChecks: Partial<HealthCheck>[];
+  mounts: AppMount[];
+}
+
 export interface BuildRequest {
   appUuid: string;
   deploymentUuid: string;
   method: string;
+  /** How the source is built: `auto` (detection) or `dockerfile`. */
+  builder: string;
   /** git methods: the commit to build. */
   commitSha: string | null;
   /** container_registry / parent_image: the image to roll out as is. */
@@ -51,20 +79,19 @@ export interface PortSpec {
 export interface AppsDriver {
   /** Creates the app's workload (namespace, service, volume) without starting it. */
   provision(spec: AppSpec): Promise<void>;
-  /** Scales to the quota's replicas; `status` reads starting, then a live status. */
-  start(appUuid: string): Promise<void>;
+  /** Scales to the quota's replicas, run as `run` says; `status` reads starting, then a live status. */
+  start(appUuid: string, run: AppRunSpec): Promise<void>;
   stop(appUuid: string): Promise<void>;
-  /** Rolls the replicas; `status` reads starting, then a live status. */
-  restart(appUuid: string): Promise<void>;
+  /** Rolls the replicas with `run` (new variables, quota, checks); `status` reads starting, then a live status. */
+  restart(appUuid: string, run: AppRunSpec): Promise<void>;
   /** Free-plan sleep: zero replicas, the workload kept. */
   scaleToZero(appUuid: string): Promise<void>;
   status(appUuid: string): Promise<AppRuntimeStatus>;
   startBuild(request: BuildRequest): Promise<void>;
   buildStatus(deploymentUuid: string): Promise<BuildStatus>;
   cancelBuild(deploymentUuid: string): Promise<void>;
-  /** Rolls the built image out; `status` reads starting, then a live status. */
-  /** Rolls the image out with the app's effective environment (project variables overlaid by the app's). */
-  rollout(appUuid: string, image: string, env?: Record<string, string>): Promise<void>;
+  /** Rolls the image out, run as `run` says; `status` reads starting, then a live status. */
+  rollout(appUuid: string, image: string, run: AppRunSpec): Promise<void>;
   /** The image the app runs now (null before its first deployment). */
   currentImage(appUuid: string): Promise<string | null>;
   /** Points the target at a copy of (or, with `shared`, the very) image of the source. */

@@ -1,6 +1,7 @@
 /** Data-plane operations for databases, caches and storage volumes (add-ons and services). */
 
 import type { AddonState, DataType } from '../../domain/data';
+import type { AppRunSpec } from './apps';
 
 /** The engines a data driver runs: the add-on data types of domain/data.ts. */
 export type DataEngine = DataType;
@@ -35,6 +36,12 @@ export interface ClusterStatus {
 }
 
 export type RestoreSource = { backupName: string } | { targetTime: Date } | { latest: true };
+
+export interface JobRequest {
+  appUuid: string;
+  command: string;
+  run: AppRunSpec;
+}
 
 export interface JobRun {
   exitCode: number;
@@ -79,8 +86,9 @@ export interface DataDriver {
   /** Copies a storage volume's files into another, provisioned, volume (clone_data). */
   copyVolume(sourceId: string, targetId: string): Promise<void>;
   /**
-   * Runs a cron job's command in the app's current release with its environment; answers
-   * its exit code and log (the end of its output). No release yet: a non-retryable failure.
+   * Runs a cron job's command in the app's current release, run as `run` says (the app's
+   * environment, quota and volumes now); answers its exit code and log (the end of its
+   * output). No release yet: a non-retryable failure.
    */
-  runJob(input: { appUuid: string; command: string }): Promise<JobRun>;
+  runJob(input: JobRequest): Promise<JobRun>;
 }

@@ -41,7 +41,10 @@ beforeAll(async () => {
     secretBox: new SecretBox([{ kid: 't', key: randomBytes(32) }]),
     logger,
     config: loadConfig({ BERTH_PROVIDER: 'simulated' }),
-    data: { supports: (type) => (unsupported.has(type) ? `${type} cannot run on this data plane` : null) },
+    capabilities: {
+      engine: (type) => (unsupported.has(type) ? `${type} cannot run on this data plane` : null),
+      vpcs: null,
+    },
   };
 });
 

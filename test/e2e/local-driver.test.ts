@@ -199,6 +199,32 @@ describe('the local driver hosts pushed apps', () => {
     await eventually(async () => (await viaIngress(web)).status === 200, { what: 'served again', timeoutMs: 60_000 });
   });
 
+  it('an add-on attached to a running app is in the environment of the release the next git push rolls out', async () => {
+    const created = (
+      await api.post(`/api/v1/apps/${web.uuid}/addons`).set(auth).send({ type: 'postgres', label: 'main' }).expect(201)
+    ).body;
+    const addon = await eventually(
+      async () => {
+        const res = await api.get(`/api/v1/apps/${web.uuid}/addons/${created.uuid}`).set(auth).expect(200);
+        return res.body.state === 'healthy' ? res.body : undefined;
+      },
+      { what: 'the add-on healthy', timeoutMs: 120_000 },
+    );
+    const url = addon.connection_details.internal.connection_url as string;
+    expect(url).toMatch(/^postgres(ql)?:\/\//);
+    wc.commit({ 'RELEASE_NOTE.txt': 'with a database\n' }, 'a release after the add-on');
+    expect(push(wc.dir, web.git_url)).toMatch(/deployed: /);
+    const served = await eventually(
+      async () => {
+        const r = await viaIngress(web, '/env?key=DATABASE_URL');
+        return r.status === 200 && r.text.trim() ? r.text.trim() : undefined;
+      },
+      { what: 'DATABASE_URL inside the app', timeoutMs: 60_000 },
+    );
+    expect(served).toBe(url);
+    await api.delete(`/api/v1/apps/${web.uuid}/addons/${created.uuid}`).set(auth).expect(202);
+  });
+
   it('EVT-02 a pushed release that exits at boot fails its deployment with the reason, and the previous release still serves', async () => {
     wc.commit(
       { 'server.js': "console.error('boot failed: missing DATABASE_URL'); process.exit(1);\n" },

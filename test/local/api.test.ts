@@ -2,6 +2,7 @@ import { Client } from 'pg';
 import { seedWorkspace, type Workspace } from '../support/fixtures';
 import { localDataHarness, type LocalDataHarness } from '../support/local-data';
 import { eventually, expectNoSecretLeaks, startStack, type TestStack } from '../support/stack';
+import { localCapabilities } from '../../activities/provider/local/capabilities';
 
 /** The API and the workflows on the local data driver (without valkey or mysql binaries on its search path). */
 describe('add-ons on the local data driver, through the API', () => {
@@ -14,7 +15,10 @@ describe('add-ons on the local data driver, through the API', () => {
     stack = await startStack();
     h = await localDataHarness({ db: stack.db, binaries: { searchPath: '/nonexistent' } });
     stack.activityDeps.provider.data = h.driver;
-    stack.apiDeps.data = h.driver;
+    stack.apiDeps.capabilities = {
+      ...localCapabilities({ valkeyServer: undefined, mysqlServer: undefined }),
+      engine: (e) => h.driver.supports(e),
+    };
     ws = await seedWorkspace(stack.ds);
     await stack.startWorker();
   });
@@ -62,14 +66,10 @@ describe('add-ons on the local data driver, through the API', () => {
   });
 
   it('creating a VPC on the local driver is a 422 that says why (no VPC fabric), and nothing is written', async () => {
-    stack.config.provider = 'local';
-    try {
-      const res = await stack.http.post('/api/v1/vpcs').set(owner()).send({ name: 'net', region_id: ws.regionId });
-      expect(res.status).toBe(422);
-      expect(res.body.detail).toMatch(/no VPC fabric/);
-      expect(await stack.ds.query(`SELECT 1 FROM vpcs`)).toEqual([]);
-    } finally {
-      stack.config.provider = 'simulated';
-    }
+    // the API asks the driver what it can do (the local driver's capabilities are in force in this file)
+    const res = await stack.http.post('/api/v1/vpcs').set(owner()).send({ name: 'net', region_id: ws.regionId });
+    expect(res.status).toBe(422);
+    expect(res.body.detail).toMatch(/no VPC fabric/);
+    expect(await stack.ds.query(`SELECT 1 FROM vpcs`)).toEqual([]);
   });
 });

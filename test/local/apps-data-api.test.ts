@@ -6,8 +6,16 @@ import { detectIsolation } from '../../activities/provider/local/sandbox/isolati
 import { appUid } from '../../platform/local-layout';
 import { insertApp } from '../support/data';
 import { seedWorkspace, type Workspace } from '../support/fixtures';
-import { FixtureBuilder, RecordingIngress, RecordingSink, tempLayout } from '../support/local-apps';
+import {
+  FixtureBuilder,
+  RecordingIngress,
+  RecordingSink,
+  tempLayout,
+  runSpecOf,
+  setAppVariables,
+} from '../support/local-apps';
 import { eventually, startStack, type TestStack } from '../support/stack';
+import { localCapabilities } from '../../activities/provider/local/capabilities';
 
 /**
  * Cron jobs and storage services through the API and the workflows, run by the local
@@ -38,7 +46,10 @@ describe('cron jobs and storage volumes on the local driver, through the API', (
     apps = new LocalAppsDriver({ ...deps, builder, ingress: new RecordingIngress(), events: new RecordingSink() });
     data = createLocalData({ ...deps, jobs: apps });
     stack.activityDeps.provider.data = data;
-    stack.apiDeps.data = data;
+    stack.apiDeps.capabilities = {
+      ...localCapabilities({ valkeyServer: undefined, mysqlServer: undefined }),
+      engine: (e) => data.supports(e),
+    };
     ws = await seedWorkspace(stack.ds);
     await stack.startWorker();
   });
@@ -62,7 +73,8 @@ describe('cron jobs and storage volumes on the local driver, through the API', (
       diskSize: 2 ** 30,
       replicas: 1,
     });
-    await apps.rollout(appUuid, builder.image(appUuid, 'sup-web'), env);
+    await setAppVariables(stack.ds, stack.secretBox, appUuid, env);
+    await apps.rollout(appUuid, builder.image(appUuid, 'sup-web'), await runSpecOf(stack.ds, stack.secretBox, appUuid));
     await eventually(async () => (await apps.status(appUuid)) === 'running', {
       timeoutMs: 20_000,
       what: 'the app running',
@@ -108,10 +120,17 @@ describe('cron jobs and storage volumes on the local driver, through the API', (
         expect(
           await apps.runJob({
             appUuid: writer,
+            run: await runSpecOf(stack.ds, stack.secretBox, writer),
             command: `echo quarterly > ${mountRoot}/w/q1.txt && ls ${mountRoot}/w`,
           }),
         ).toEqual({ exitCode: 0, log: 'q1.txt\n' });
-        expect(await apps.runJob({ appUuid: reader, command: `cat ${mountRoot}/r/reports/2026/q1.txt` })).toEqual({
+        expect(
+          await apps.runJob({
+            appUuid: reader,
+            run: await runSpecOf(stack.ds, stack.secretBox, reader),
+            command: `cat ${mountRoot}/r/reports/2026/q1.txt`,
+          }),
+        ).toEqual({
           exitCode: 0,
           log: 'quarterly\n',
         });

@@ -1,5 +1,4 @@
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import path from 'node:path';
 import { Runtime, DefaultLogger } from '@temporalio/worker';
 import { bundleWorkflowCode } from '@temporalio/worker';
@@ -10,17 +9,7 @@ import { startTemporalDevServer } from '../../bin/temporal-server';
 import { createDataSource, migrate } from '../../entities/data-source';
 import { WORKFLOWS_PATH } from '../../worker/main';
 import { TEST_DATA_DIR, TEST_ENV, TOOLS_DATA_DIR } from './env';
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-    s.once('error', reject);
-  });
-}
+import { freePort } from './ports';
 
 /**
  * Starts what the suite needs, once: PostgreSQL (BERTH_TEST_DATABASE_URL, or an embedded

@@ -3,7 +3,10 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { BuildStatus } from '../../platform/drivers/apps';
+import type { DataSource } from 'typeorm';
+import { appRunSpec } from '../../activities/app-environment';
+import type { SecretBox } from '../../domain/secret-box';
+import type { AppRunSpec, BuildStatus } from '../../platform/drivers/apps';
 import type {
   AppEventSink,
   Backend,
@@ -150,4 +153,33 @@ export class RecordingSink implements AppEventSink {
   of(appUuid: string): RecordedEvent[] {
     return this.events.filter((e) => e.appUuid === appUuid);
   }
+}
+
+/** Sets the app's own variables in the control plane (sealed, as the API stores them). */
+export async function setAppVariables(
+  ds: DataSource,
+  box: SecretBox,
+  appUuid: string,
+  env: Record<string, string>,
+): Promise<void> {
+  for (const [key, value] of Object.entries(env))
+    await ds.query(
+      `INSERT INTO app_variables (app_uuid, key, value_sealed) VALUES ($1, $2, $3)
+       ON CONFLICT (app_uuid, key) DO UPDATE SET value_sealed = EXCLUDED.value_sealed`,
+      [appUuid, key, box.seal(value)],
+    );
+}
+
+/**
+ * The run spec the control plane hands the driver for the app now (its row's quota, health
+ * checks and volumes; its variables), with `env` over its variables.
+ */
+export async function runSpecOf(
+  ds: DataSource,
+  box: SecretBox,
+  appUuid: string,
+  env: Record<string, string> = {},
+): Promise<AppRunSpec> {
+  const spec = await appRunSpec(ds, box, appUuid);
+  return { ...spec, env: { ...spec.env, ...env } };
 }

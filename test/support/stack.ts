@@ -103,7 +103,7 @@ export async function startStack(
     config,
     storage: provider.storage,
     localLayout: layout,
-    data: provider.data,
+    capabilities: { engine: (e) => provider.data.supports(e), vpcs: null },
     tokenCache,
     validateResponses: true,
     verifyAudit: true,

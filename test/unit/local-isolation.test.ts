@@ -36,7 +36,7 @@ __attribute__((constructor)) static void run(void) {
     const iso = { ...detectIsolation(), cgroups: false };
     const { argv, env } = isolatedCommand(
       iso,
-      { group: 'iso-test', uid: 200_123 },
+      { owner: { kind: 'app', id: 'iso-test' }, uid: 200_123 },
       ['/bin/sh', '-c', 'echo "preload=$LD_PRELOAD uid=$(id -u)"'],
       { PATH: '/usr/bin:/bin', LD_PRELOAD: lib, GREETING: 'hi' },
     );

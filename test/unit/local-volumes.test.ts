@@ -30,7 +30,7 @@ describe('storage volumes without mount namespaces (Berth not root)', () => {
     // the command runs as is: no namespace, no privileges to drop
     const argv = isolatedArgv(
       plain,
-      { group: 'g', uid: 1, binds: access.binds, extraGids: access.gids, umask: access.umask },
+      { owner: { kind: 'app', id: 'g' }, uid: 1, binds: access.binds, extraGids: access.gids, umask: access.umask },
       ['/bin/sh', '-c', 'echo hi > "$BERTH_MOUNT_DATA_UPLOADS/hi.txt"'],
     );
     expect(argv).toEqual(['/bin/sh', '-c', 'echo hi > "$BERTH_MOUNT_DATA_UPLOADS/hi.txt"']);
@@ -55,7 +55,7 @@ describe('storage volumes without mount namespaces (Berth not root)', () => {
     const argv = isolatedArgv(
       root,
       {
-        group: 'g',
+        owner: { kind: 'app', id: 'g' },
         uid: 200_001,
         extraGids: [200_002],
         binds: [{ source: "/v/it's", target: '/data/x' }],

@@ -1,3 +1,5 @@
+import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { LocalAppsDriver } from '../../activities/provider/local/apps/driver';
 import { detectIsolation } from '../../activities/provider/local/sandbox/isolation';
 import { auth, appWorkflowHarness, BIG_PLAN } from '../support/apps';
@@ -12,6 +14,9 @@ let temp: ReturnType<typeof tempLayout>;
 let builder: FixtureBuilder;
 let ingress: RecordingIngress;
 let driver: LocalAppsDriver;
+/** Longer than the one-minute timeout app steps once had. */
+const SLOW_COPY_S = 70;
+const slowCopy = () => path.join(temp.dataDir, 'slow-cp');
 
 beforeAll(async () => {
   stack = await startStack();
@@ -19,6 +24,9 @@ beforeAll(async () => {
   const isolation = detectIsolation();
   builder = new FixtureBuilder(temp.layout, isolation.uidSwitch);
   ingress = new RecordingIngress();
+  // a volume copy that takes longer than a minute (the copy is cp's own, only later)
+  writeFileSync(slowCopy(), `#!/bin/sh\nsleep ${SLOW_COPY_S}\nexec cp "$@"\n`);
+  chmodSync(slowCopy(), 0o755);
   driver = new LocalAppsDriver({
     dataSource: stack.ds,
     secretBox: stack.secretBox,
@@ -30,6 +38,7 @@ beforeAll(async () => {
     logger: stack.logger,
     host: '127.0.0.1',
     timing: { bootDeadlineMs: 15_000, stopGraceMs: 2000 },
+    copyTool: slowCopy(),
   });
   stack.activityDeps.provider = { ...stack.activityDeps.provider, apps: driver };
   h = await appWorkflowHarness(stack);
@@ -82,6 +91,44 @@ describe('deployments on the local driver', () => {
       expect(ended.map((e) => e.data.message)).toEqual([null, reason]);
       expect(await h.state(app.uuid)).toBe('running');
       expect(ingress.ports(app.uuid)).toEqual([port]);
+    });
+  });
+
+  it('a clone whose volume copy takes longer than a minute finishes: the copy heartbeats and runs once, never deleted by a retry', async () => {
+    await h.ts.withWorker(async () => {
+      const owner = auth(ws.ownerToken);
+      const src = (
+        await h.api
+          .post('/api/v1/apps')
+          .set(owner)
+          .send({ name: 'bigvol', resource_id: ws.resourceUuid, deployment_method: 'git_push' })
+          .expect(201)
+      ).body as { uuid: string };
+      await eventually(async () => (await h.state(src.uuid)) === 'running', { what: 'the source running' });
+      const volume = temp.layout.volumeDir(src.uuid);
+      mkdirSync(path.join(volume, 'uploads'), { recursive: true });
+      writeFileSync(path.join(volume, 'uploads', 'kept.txt'), 'precious\n');
+
+      const started = Date.now();
+      const copy = (await h.api.post(`/api/v1/apps/${src.uuid}/clone`).set(owner).send({}).expect(201)).body as {
+        uuid: string;
+      };
+      const handle = h.ts.client.workflow.getHandle(`app-clone/${copy.uuid}`);
+      expect(await handle.result()).toMatchObject({ outcome: 'cloned' });
+      expect(Date.now() - started).toBeGreaterThan(SLOW_COPY_S * 1000);
+      expect(readFileSync(path.join(temp.layout.volumeDir(copy.uuid), 'uploads', 'kept.txt'), 'utf8')).toBe(
+        'precious\n',
+      );
+      const { events } = await handle.fetchHistory();
+      const copies = events!.filter(
+        (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'cloneAppVolume',
+      );
+      expect(copies).toHaveLength(1);
+      const copyStarted = events!.find(
+        (e) => e.activityTaskStartedEventAttributes?.scheduledEventId?.toString() === copies[0]!.eventId?.toString(),
+      );
+      expect(copyStarted?.activityTaskStartedEventAttributes?.attempt).toBe(1);
+      await eventually(async () => (await h.state(copy.uuid)) === 'running', { what: 'the clone running' });
     });
   });
 });

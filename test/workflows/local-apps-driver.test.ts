@@ -5,13 +5,14 @@ import path from 'node:path';
 import { AppLogWriter, MAX_LOG_BYTES } from '../../activities/provider/local/apps/log';
 import { LocalAppsDriver } from '../../activities/provider/local/apps/driver';
 import { detectIsolation } from '../../activities/provider/local/sandbox/isolation';
-import { acceptsConnections, freePort } from '../../activities/provider/local/apps/public-ports';
+import { acceptsConnections } from '../../activities/provider/local/apps/public-ports';
+import { freePort } from '../support/ports';
 import { SecretBox } from '../../domain/secret-box';
 import { createLogger } from '../../platform/logger';
 import { freshDatabase, type TestDatabase } from '../support/db';
 import { seedWorkspace, type Workspace } from '../support/fixtures';
 import { insertApp } from '../support/app-rows';
-import { FixtureBuilder, RecordingIngress, RecordingSink, tempLayout } from '../support/local-apps';
+import { FixtureBuilder, RecordingIngress, RecordingSink, tempLayout, runSpecOf } from '../support/local-apps';
 import { eventually } from '../support/stack';
 
 const isolation = detectIsolation();
@@ -118,7 +119,7 @@ async function app(options: { replicas?: number; ramMiB?: number; healthChecks?:
 }
 
 async function deployed(appUuid: string, fixture = 'sup-web', env: Record<string, string> = {}): Promise<void> {
-  await driver.rollout(appUuid, builder.image(appUuid, fixture), env);
+  await driver.rollout(appUuid, builder.image(appUuid, fixture), await runSpecOf(db.ds, secretBox, appUuid, env));
   await eventually(async () => (await driver.status(appUuid)) !== 'starting', {
     timeoutMs: 20_000,
     what: 'the rollout to settle',
@@ -152,8 +153,8 @@ describe('local apps driver', () => {
     expect(log).not.toContain('hello-there');
     expect(await driver.currentImage(a)).toMatch(new RegExp(`^local-release:${a}/`));
     // the environment is kept sealed for a restart of Berth
-    const row = (await db.ds.query(`SELECT env_sealed FROM local_apps WHERE app_uuid = $1`, [a]))[0];
-    expect(row.env_sealed).not.toContain('hello-there');
+    const row = (await db.ds.query(`SELECT run_sealed FROM local_apps WHERE app_uuid = $1`, [a]))[0];
+    expect(row.run_sealed).not.toContain('hello-there');
   });
 
   it('restart rolls the replicas (new pid); stop leaves nothing listening; scale to zero sends no events', async () => {
@@ -161,7 +162,7 @@ describe('local apps driver', () => {
     await deployed(a);
     const [port] = ingress.ports(a);
     const before = JSON.parse((await get(port!)).body).pid;
-    await driver.restart(a);
+    await driver.restart(a, await runSpecOf(db.ds, secretBox, a));
     await eventually(async () => (await driver.status(a)) === 'running', { what: 'running after restart' });
     const [port2] = ingress.ports(a);
     const after = JSON.parse((await get(port2!)).body).pid;
@@ -173,7 +174,7 @@ describe('local apps driver', () => {
     expect(await acceptsConnections('127.0.0.1', port2!, 500)).toBe(false);
     expect(alive(after)).toBe(false);
 
-    await driver.start(a);
+    await driver.start(a, await runSpecOf(db.ds, secretBox, a));
     await eventually(async () => (await driver.status(a)) === 'running', { what: 'running after start' });
     const [port3] = ingress.ports(a);
     await driver.scaleToZero(a);
@@ -208,7 +209,7 @@ describe('local apps driver', () => {
     await deployed(a);
     const [port] = ingress.ports(a);
     const pid = JSON.parse((await get(port!)).body).pid;
-    await driver.rollout(a, builder.image(a, 'sup-crash'));
+    await driver.rollout(a, builder.image(a, 'sup-crash'), await runSpecOf(db.ds, secretBox, a));
     expect(await driver.status(a)).toBe('starting');
     await eventually(async () => (await driver.status(a)) !== 'starting', { what: 'the rollout to settle' });
     expect(await driver.status(a)).toBe('running');
@@ -226,8 +227,8 @@ describe('local apps driver', () => {
 
   it('a newer rollout supersedes one still booting: only the newer release serves', async () => {
     const a = await app();
-    await driver.rollout(a, builder.image(a, 'sup-web'), { RELEASE: 'one' });
-    await driver.rollout(a, builder.image(a, 'sup-web'), { RELEASE: 'two' });
+    await driver.rollout(a, builder.image(a, 'sup-web'), await runSpecOf(db.ds, secretBox, a, { RELEASE: 'one' }));
+    await driver.rollout(a, builder.image(a, 'sup-web'), await runSpecOf(db.ds, secretBox, a, { RELEASE: 'two' }));
     await eventually(async () => (await driver.status(a)) === 'running', { what: 'running' });
     const ports = ingress.ports(a);
     expect(ports).toHaveLength(1);
@@ -238,7 +239,7 @@ describe('local apps driver', () => {
   it('a static release is served by the ingress from its folder, with no process', async () => {
     const a = await app();
     const image = builder.image(a, 'sup-static');
-    await driver.rollout(a, image);
+    await driver.rollout(a, image, await runSpecOf(db.ds, secretBox, a));
     await eventually(async () => (await driver.status(a)) === 'running', { what: 'running' });
     const releaseId = image.split('/').pop()!;
     expect(ingress.backends.get(a)).toEqual([
@@ -346,7 +347,7 @@ describe('local apps driver', () => {
     await driver.cloneImage(a, b, { shared: false });
     await driver.cloneVolume(a, b);
     expect(readFileSync(path.join(temp.layout.volumeDir(b), 'data.txt'), 'utf8')).toBe('volume data');
-    await driver.start(b);
+    await driver.start(b, await runSpecOf(db.ds, secretBox, b));
     await eventually(async () => (await driver.status(b)) === 'running', { what: 'the clone running' });
     expect(await driver.currentImage(b)).toMatch(new RegExp(`^local-release:${b}/`));
     await driver.dropVolume(b);
@@ -360,6 +361,7 @@ describe('local apps driver', () => {
       appUuid: a,
       deploymentUuid: d1,
       method: 'container_registry',
+      builder: 'auto',
       commitSha: null,
       image: 'nginx:1',
     });
@@ -374,6 +376,7 @@ describe('local apps driver', () => {
       appUuid: child,
       deploymentUuid: d2,
       method: 'parent_image',
+      builder: 'auto',
       commitSha: null,
       image: await driver.currentImage(a),
     });
@@ -387,6 +390,7 @@ describe('local apps driver', () => {
       appUuid: child,
       deploymentUuid: d3,
       method: 'git_push',
+      builder: 'auto',
       commitSha: 'abc',
       image: null,
       repository: 'sup-web',

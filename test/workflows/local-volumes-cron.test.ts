@@ -14,7 +14,14 @@ import { createLogger } from '../../platform/logger';
 import { freshDatabase, type TestDatabase } from '../support/db';
 import { seedWorkspace, type Workspace } from '../support/fixtures';
 import { insertApp } from '../support/app-rows';
-import { FixtureBuilder, RecordingIngress, RecordingSink, tempLayout } from '../support/local-apps';
+import {
+  FixtureBuilder,
+  RecordingIngress,
+  RecordingSink,
+  tempLayout,
+  runSpecOf,
+  setAppVariables,
+} from '../support/local-apps';
 import { eventually } from '../support/stack';
 
 const isolation = detectIsolation();
@@ -114,8 +121,10 @@ async function app(env: Record<string, string> = {}, deploy = true): Promise<str
     diskSize: 2 ** 30,
     replicas: 1,
   });
+  // the variables are the app's own in the control plane: cron runs get them from there too
+  await setAppVariables(db.ds, secretBox, uuid, env);
   if (deploy) {
-    await apps.rollout(uuid, builder.image(uuid, 'sup-web'), env);
+    await apps.rollout(uuid, builder.image(uuid, 'sup-web'), await runSpecOf(db.ds, secretBox, uuid));
     await eventually(async () => (await apps.status(uuid)) === 'running', {
       timeoutMs: 20_000,
       what: 'the app running',
@@ -182,15 +191,20 @@ describe('storage volumes on the local driver (real processes)', () => {
       await mount(svc.uuid, a, `${mountRoot}/a/shared`, 'team/docs');
       await mount(svc.uuid, b, `${mountRoot}/b`);
       // a writes through its mount (a cron run of its release: the same fence as its replicas)
-      await apps.rollout(a, builder.image(a, 'sup-web'));
+      await apps.rollout(a, builder.image(a, 'sup-web'), await runSpecOf(db.ds, secretBox, a));
       await eventually(async () => (await apps.status(a)) === 'running', { timeoutMs: 20_000, what: 'a running' });
       // the release folder is not writable; the mount is, and BERTH_MOUNT_<PATH> names it
-      const notHere = await apps.runJob({ appUuid: a, command: 'mkdir notes' });
+      const notHere = await apps.runJob({
+        appUuid: a,
+        run: await runSpecOf(db.ds, secretBox, a),
+        command: 'mkdir notes',
+      });
       expect(notHere.exitCode).toBe(1);
       expect(notHere.log).toMatch(/Permission denied/);
       const variable = mountVariable(`${mountRoot}/a/shared`);
       const wrote = await apps.runJob({
         appUuid: a,
+        run: await runSpecOf(db.ds, secretBox, a),
         command: `cd ${mountRoot}/a/shared && mkdir notes && echo from-a > notes/hello.txt && echo "$${variable}"`,
       });
       expect(wrote).toEqual({ exitCode: 0, log: `${mountRoot}/a/shared\n` });
@@ -201,18 +215,28 @@ describe('storage volumes on the local driver (real processes)', () => {
       expect((await get(port(a), `/read?path=${mountRoot}/a/shared`)).body).toBe('notes');
 
       // b mounts the whole volume: its replica reads a's file, and b may write beside it
-      await apps.rollout(b, builder.image(b, 'sup-web'));
+      await apps.rollout(b, builder.image(b, 'sup-web'), await runSpecOf(db.ds, secretBox, b));
       await eventually(async () => (await apps.status(b)) === 'running', { timeoutMs: 20_000, what: 'b running' });
       expect(await get(port(b), `/read?path=${mountRoot}/b/team/docs/notes/hello.txt`)).toEqual({
         status: 200,
         body: 'from-a\n',
       });
       expect(
-        await apps.runJob({ appUuid: b, command: `echo from-b >> ${mountRoot}/b/team/docs/notes/hello.txt` }),
+        await apps.runJob({
+          appUuid: b,
+          run: await runSpecOf(db.ds, secretBox, b),
+          command: `echo from-b >> ${mountRoot}/b/team/docs/notes/hello.txt`,
+        }),
       ).toEqual({ exitCode: 0, log: '' });
-      expect((await apps.runJob({ appUuid: a, command: `cat ${mountRoot}/a/shared/notes/hello.txt` })).log).toBe(
-        'from-a\nfrom-b\n',
-      );
+      expect(
+        (
+          await apps.runJob({
+            appUuid: a,
+            run: await runSpecOf(db.ds, secretBox, a),
+            command: `cat ${mountRoot}/a/shared/notes/hello.txt`,
+          })
+        ).log,
+      ).toBe('from-a\nfrom-b\n');
 
       // c has no mount: the volume's folder is closed to it, and the mount point is an empty host folder
       expect(await get(port(c), `/read?path=${encodeURIComponent(real)}`)).toEqual({ status: 403, body: 'EACCES' });
@@ -224,7 +248,15 @@ describe('storage volumes on the local driver (real processes)', () => {
 
       // a link an app leaves in the volume does not lead Berth out of it when it makes a sub path
       const target = `${mountRoot}-outside`;
-      expect((await apps.runJob({ appUuid: b, command: `ln -s ${target} ${mountRoot}/b/escape` })).exitCode).toBe(0);
+      expect(
+        (
+          await apps.runJob({
+            appUuid: b,
+            run: await runSpecOf(db.ds, secretBox, b),
+            command: `ln -s ${target} ${mountRoot}/b/escape`,
+          })
+        ).exitCode,
+      ).toBe(0);
       await expect(data.ensureSubPath(svc.clusterId, 'escape/made')).rejects.toThrow(
         /sub_path escape\/made of volume .* is not a folder: escape is a file or a link/,
       );
@@ -235,10 +267,11 @@ describe('storage volumes on the local driver (real processes)', () => {
   itNs("an app's own storage add-on is at /data/<add-on name>, its sub_path created if missing", async () => {
     const a = await app({}, false);
     const vol = await storage({ appUuid: a, subPath: 'uploads/images' });
-    await apps.rollout(a, builder.image(a, 'sup-web'));
+    await apps.rollout(a, builder.image(a, 'sup-web'), await runSpecOf(db.ds, secretBox, a));
     await eventually(async () => (await apps.status(a)) === 'running', { timeoutMs: 20_000, what: 'a running' });
     const run = await apps.runJob({
       appUuid: a,
+      run: await runSpecOf(db.ds, secretBox, a),
       command: `echo pixel > /data/${vol.name}/cat.png && ls /data/${vol.name}`,
     });
     expect(run).toEqual({ exitCode: 0, log: 'cat.png\n' });
@@ -253,10 +286,18 @@ describe('storage volumes on the local driver (real processes)', () => {
     const vol = await storage({ appUuid: src, subPath: 'keep' });
     const target = await app({}, false);
     const file = (clusterId: string) => path.join(temp.layout.volumeDir(clusterId), 'keep', 'kept.txt');
-    await apps.rollout(src, builder.image(src, 'sup-web'));
+    await apps.rollout(src, builder.image(src, 'sup-web'), await runSpecOf(db.ds, secretBox, src));
     await eventually(async () => (await apps.status(src)) === 'running', { timeoutMs: 20_000, what: 'src running' });
     const where = `"$${mountVariable(`/data/${vol.name}`)}"`;
-    expect((await apps.runJob({ appUuid: src, command: `echo precious > ${where}/kept.txt` })).exitCode).toBe(0);
+    expect(
+      (
+        await apps.runJob({
+          appUuid: src,
+          run: await runSpecOf(db.ds, secretBox, src),
+          command: `echo precious > ${where}/kept.txt`,
+        })
+      ).exitCode,
+    ).toBe(0);
 
     const copyUuid = randomUUID();
     await activities.cloneAddon({ sourceUuid: vol.uuid, targetAppUuid: target, targetUuid: copyUuid, withData: true });
@@ -318,7 +359,11 @@ describe('cron runs on the local driver', () => {
 
   it('the log keeps the last 64 KiB of the output; a run past its time limit is killed (124)', async () => {
     const a = await app();
-    const big = await apps.runJob({ appUuid: a, command: 'head -c 200000 /dev/zero | tr "\\0" x; echo; echo the-end' });
+    const big = await apps.runJob({
+      appUuid: a,
+      run: await runSpecOf(db.ds, secretBox, a),
+      command: 'head -c 200000 /dev/zero | tr "\\0" x; echo; echo the-end',
+    });
     expect(big.exitCode).toBe(0);
     expect(big.log).toMatch(/^\[\d+ earlier bytes of output omitted\]\nx+\nthe-end\n$/);
     expect(Buffer.byteLength(big.log)).toBeLessThan(64 * 1024 + 100);
@@ -334,7 +379,11 @@ describe('cron runs on the local driver', () => {
       host: '127.0.0.1',
       jobTimeLimitMs: 500,
     });
-    const slow = await quick.runJob({ appUuid: a, command: 'echo started; sleep 30' });
+    const slow = await quick.runJob({
+      appUuid: a,
+      run: await runSpecOf(db.ds, secretBox, a),
+      command: 'echo started; sleep 30',
+    });
     expect(slow.exitCode).toBe(124);
     expect(slow.log).toBe('started\n\nkilled: the run exceeded its time limit of 1 s\n');
   });

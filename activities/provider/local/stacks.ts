@@ -262,7 +262,15 @@ export function createLocalStacks(deps: LocalStacksDeps): StacksDriver {
       }
       const env = await addonEnvironment(itemUuid);
       await provisionApp(itemUuid, spec.name, spec.ports, spec.cpuSize, spec.ramSize, spec.diskSize);
-      await apps.rollout(itemUuid, spec.image, env);
+      await apps.rollout(itemUuid, spec.image, {
+        env,
+        internalPort: spec.ports[0] ?? 8080,
+        cpuSize: spec.cpuSize,
+        ramSize: spec.ramSize,
+        replicas: 1,
+        healthChecks: [],
+        mounts: [],
+      });
       return waitServing(itemUuid, spec.name);
     },
 

@@ -5,6 +5,7 @@ import type { DataSource } from 'typeorm';
 import { APP_SIGNALS, appWorkflowId, type HealthEvent, type LiveStatus } from '../../../domain/apps';
 import { one, rows } from '../../../entities/sql';
 import type {
+  AppRunSpec,
   AppRuntimeStatus,
   AppSpec,
   AppsDriver,
@@ -180,7 +181,7 @@ export class SimulatedAppsDriver implements AppsDriver {
     );
   }
 
-  async rollout(appUuid: string, image: string, env: Record<string, string> = {}): Promise<void> {
+  async rollout(appUuid: string, image: string, { env }: AppRunSpec): Promise<void> {
     await this.core.maybeFail('apps.rollout');
     await this.require(appUuid);
     // the simulator keeps the variable names and a digest of the values, never the values

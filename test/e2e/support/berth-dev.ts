@@ -1,20 +1,13 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { systemAppsDir } from '../../../platform/local-layout';
 import { ROOT, testEnv } from '../../support/env';
+import { freePort } from '../../support/ports';
 
-/** A free loopback TCP port (asked of the kernel, then released). */
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
+export { freePort };
 
 export interface BerthDev {
   proc: ChildProcess;

@@ -1,5 +1,6 @@
 import { request } from 'node:http';
 import type { HealthCheck } from '../../../../entities/app';
+import type { Address } from '../sandbox/launcher';
 import { acceptsConnections } from './public-ports';
 
 /** One check with every field filled (defaults: Kubernetes' own). */
@@ -7,7 +8,7 @@ export interface Probe {
   kind: 'liveness' | 'readiness' | 'startup';
   protocol: 'http' | 'tcp';
   path: string;
-  /** null: the replica's own port (PORT); otherwise a fixed port on the loopback. */
+  /** null: the replica's own port (PORT); otherwise a fixed port at the replica's address. */
   port: number | null;
   initialDelayMs: number;
   periodMs: number;
@@ -50,11 +51,11 @@ export function probesFor(checks: Partial<HealthCheck>[] | null | undefined, web
   return probes;
 }
 
-function httpOk(port: number, path: string, timeoutMs: number): Promise<boolean> {
+function httpOk(host: string, port: number, path: string, timeoutMs: number): Promise<boolean> {
   return new Promise((resolve) => {
     const req = request(
       {
-        host: '127.0.0.1',
+        host,
         port,
         path,
         method: 'GET',
@@ -72,10 +73,10 @@ function httpOk(port: number, path: string, timeoutMs: number): Promise<boolean>
   });
 }
 
-/** Runs the probe once against a replica listening on `replicaPort`. */
-export function probeOnce(probe: Probe, replicaPort: number): Promise<boolean> {
-  const port = probe.port ?? replicaPort;
+/** Runs the probe once against a replica reached at `replica` (its address and PORT). */
+export function probeOnce(probe: Probe, replica: Address): Promise<boolean> {
+  const port = probe.port ?? replica.port;
   return probe.protocol === 'http'
-    ? httpOk(port, probe.path, probe.timeoutMs)
-    : acceptsConnections('127.0.0.1', port, probe.timeoutMs);
+    ? httpOk(replica.host, port, probe.path, probe.timeoutMs)
+    : acceptsConnections(replica.host, port, probe.timeoutMs);
 }

@@ -1,6 +1,11 @@
-import { spawn } from 'node:child_process';
 import { constants } from 'node:os';
-import type { JobRun } from '../../../../platform/drivers/data';
+import { ApplicationFailure } from '@temporalio/common';
+import { appUid } from '../../../../platform/local-layout';
+import type { JobRequest, JobRun } from '../../../../platform/drivers/data';
+import type { AppsContext } from './context';
+import { releaseRun } from './release-run';
+import type { Isolation } from '../sandbox/isolation';
+import { killLaunched, launch, type Workload } from '../sandbox/launcher';
 
 /** How much of a cron run's output is kept: its last 64 KiB. */
 export const JOB_LOG_BYTES = 64 * 1024;
@@ -42,30 +47,20 @@ class Tail {
 }
 
 /**
- * Runs one cron job's (already isolated) argv to its end: stdout and stderr interleaved as
+ * Runs one cron job's workload to its end: stdout and stderr interleaved as
  * they come, the last `logBytes` kept; past `timeLimitMs` its whole process group is killed
  * and the run answers exit code 124 with a note. A run killed by a signal answers 128 + n.
  */
-export function runJobProcess(
-  argv: string[],
-  options: { cwd: string; env: Record<string, string>; timeLimitMs?: number; logBytes?: number },
+export async function runJobProcess(
+  iso: Isolation,
+  workload: Workload,
+  options: { timeLimitMs?: number; logBytes?: number } = {},
 ): Promise<JobRun> {
   const limit = options.timeLimitMs ?? JOB_TIME_LIMIT_MS;
   const tail = new Tail(options.logBytes ?? JOB_LOG_BYTES);
+  const { child } = await launch(iso, workload);
   return new Promise((resolve) => {
-    const child = spawn(argv[0]!, argv.slice(1), {
-      cwd: options.cwd,
-      env: options.env,
-      detached: true,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    const killGroup = () => {
-      try {
-        if (child.pid) process.kill(-child.pid, 'SIGKILL');
-      } catch {
-        // gone already
-      }
-    };
+    const killGroup = () => killLaunched(child);
     let timedOut = false;
     const timer = setTimeout(() => {
       timedOut = true;
@@ -101,4 +96,51 @@ export function runJobProcess(
       }
     });
   });
+}
+
+/**
+ * Runs a cron job's command (`sh -c`) in the app's current release directory as its
+ * replicas run (the run spec the control plane handed over: environment, release PATH,
+ * HOME, volumes, quota), in the app's sandbox, within the time limit.
+ */
+export async function runCronJob(
+  ctx: AppsContext,
+  input: JobRequest,
+  options: { timeLimitMs?: number } = {},
+): Promise<JobRun> {
+  const row = await ctx.store.get(input.appUuid);
+  if (!row?.release_id) {
+    throw ApplicationFailure.nonRetryable(
+      `app ${input.appUuid} has no release yet: deploy it before its cron jobs can run`,
+      'LocalNoRelease',
+    );
+  }
+  const manifest = await ctx.builder.manifest(input.appUuid, row.release_id);
+  if (!manifest)
+    throw ApplicationFailure.nonRetryable(
+      `release ${row.release_id} of app ${input.appUuid} is missing on this machine`,
+      'LocalReleaseMissing',
+    );
+  const run = await releaseRun(ctx, input.appUuid, row.release_id, manifest, input.run);
+  const { binds, gids, umask } = run.volumes;
+  ctx.log.berth(input.appUuid, `cron job run started in release ${row.release_id}`);
+  const result = await runJobProcess(
+    ctx.isolation,
+    {
+      sandbox: {
+        owner: { kind: 'app', id: input.appUuid },
+        uid: appUid(input.appUuid),
+        limits: run.limits,
+        binds,
+        extraGids: gids,
+        umask,
+      },
+      command: ['/bin/sh', '-c', input.command],
+      cwd: run.releaseDir,
+      env: run.env,
+    },
+    options,
+  );
+  ctx.log.berth(input.appUuid, `cron job run exited with code ${result.exitCode}`);
+  return result;
 }

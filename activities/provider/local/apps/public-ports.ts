@@ -1,17 +1,6 @@
 import { createServer, connect, type Server, type Socket } from 'node:net';
-
-/** A loopback port nobody listens on now (the kernel picks it; the caller binds it soon after). */
-export function freePort(host = '127.0.0.1'): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.unref();
-    srv.once('error', reject);
-    srv.listen(0, host, () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
-}
+import type { PortSpec } from '../../../../platform/drivers/apps';
+import type { AppsContext } from './context';
 
 /** Whether something accepts TCP connections at host:port within `timeoutMs`. */
 export function acceptsConnections(host: string, port: number, timeoutMs: number): Promise<boolean> {
@@ -75,5 +64,48 @@ export class TcpForwarder {
     this.server = null;
     for (const s of this.sockets) s.destroy();
     if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+}
+
+/**
+ * The app's public TCP ports: each external port forwards to the app's ready replicas
+ * (round-robin), at the replica's address and the internal port the user mapped.
+ */
+export class PublicPorts {
+  constructor(
+    private readonly ctx: Pick<AppsContext, 'runtime'>,
+    /** The address public ports listen on. */
+    private readonly host: string,
+  ) {}
+
+  private target(appUuid: string, internalPort: number): ForwardTarget {
+    const rt = this.ctx.runtime(appUuid);
+    const backends = (rt.serving?.backends() ?? []).filter((b) => b.kind === 'process');
+    if (backends.length === 0) return null;
+    const b = backends[rt.next++ % backends.length]!;
+    if (b.kind !== 'process') return null;
+    return { host: b.host, port: internalPort === rt.webPort ? b.port : internalPort };
+  }
+
+  /** Opens the ports asked for, closes the others (an empty list closes them all). */
+  async open(appUuid: string, ports: PortSpec[]): Promise<void> {
+    const rt = this.ctx.runtime(appUuid);
+    const wanted = new Map(
+      ports
+        .filter((p) => p.externalPort !== null && p.protocol === 'tcp')
+        .map((p) => [p.externalPort!, p.internalPort]),
+    );
+    for (const [external, { fwd, internal }] of rt.forwarders) {
+      if (wanted.get(external) !== internal) {
+        rt.forwarders.delete(external);
+        await fwd.close();
+      }
+    }
+    for (const [external, internal] of wanted) {
+      if (rt.forwarders.has(external)) continue;
+      const fwd = new TcpForwarder(this.host, external, () => this.target(appUuid, internal));
+      await fwd.listen();
+      rt.forwarders.set(external, { fwd, internal });
+    }
   }
 }

@@ -1,33 +1,36 @@
 import type { DataSource } from 'typeorm';
 import type { SecretBox } from '../../../../domain/secret-box';
-import type { AppQuota, HealthCheck } from '../../../../entities/app';
 import { one, rows } from '../../../../entities/sql';
-import type { PortSpec } from '../../../../platform/drivers/apps';
+import type { AppRunSpec, PortSpec } from '../../../../platform/drivers/apps';
 
 /** The local apps driver's durable record of one app (table local_apps). */
 export interface AppStateRow {
   app_uuid: string;
   desired: 'provisioned' | 'running' | 'stopped' | 'zero';
   release_id: string | null;
-  env_sealed: string | null;
+  /** The run spec of the release that serves (sealed: it holds the environment). */
+  run_sealed: string | null;
   pending_release_id: string | null;
-  pending_env_sealed: string | null;
+  pending_run_sealed: string | null;
   rollout_failure: string | null;
   gave_up_at: Date | null;
   replicas: number;
   ports: PortSpec[];
 }
 
-/** What the driver reads of the app itself at each start (quota, checks, web port). */
-export interface AppSettings {
-  internalPort: number;
-  quota: Partial<AppQuota>;
-  healthChecks: Partial<HealthCheck>[];
-}
+/** What a row sealed before run specs runs with besides its environment (until its next start or rollout). */
+const LEGACY_RUN: Omit<AppRunSpec, 'env'> = {
+  internalPort: 8080,
+  cpuSize: 1,
+  ramSize: 512 * 2 ** 20,
+  replicas: 1,
+  healthChecks: [],
+  mounts: [],
+};
 
 type Change = Partial<Omit<AppStateRow, 'app_uuid' | 'gave_up_at'>> & { gave_up_at?: 'now' | null };
 
-/** Reads and writes local_apps and local_app_builds; the sealed environments are opened here only. */
+/** Reads and writes local_apps and local_app_builds; the sealed run specs are opened here only. */
 export class AppStateStore {
   constructor(
     private readonly ds: DataSource,
@@ -68,31 +71,16 @@ export class AppStateStore {
     await this.ds.query(`DELETE FROM local_apps WHERE app_uuid = $1`, [appUuid]);
   }
 
-  seal(env: Record<string, string>): string {
-    return this.box.seal(JSON.stringify(env));
+  seal(run: AppRunSpec): string {
+    return this.box.seal(JSON.stringify(run));
   }
 
-  open(sealed: string | null): Record<string, string> | null {
-    return sealed ? (JSON.parse(this.box.open(sealed)) as Record<string, string>) : null;
-  }
-
-  async settings(appUuid: string): Promise<AppSettings> {
-    const row = await one<{
-      internal_port: number;
-      quota: Partial<AppQuota> | null;
-      health_checks: Partial<HealthCheck>[] | null;
-    }>(this.ds, `SELECT internal_port, quota, health_checks FROM apps WHERE uuid = $1`, [appUuid]);
-    return {
-      internalPort: row?.internal_port ?? 8080,
-      quota: row?.quota ?? {},
-      healthChecks: row?.health_checks ?? [],
-    };
-  }
-
-  async builder(appUuid: string): Promise<string | null> {
-    return (
-      (await one<{ builder: string }>(this.ds, `SELECT builder FROM apps WHERE uuid = $1`, [appUuid]))?.builder ?? null
-    );
+  /** The run spec sealed in the row; one sealed before run specs (an environment alone) gets the default size. */
+  open(sealed: string | null): AppRunSpec | null {
+    if (!sealed) return null;
+    const found = JSON.parse(this.box.open(sealed)) as AppRunSpec | Record<string, string>;
+    if (typeof found.env === 'object' && typeof found.internalPort === 'number') return found as AppRunSpec;
+    return { ...LEGACY_RUN, env: found as Record<string, string> };
   }
 
   /** A build the driver settles itself (refused, or a release copied from the parent). */

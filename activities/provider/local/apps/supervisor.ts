@@ -1,10 +1,10 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { appUid } from '../../../../platform/local-layout';
 import type { AppLogWriter } from './log';
 import type { Backend, ReleaseManifest } from '../contracts';
 import { probeOnce, type Probe } from './health-probe';
-import { isolatedCommand, oomKills, type Isolation } from '../sandbox/isolation';
-import { freePort } from './public-ports';
+import { oomKills, type Isolation, type Limits } from '../sandbox/isolation';
+import { killProcessGroup, launch, type Address } from '../sandbox/launcher';
 import type { VolumeAccess } from './volumes';
 
 /** The supervisor's thresholds (docs/decisions.md "Local apps driver"); tests shorten them. */
@@ -47,6 +47,8 @@ export interface ReleaseRun {
   replicas: number;
   probes: Probe[];
   ramBytes: number;
+  /** The app's cgroup limits (its quota), applied at each replica's start. */
+  limits: Limits;
   /** The storage volumes the app mounts (bind mounts, their groups, the umask). */
   volumes: VolumeAccess;
 }
@@ -64,7 +66,8 @@ export type BootResult = { ok: true } | { ok: false; reason: string };
 
 interface Replica {
   index: number;
-  port: number;
+  /** Where the current process is reached (the launcher's; null until it started). */
+  address: Address | null;
   gen: number;
   child: ChildProcess | null;
   ready: boolean;
@@ -91,23 +94,13 @@ function freshRun(): Pick<Replica, 'ready' | 'wasReady' | 'startupPassed' | 'fai
   };
 }
 
-const SYSTEM_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
-export { SYSTEM_PATH };
-
-function killGroup(pid: number | undefined, signal: NodeJS.Signals): void {
-  if (!pid) return;
-  try {
-    process.kill(-pid, signal);
-  } catch {
-    // the group is gone
-  }
-}
+const killGroup = killProcessGroup;
 
 const seconds = (ms: number) => `${Number((ms / 1000).toFixed(1))} s`;
 
 /**
- * Runs one release's replicas: `sh -c <web>` in the release directory as the app's uid in
- * its cgroups, each with a PORT of its own, output to the app log; probes them (health
+ * Runs one release's replicas: `sh -c <web>` in the release directory, each started by the
+ * launcher in the app's sandbox at an address (and PORT) of its own, output to the app log; probes them (health
  * checks, else the port accepting connections); restarts one that exits or fails liveness
  * with backoff; reports crash loops, unhealthy replicas and giving up through the hooks.
  *
@@ -133,7 +126,7 @@ export class ReleaseSupervisor {
     readonly run: ReleaseRun,
     private readonly deps: { isolation: Isolation; log: AppLogWriter; timing: SupervisorTiming; failFast: boolean },
   ) {
-    this.oomSeen = oomKills(deps.isolation, run.appUuid);
+    this.oomSeen = oomKills(deps.isolation, { kind: 'app', id: run.appUuid });
     this.booted = new Promise((resolve) => {
       this.settleBoot = resolve;
     });
@@ -147,7 +140,7 @@ export class ReleaseSupervisor {
     for (let i = 1; i <= this.run.replicas; i++) {
       this.replicas.push({
         index: i,
-        port: await freePort(),
+        address: null,
         gen: 0,
         child: null,
         ...freshRun(),
@@ -160,7 +153,7 @@ export class ReleaseSupervisor {
       this.app,
       `starting release ${this.run.releaseId} (${this.run.replicas} replica${this.run.replicas === 1 ? '' : 's'})`,
     );
-    for (const r of this.replicas) this.spawn(r);
+    for (const r of this.replicas) await this.startReplica(r);
     this.bootTimer = setTimeout(() => this.bootDeadline(), this.bootDeadlineMs());
   }
 
@@ -192,7 +185,9 @@ export class ReleaseSupervisor {
 
   /** The replicas ready to take traffic. */
   backends(): Backend[] {
-    return this.replicas.filter((r) => r.ready).map((r) => ({ kind: 'process', host: '127.0.0.1', port: r.port }));
+    return this.replicas
+      .filter((r) => r.ready && r.address)
+      .map((r) => ({ kind: 'process', host: r.address!.host, port: r.address!.port }));
   }
 
   pids(): number[] {
@@ -207,23 +202,30 @@ export class ReleaseSupervisor {
     return this.replicas.every((r) => r.ready) ? 'running' : 'problem';
   }
 
-  private spawn(r: Replica): void {
+  private async startReplica(r: Replica): Promise<void> {
     if (this.stopping) return;
     const gen = ++r.gen;
     const source = `web.${r.index}`;
     const { binds, gids, umask } = this.run.volumes;
-    const { argv, env } = isolatedCommand(
-      this.deps.isolation,
-      { group: this.app, uid: appUid(this.app), binds, extraGids: gids, umask },
-      ['/bin/sh', '-c', this.run.manifest.web ?? 'false'],
-      { ...this.run.env, PORT: String(r.port) },
-    );
-    const child = spawn(argv[0]!, argv.slice(1), {
+    const { child, address } = await launch(this.deps.isolation, {
+      sandbox: {
+        owner: { kind: 'app', id: this.app },
+        uid: appUid(this.app),
+        limits: this.run.limits,
+        binds,
+        extraGids: gids,
+        umask,
+      },
+      command: ['/bin/sh', '-c', this.run.manifest.web ?? 'false'],
       cwd: this.run.releaseDir,
-      env,
-      detached: true,
-      stdio: ['ignore', 'pipe', 'pipe'],
+      env: this.run.env,
+      listens: true,
     });
+    if (this.stopping || r.gen !== gen) {
+      killGroup(child.pid, 'SIGKILL'); // stopped while it was being started
+      return;
+    }
+    r.address = address;
     Object.assign(r, { child, ...freshRun() });
     this.deps.log.pipe(this.app, source, child.stdout!);
     this.deps.log.pipe(this.app, source, child.stderr!, (line) => {
@@ -247,7 +249,7 @@ export class ReleaseSupervisor {
         onEnd(127, null);
       });
     });
-    this.deps.log.berth(this.app, `${source} started (pid ${child.pid ?? '?'}, port ${r.port})`);
+    this.deps.log.berth(this.app, `${source} started (pid ${child.pid ?? '?'}, port ${address!.port})`);
     for (const probe of this.run.probes) this.scheduleProbe(r, gen, probe);
   }
 
@@ -259,7 +261,7 @@ export class ReleaseSupervisor {
       if ((probe.kind !== 'startup' && hasStartup && !r.startupPassed) || (probe.kind === 'liveness' && !r.wasReady)) {
         next = 250;
       } else {
-        const ok = await probeOnce(probe, r.port);
+        const ok = await probeOnce(probe, r.address!);
         if (r.gen !== gen || !r.child || this.stopping) return;
         this.onProbe(r, gen, probe, ok);
         // until a replica is first ready, look often: a rollout waits on it
@@ -332,7 +334,7 @@ export class ReleaseSupervisor {
   }
 
   private exitCause(r: Replica, code: number | null, signal: NodeJS.Signals | null): string {
-    const kills = oomKills(this.deps.isolation, this.app);
+    const kills = oomKills(this.deps.isolation, { kind: 'app', id: this.app });
     if (kills > this.oomSeen) {
       this.oomSeen = kills;
       return `was killed: exceeded its ram quota of ${Math.round(this.run.ramBytes / 2 ** 20)} MiB`;
@@ -380,7 +382,7 @@ export class ReleaseSupervisor {
     }
     const delay = Math.min(this.deps.timing.backoffMaxMs, this.deps.timing.backoffInitialMs * 2 ** (r.consecutive - 1));
     this.deps.log.berth(this.app, `${source} ${cause}, restarting in ${seconds(delay)}`);
-    r.timers.push(setTimeout(() => this.spawn(r), delay));
+    r.timers.push(setTimeout(() => void this.startReplica(r), delay));
   }
 
   private giveUp(detail: string): void {

@@ -21,7 +21,8 @@ import {
   type StepResult,
 } from './steps';
 import type { BuildSource, LocalBuilder, ReleaseManifest } from '../contracts';
-import { applyLimits, groupProcesses, isolatedArgv, removeLimits, type Isolation } from '../sandbox/isolation';
+import { groupProcesses, removeLimits, type Isolation, type SandboxOwner } from '../sandbox/isolation';
+import { SYSTEM_PATH, type Workload } from '../sandbox/launcher';
 import { copyReleaseTo } from './release-copy';
 
 export interface LocalBuilderOptions {
@@ -40,8 +41,6 @@ export interface LocalBuilderOptions {
 export const INTERRUPTED = 'the build was interrupted (Berth restarted); deploy again';
 const DEFAULT_TIMEOUT_MS = 15 * 60_000;
 const DEFAULT_BUILD_MEMORY = 2 * 1024 ** 3;
-/** The PATH of user build steps run as an app uid: system folders only (Berth's own PATH may lie under /root). */
-const SYSTEM_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 
 /** A build under way in this process. */
 interface Running {
@@ -63,7 +62,8 @@ function newReleaseId(sha: string, at: Date): string {
     .replace(/\.\d+Z$/, '')}-${sha.slice(0, 7)}`;
 }
 
-const buildGroup = (deploymentUuid: string) => `build-${deploymentUuid}`;
+/** A build's sandbox: its own cgroup (the app's quota is not known here), as the app's uid. */
+const buildOwner = (deploymentUuid: string): SandboxOwner => ({ kind: 'build', id: deploymentUuid });
 const scratchRepo = (layout: LocalLayout, deploymentUuid: string) =>
   path.join(layout.privateRoot, 'builds', `${deploymentUuid}.git`);
 
@@ -162,7 +162,7 @@ export class LocalReleaseBuilder implements LocalBuilder {
    * its half-made release and its scratch repository.
    */
   private async cleanUpInterrupted(record: BuildRecord): Promise<void> {
-    const group = buildGroup(record.deploymentUuid);
+    const group = buildOwner(record.deploymentUuid);
     killLeftoverGroup(record.pid, record.pidStartTime);
     await this.dropGroup(group);
     if (record.releaseId)
@@ -204,14 +204,14 @@ export class LocalReleaseBuilder implements LocalBuilder {
   /** Kills the current step's process group and whatever else the build's cgroup holds. */
   private stopProcesses(build: Running): void {
     killGroup(build.child);
-    killAll(groupProcesses(this.options.isolation, buildGroup(build.record.deploymentUuid)));
+    killAll(groupProcesses(this.options.isolation, buildOwner(build.record.deploymentUuid)));
   }
 
   /**
    * Empties the build's cgroup (SIGKILL, then a wait for the processes to leave: on a loaded
    * machine a killed process can take seconds to be scheduled and exit) and removes it.
    */
-  private async dropGroup(group: string): Promise<void> {
+  private async dropGroup(group: SandboxOwner): Promise<void> {
     const iso = this.options.isolation;
     for (let i = 0; i < 300; i++) {
       const left = groupProcesses(iso, group);
@@ -260,7 +260,7 @@ export class LocalReleaseBuilder implements LocalBuilder {
     }, this.options.timeoutMs ?? DEFAULT_TIMEOUT_MS);
     let releaseDir: string | null = null;
     const work = scratchRepo(this.layout, record.deploymentUuid);
-    const group = buildGroup(record.deploymentUuid);
+    const group = buildOwner(record.deploymentUuid);
     // The outcome is recorded only once the build's processes and cgroup are gone, so whoever
     // reads a finished status never sees what the build left behind.
     let outcome: { status: 'succeeded' | 'failed'; reason: string | null; releaseId: string | null } | null = null;
@@ -277,10 +277,6 @@ export class LocalReleaseBuilder implements LocalBuilder {
       for (const note of detection.notes) this.log(build, note);
       if ('reason' in detection) throw new BuildFailed(detection.reason);
       await this.fence(build, releaseDir);
-      applyLimits(this.options.isolation, group, {
-        memoryBytes: this.options.buildMemoryBytes ?? DEFAULT_BUILD_MEMORY,
-        cpus: 2,
-      });
       for (const step of detection.plan.steps) await this.userStep(build, group, releaseDir, step.argv);
       await this.writeManifest(record, releaseId, detection.plan);
       if (build.cancelled) throw new BuildFailed('stopped');
@@ -319,14 +315,9 @@ export class LocalReleaseBuilder implements LocalBuilder {
       );
   }
 
-  /** Runs a step (Berth's own: git, chown) or fails the build with how it ended. */
-  private async step(
-    build: Running,
-    argv: string[],
-    cwd: string,
-    env: NodeJS.ProcessEnv,
-    what = argv.join(' '),
-  ): Promise<void> {
+  /** Runs a step (Berth's own: git, chown; or the user's, sandboxed) or fails the build with how it ended. */
+  private async step(build: Running, step: Workload, what = step.command.join(' ')): Promise<void> {
+    const argv = step.command;
     if (build.cancelled || build.timedOut) throw new BuildFailed('stopped');
     let last = '';
     const log = (line: string) => {
@@ -339,7 +330,7 @@ export class LocalReleaseBuilder implements LocalBuilder {
       Object.assign(build.record, { pid: child.pid, pidStartTime: processStartTime(child.pid) });
       writeBuildRecord(this.layout, build.record);
     };
-    const r: StepResult = await runStep(argv, { cwd, env, log, onSpawn });
+    const r: StepResult = await runStep(this.options.isolation, step, { log, onSpawn });
     build.child = null;
     // git's last word says why (not found, authentication failed); a build tool's is in the log above
     if (r.code !== 0)
@@ -368,7 +359,8 @@ export class LocalReleaseBuilder implements LocalBuilder {
       caFile: this.options.gitCaFile,
       credential,
     });
-    const git = (args: string[], what?: string) => this.step(build, ['git', ...args], work, env, what);
+    const git = (args: string[], what?: string) =>
+      this.step(build, { sandbox: null, command: ['git', ...args], cwd: work, env }, what);
     await git(['init', '--quiet', '--bare', work]);
     this.log(build, `fetching ${commitSha}`);
     try {
@@ -421,19 +413,24 @@ export class LocalReleaseBuilder implements LocalBuilder {
     const env = { PATH: SYSTEM_PATH };
     if (this.options.isolation.uidSwitch) {
       const uid = appUid(build.record.appUuid);
-      await this.step(build, ['chown', '-R', `${uid}:${uid}`, releaseDir], releaseDir, env);
+      await this.step(build, {
+        sandbox: null,
+        command: ['chown', '-R', `${uid}:${uid}`, releaseDir],
+        cwd: releaseDir,
+        env,
+      });
     }
-    await this.step(build, ['chmod', '-R', 'go-rwx', releaseDir], releaseDir, env);
+    await this.step(build, { sandbox: null, command: ['chmod', '-R', 'go-rwx', releaseDir], cwd: releaseDir, env });
   }
 
   /** A step that runs the user's code: as the app's uid, in the build cgroup, with a HOME of the app's own and nothing of Berth's environment. */
-  private async userStep(build: Running, group: string, releaseDir: string, argv: string[]): Promise<void> {
+  private async userStep(build: Running, owner: SandboxOwner, releaseDir: string, argv: string[]): Promise<void> {
     const { appUuid } = build.record;
     const home = this.layout.homeDir(appUuid);
     const iso = this.options.isolation;
     // eslint-disable-next-line no-restricted-properties -- not configuration: without a uid switch, tools are found on Berth's own PATH
     const basePath = iso.uidSwitch ? SYSTEM_PATH : (process.env.PATH ?? SYSTEM_PATH);
-    const env: NodeJS.ProcessEnv = {
+    const env: Record<string, string> = {
       PATH: `${path.join(releaseDir, 'node_modules/.bin')}:${basePath}`,
       HOME: home,
       TMPDIR: home,
@@ -447,8 +444,13 @@ export class LocalReleaseBuilder implements LocalBuilder {
       PIP_DISABLE_PIP_VERSION_CHECK: '1',
     };
     this.log(build, `$ ${argv.join(' ')}`);
-    const isolated = isolatedArgv(iso, { group, uid: appUid(appUuid) }, argv);
-    await this.step(build, isolated, releaseDir, env, argv.join(' '));
+    const limits = { memoryBytes: this.options.buildMemoryBytes ?? DEFAULT_BUILD_MEMORY, cpus: 2 };
+    await this.step(build, {
+      sandbox: { owner, uid: appUid(appUuid), limits },
+      command: argv,
+      cwd: releaseDir,
+      env,
+    });
   }
 
   private async writeManifest(record: BuildRecord, releaseId: string, plan: BuildPlan): Promise<void> {

@@ -1,6 +1,8 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
+import type { Isolation } from '../sandbox/isolation';
+import { killLaunched, launch, type Workload } from '../sandbox/launcher';
 
 export interface StepResult {
   code: number | null;
@@ -10,26 +12,23 @@ export interface StepResult {
 }
 
 /**
- * Runs one command in a process group of its own (detached), every stdout and stderr line
- * handed to `log`; `onSpawn` receives the child so the caller can kill its whole group.
+ * Runs one step (a workload in the build's sandbox, or one of Berth's own tools) through
+ * the launcher, in a process group of its own, every stdout and stderr line handed to
+ * `log`; `onSpawn` receives the child so the caller can kill its whole group.
  */
-export function runStep(
-  argv: string[],
-  options: { cwd: string; env: NodeJS.ProcessEnv; log(line: string): void; onSpawn(child: ChildProcess): void },
+export async function runStep(
+  iso: Isolation,
+  step: Workload,
+  options: { log(line: string): void; onSpawn(child: ChildProcess): void },
 ): Promise<StepResult> {
+  const { child } = await launch(iso, step);
   return new Promise((resolve) => {
-    const child = spawn(argv[0]!, argv.slice(1), {
-      cwd: options.cwd,
-      env: options.env,
-      detached: true,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
     options.onSpawn(child);
     let error: string | null = null;
     const streams = [child.stdout, child.stderr].map(
       (s) =>
         new Promise<void>((done) => {
-          createInterface({ input: s, crlfDelay: Infinity }).on('line', options.log).on('close', done);
+          createInterface({ input: s!, crlfDelay: Infinity }).on('line', options.log).on('close', done);
         }),
     );
     child.on('error', (err) => {
@@ -44,14 +43,7 @@ export function runStep(
 }
 
 /** Kills the child's whole process group (it was spawned detached); a gone group is fine. */
-export function killGroup(child: ChildProcess | null): void {
-  if (!child?.pid) return;
-  try {
-    process.kill(-child.pid, 'SIGKILL');
-  } catch {
-    // already gone
-  }
-}
+export const killGroup = (child: ChildProcess | null) => killLaunched(child);
 
 /** How a step ended, for the log and the failure reason. */
 export function describeExit(argv: string[], r: StepResult): string {

@@ -1,22 +1,39 @@
-import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { isExecutable } from '../../../../platform/executable';
 import { appUid } from '../../../../platform/local-layout';
-import { applyLimits, isolatedArgv, type Isolation } from '../sandbox/isolation';
+import type { Isolation, SandboxOwner } from '../sandbox/isolation';
+import { launch, SYSTEM_PATH, type Workload } from '../sandbox/launcher';
 
-/** Runs argv to its end; rejects with the command's last output lines when it fails. */
-export function run(
-  argv: string[],
+/** A database server's command in the cluster's sandbox (`asCluster`), ready for `run` or `launch`. */
+export interface ClusterCommand {
+  iso: Isolation;
+  workload: Workload;
+}
+
+/** Whether the machine has what sandboxes need: never asked of Berth's own tools. */
+const OWN_TOOL: Isolation = { uidSwitch: false, cgroups: false, cgroupRoot: '', summary: "Berth's own tools" };
+
+/**
+ * Runs one of Berth's own tools (argv) or a cluster's command to its end through the
+ * launcher; rejects with the command's last output lines when it fails.
+ */
+export async function run(
+  command: string[] | ClusterCommand,
   options: { env?: NodeJS.ProcessEnv; okCodes?: number[]; input?: string } = {},
 ): Promise<string> {
+  const { iso, workload } = Array.isArray(command)
+    ? { iso: OWN_TOOL, workload: { sandbox: null, command } satisfies Workload }
+    : command;
+  const argv = workload.command;
+  const { child } = await launch(iso, {
+    ...workload,
+    env: options.env ?? workload.env,
+    input: options.input ?? '',
+  });
   return new Promise((resolve, reject) => {
-    const child = spawn(argv[0]!, argv.slice(1), {
-      ...(options.env ? { env: options.env } : {}),
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
     const out: Buffer[] = [];
-    child.stdout.on('data', (b: Buffer) => out.push(b));
-    child.stderr.on('data', (b: Buffer) => out.push(b));
+    child.stdout!.on('data', (b: Buffer) => out.push(b));
+    child.stderr!.on('data', (b: Buffer) => out.push(b));
     child.on('error', reject);
     child.on('close', (code) => {
       const text = Buffer.concat(out).toString('utf8');
@@ -28,8 +45,6 @@ export function run(
           ),
         );
     });
-    child.stdin.on('error', () => {}); // a command that exits before reading its input
-    child.stdin.end(options.input ?? '');
   });
 }
 
@@ -39,19 +54,21 @@ export const clusterUid = (clusterId: string) => appUid(clusterId);
 /** The uid of `nobody`: initdb needs a passwd entry, so the cluster is created as it and then handed to the cluster's uid. */
 export const NOBODY = 65534;
 
+/** The sandbox of a database cluster's servers and tools: its own cgroup and uid. */
+export const clusterOwner = (clusterId: string): SandboxOwner => ({ kind: 'db', id: clusterId });
+
 /**
- * The argv that runs `command` as the cluster's own uid inside its cgroups (its cpu and
- * ram quota), or as is when Berth is not root.
+ * `command` as a workload of the cluster: its own uid inside its cgroups (its cpu and ram
+ * quota), or as is when Berth is not root; only the system PATH in its environment.
  */
 export function asCluster(
   iso: Isolation,
   cluster: { id: string; cpu_size: number; ram_size: number | string },
   command: string[],
   uid = clusterUid(cluster.id),
-): string[] {
-  const group = `db-${cluster.id}`;
-  applyLimits(iso, group, { memoryBytes: Number(cluster.ram_size), cpus: Number(cluster.cpu_size) });
-  return isolatedArgv(iso, { group, uid }, command);
+): ClusterCommand {
+  const limits = { memoryBytes: Number(cluster.ram_size), cpus: Number(cluster.cpu_size) };
+  return { iso, workload: { sandbox: { owner: clusterOwner(cluster.id), uid, limits }, command } };
 }
 
 /** Hands a folder (recursively) to the cluster's uid; a no-op when Berth is not root. */
@@ -60,7 +77,7 @@ export async function giveTo(iso: Isolation, dir: string, uid: number): Promise<
 }
 
 /** Where server binaries are looked up unless told (the sbin folders are where distributions put daemons). */
-export const DEFAULT_SEARCH_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+export const DEFAULT_SEARCH_PATH = SYSTEM_PATH;
 
 /**
  * The first of `names` found as an executable: `configured` when given (it must exist), else

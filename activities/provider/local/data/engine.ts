@@ -5,6 +5,8 @@ import type { Logger } from 'pino';
 import type { ClusterSpec } from '../../../../platform/drivers/data';
 import type { Isolation } from '../sandbox/isolation';
 import type { ClusterRow, ClusterSecrets, ClusterStore } from './store';
+import { LOOPBACK, workloadHost } from '../sandbox/launcher';
+import { clusterOwner } from './commands';
 
 /** What every engine's server code gets. */
 export interface EngineContext {
@@ -36,19 +38,20 @@ export interface Engine {
 }
 
 /**
- * Where a server listens: loopback, and when publicly accessible also the configured host
+ * Where a server listens: its workload address, and when publicly accessible also the configured host
  * (every interface when that is a wildcard or a name; loopback alone when it is loopback:
  * the operator keeps the whole platform on this machine).
  */
-export function listenAddresses(publicAccess: boolean, host: string): string[] {
-  if (!publicAccess || host === '127.0.0.1' || host === 'localhost' || host === '::1') return ['127.0.0.1'];
+export function listenAddresses(clusterId: string, publicAccess: boolean, host: string): string[] {
+  const own = workloadHost(clusterOwner(clusterId));
+  if (!publicAccess || host === LOOPBACK || host === 'localhost' || host === '::1') return [own];
   if (host === '0.0.0.0' || host === '::' || isIP(host) === 0) return ['0.0.0.0'];
-  return ['127.0.0.1', host];
+  return [own, host];
 }
 
 /** The public host of the endpoint: the configured host, or loopback when that is a wildcard. */
 export function publicHost(host: string): string {
-  return host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
+  return host === '0.0.0.0' || host === '::' ? LOOPBACK : host;
 }
 
 /** The pid in the first line of `pidFile` (null when there is none). */

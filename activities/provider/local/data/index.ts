@@ -21,11 +21,12 @@ import { copyVolume, ensureVolume, ensureVolumeSubPath } from '../apps/volumes';
 import { publicHost, type Engine, type EngineContext } from './engine';
 import { PgBackups } from './pg-backups';
 import { PgEngine, slotOf } from './postgres';
-import { clusterUid, findBinary, giveTo, run } from './commands';
+import { clusterOwner, clusterUid, findBinary, giveTo, run } from './commands';
 import { ClusterStore, type ClusterRow } from './store';
 import { ValkeyEngine } from './valkey';
 import { MysqlEngine } from './mysql';
 import { postgresBinDir } from './pg-binaries';
+import { serverAddress } from '../sandbox/launcher';
 
 export interface LocalDataOptions {
   dataSource: DataSource;
@@ -125,7 +126,10 @@ export function createLocalData(options: LocalDataOptions): LocalData {
     await engineOf(row).start(row);
     started.set(row.id, row);
   };
-  const endpoint = (row: ClusterRow) => ({ host: '127.0.0.1', port: row.port, public_host: publicHost(options.host) });
+  const endpoint = (row: ClusterRow) => ({
+    ...serverAddress(clusterOwner(row.id), row.port),
+    public_host: publicHost(options.host),
+  });
   const volume = (id: string) => layout.volumeDir(id);
 
   const driver: LocalData = {
@@ -370,7 +374,7 @@ export function createLocalData(options: LocalDataOptions): LocalData {
         }
         await rm(ctx.dir(id), { recursive: true, force: true });
         await store.remove(id);
-        removeLimits(iso, `db-${id}`);
+        removeLimits(iso, clusterOwner(id));
         started.delete(id);
       });
       logger.info({ cluster: id }, 'local database deleted');

@@ -3,7 +3,8 @@ import { chmod, chown, mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { ClusterSpec } from '../../../../platform/drivers/data';
 import { listenAddresses, logTail, pidAlive, secretsOf, serverLog, type Engine, type EngineContext } from './engine';
-import { asCluster, clusterUid, DEFAULT_SEARCH_PATH, findBinary, giveTo, run } from './commands';
+import { launch, PLATFORM_CLIENT_HOST, serverAddress } from '../sandbox/launcher';
+import { asCluster, clusterOwner, clusterUid, DEFAULT_SEARCH_PATH, findBinary, giveTo, run } from './commands';
 import type { ClusterRow } from './store';
 
 const q = (s: string) => `'${s.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
@@ -72,8 +73,8 @@ export class MysqlEngine implements Engine {
   async start(row: ClusterRow): Promise<void> {
     if (this.alive(row)) return;
     const p = this.paths(row.id);
-    const bind = listenAddresses(row.public_access, this.ctx.host);
-    const argv = asCluster(this.ctx.iso, row, [
+    const bind = listenAddresses(row.id, row.public_access, this.ctx.host);
+    const server = asCluster(this.ctx.iso, row, [
       this.bin,
       '--no-defaults',
       `--datadir=${p.data}`,
@@ -85,8 +86,7 @@ export class MysqlEngine implements Engine {
       '--innodb-buffer-pool-size=64M',
     ]);
     // mariadbd stays in the foreground: run it detached, its output in the server log
-    const { spawn } = await import('node:child_process');
-    spawn(argv[0]!, argv.slice(1), { detached: true, stdio: 'ignore' }).unref();
+    (await launch(server.iso, { ...server.workload, output: 'ignore' })).child.unref();
     for (let i = 0; i < 300; i++) {
       if (await this.ping(row, false)) return;
       await new Promise((r) => setTimeout(r, 100));
@@ -109,7 +109,7 @@ export class MysqlEngine implements Engine {
         this.client,
         '--no-defaults',
         '-h',
-        '127.0.0.1',
+        serverAddress(clusterOwner(row.id), row.port).host,
         '-P',
         String(row.port),
         '-u',
@@ -147,9 +147,9 @@ export class MysqlEngine implements Engine {
       ...(fresh
         ? [
             `ALTER USER 'root'@'localhost' IDENTIFIED BY ${q(admin)}`,
-            `DROP USER IF EXISTS 'root'@'127.0.0.1'`,
-            `CREATE USER 'root'@'127.0.0.1' IDENTIFIED BY ${q(admin)}`,
-            `GRANT ALL ON *.* TO 'root'@'127.0.0.1' WITH GRANT OPTION`,
+            `DROP USER IF EXISTS 'root'@'${PLATFORM_CLIENT_HOST}'`,
+            `CREATE USER 'root'@'${PLATFORM_CLIENT_HOST}' IDENTIFIED BY ${q(admin)}`,
+            `GRANT ALL ON *.* TO 'root'@'${PLATFORM_CLIENT_HOST}' WITH GRANT OPTION`,
           ]
         : []),
       `CREATE USER IF NOT EXISTS ${q(user)}@'%' IDENTIFIED BY ${q(spec.password ?? '')}`,

@@ -13,7 +13,8 @@ import {
   type Engine,
   type EngineContext,
 } from './engine';
-import { asCluster, clusterUid, giveTo, NOBODY, run } from './commands';
+import { PLATFORM_CLIENT_HOST, serverAddress } from '../sandbox/launcher';
+import { asCluster, clusterOwner, clusterUid, giveTo, NOBODY, run } from './commands';
 import type { ClusterRow } from './store';
 
 /** The folders of one PostgreSQL cluster under its own directory. */
@@ -120,8 +121,8 @@ export class PgEngine implements Engine {
       path.join(this.paths(row.id).pgdata, 'pg_hba.conf'),
       [
         '# written by Berth: the superuser and replication from loopback only; everyone with a password',
-        'host replication berth_replication 127.0.0.1/32 scram-sha-256',
-        'host all postgres 127.0.0.1/32 scram-sha-256',
+        `host replication berth_replication ${PLATFORM_CLIENT_HOST}/32 scram-sha-256`,
+        `host all postgres ${PLATFORM_CLIENT_HOST}/32 scram-sha-256`,
         'host all postgres all reject',
         'host all all all scram-sha-256',
         '',
@@ -137,7 +138,7 @@ export class PgEngine implements Engine {
       const primary = await this.ctx.store.get(row.replica_of);
       recovery = {
         ...recovery,
-        primaryConninfo: `host=127.0.0.1 port=${primary.port} user=berth_replication password=${secretsOf(this.ctx, row).replication} application_name=${slotOf(row.id)}`,
+        primaryConninfo: `host=${serverAddress(clusterOwner(primary.id), primary.port).host} port=${primary.port} user=berth_replication password=${secretsOf(this.ctx, row).replication} application_name=${slotOf(row.id)}`,
         primarySlot: slotOf(row.id),
       };
     }
@@ -145,7 +146,7 @@ export class PgEngine implements Engine {
     const lines = [
       '# written by Berth (activities/provider/local/data): rewritten on every change',
       `port = ${row.port}`,
-      `listen_addresses = ${lit(listenAddresses(row.public_access, this.ctx.host).join(','))}`,
+      `listen_addresses = ${lit(listenAddresses(row.id, row.public_access, this.ctx.host).join(','))}`,
       `unix_socket_directories = ''`,
       `shared_buffers = '${Math.min(128, Math.floor(ramMb / 4))}MB'`,
       `max_connections = 50`,
@@ -236,8 +237,7 @@ export class PgEngine implements Engine {
   /** A session as the cluster's superuser (loopback, its sealed password). */
   async admin<T>(row: ClusterRow, fn: (c: Client) => Promise<T>, database = 'postgres'): Promise<T> {
     const c = new Client({
-      host: '127.0.0.1',
-      port: row.port,
+      ...serverAddress(clusterOwner(row.id), row.port),
       user: 'postgres',
       password: secretsOf(this.ctx, row).admin,
       database,

@@ -4,7 +4,8 @@ import { connect } from 'node:net';
 import path from 'node:path';
 import type { ClusterSpec } from '../../../../platform/drivers/data';
 import { listenAddresses, logTail, pidAlive, serverLog, type Engine, type EngineContext } from './engine';
-import { asCluster, clusterUid, giveTo, run } from './commands';
+import { serverAddress } from '../sandbox/launcher';
+import { asCluster, clusterOwner, clusterUid, giveTo, run } from './commands';
 import type { ClusterRow } from './store';
 
 /** Encodes a command in RESP (the redis/valkey protocol). */
@@ -89,7 +90,7 @@ export class ValkeyEngine implements Engine {
     const dir = this.ctx.dir(row.id);
     const lines = [
       `port ${row.port}`,
-      `bind ${listenAddresses(row.public_access, this.ctx.host).join(' ')}`,
+      `bind ${listenAddresses(row.id, row.public_access, this.ctx.host).join(' ')}`,
       'protected-mode no',
       `requirepass "${password}"`,
       `dir ${path.join(dir, 'data')}`,
@@ -133,7 +134,10 @@ export class ValkeyEngine implements Engine {
 
   async check(row: ClusterRow): Promise<boolean> {
     try {
-      const out = await resp('127.0.0.1', row.port, [['AUTH', 'default', await this.password(row.id)], ['PING']]);
+      const out = await resp(serverAddress(clusterOwner(row.id), row.port).host, row.port, [
+        ['AUTH', 'default', await this.password(row.id)],
+        ['PING'],
+      ]);
       return out[0] === '+OK' && out[1] === '+PONG';
     } catch {
       return false;
@@ -141,7 +145,10 @@ export class ValkeyEngine implements Engine {
   }
 
   async reset(row: ClusterRow): Promise<void> {
-    const out = await resp('127.0.0.1', row.port, [['AUTH', 'default', await this.password(row.id)], ['FLUSHALL']]);
+    const out = await resp(serverAddress(clusterOwner(row.id), row.port).host, row.port, [
+      ['AUTH', 'default', await this.password(row.id)],
+      ['FLUSHALL'],
+    ]);
     if (out[1] !== '+OK') throw new Error(`FLUSHALL failed: ${out[1]}`);
   }
 }

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { isIP } from 'node:net';
 import type { DataSource } from 'typeorm';
+import { LOOPBACK } from '../sandbox/launcher';
 
 /**
  * The public endpoint of every compute resource, as this machine really offers it: public
@@ -10,7 +11,7 @@ import type { DataSource } from 'typeorm';
  * gives a resource it has no endpoint for. Idempotent; run at each start of the driver.
  */
 export async function publishLocalEndpoints(ds: DataSource, host: string): Promise<void> {
-  const v4 = isIP(host) === 4 && host !== '0.0.0.0' ? host : '127.0.0.1';
+  const v4 = isIP(host) === 4 && host !== '0.0.0.0' ? host : LOOPBACK;
   const v6 = isIP(host) === 6 && host !== '::' ? host : '::1';
   const resources: Array<{ uuid: string }> = await ds.query(`SELECT uuid FROM compute_resources`);
   for (const { uuid } of resources) {

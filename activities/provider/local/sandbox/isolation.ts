@@ -77,15 +77,28 @@ export function detectIsolation(options: { cgroupRoot?: string; disableCgroups?:
   return { uidSwitch, cgroups, cgroupRoot, mountNamespaces, summary: parts.join('; ') };
 }
 
-function groupDir(iso: Isolation, controller: 'memory' | 'cpu', group: string): string {
-  return path.join(iso.cgroupRoot, controller, 'berth', group);
+/**
+ * Whose sandbox a workload runs in: an app (its replicas, release-phase commands and cron
+ * runs), a build (one deployment's build steps) or a database cluster (an add-on's servers).
+ * The owner names the workload's cgroup, the one naming scheme: `berth/<kind>-<id>`.
+ */
+export interface SandboxOwner {
+  kind: 'app' | 'build' | 'db';
+  id: string;
 }
 
-/** Creates (or updates) the app's cgroups with its limits; a no-op without cgroups. */
-export function applyLimits(iso: Isolation, group: string, limits: Limits): void {
+/** The cgroup (under `berth/` in each controller) of the owner's workloads. */
+export const cgroupName = (owner: SandboxOwner): string => `${owner.kind}-${owner.id}`;
+
+function groupDir(iso: Isolation, controller: 'memory' | 'cpu', owner: SandboxOwner): string {
+  return path.join(iso.cgroupRoot, controller, 'berth', cgroupName(owner));
+}
+
+/** Creates (or updates) the owner's cgroups with its limits; a no-op without cgroups. */
+export function applyLimits(iso: Isolation, owner: SandboxOwner, limits: Limits): void {
   if (!iso.cgroups) return;
-  const mem = groupDir(iso, 'memory', group);
-  const cpu = groupDir(iso, 'cpu', group);
+  const mem = groupDir(iso, 'memory', owner);
+  const cpu = groupDir(iso, 'cpu', owner);
   mkdirSync(mem, { recursive: true });
   mkdirSync(cpu, { recursive: true });
   writeFileSync(
@@ -106,11 +119,11 @@ export function applyLimits(iso: Isolation, group: string, limits: Limits): void
 }
 
 /** How many times the kernel OOM-killed a process of the group (0 without cgroups). */
-export function oomKills(iso: Isolation, group: string): number {
+export function oomKills(iso: Isolation, owner: SandboxOwner): number {
   if (!iso.cgroups) return 0;
   try {
     const m = /oom_kill (\d+)/.exec(
-      readFileSync(path.join(groupDir(iso, 'memory', group), 'memory.oom_control'), 'utf8'),
+      readFileSync(path.join(groupDir(iso, 'memory', owner), 'memory.oom_control'), 'utf8'),
     );
     return m ? Number(m[1]) : 0;
   } catch {
@@ -119,10 +132,10 @@ export function oomKills(iso: Isolation, group: string): number {
 }
 
 /** The processes in the group (read from its memory cgroup; empty without cgroups or when it is gone). */
-export function groupProcesses(iso: Isolation, group: string): number[] {
+export function groupProcesses(iso: Isolation, owner: SandboxOwner): number[] {
   if (!iso.cgroups) return [];
   try {
-    return readFileSync(path.join(groupDir(iso, 'memory', group), 'cgroup.procs'), 'utf8')
+    return readFileSync(path.join(groupDir(iso, 'memory', owner), 'cgroup.procs'), 'utf8')
       .split('\n')
       .filter(Boolean)
       .map(Number);
@@ -135,12 +148,12 @@ export function groupProcesses(iso: Isolation, group: string): number[] {
  * Removes the app's cgroups (after its last process ended); absent groups are fine. False
  * while a group still holds processes (EBUSY): the caller may wait and try again.
  */
-export function removeLimits(iso: Isolation, group: string): boolean {
+export function removeLimits(iso: Isolation, owner: SandboxOwner): boolean {
   if (!iso.cgroups) return true;
   let removed = true;
   for (const controller of ['memory', 'cpu'] as const) {
     try {
-      rmdirSync(groupDir(iso, controller, group));
+      rmdirSync(groupDir(iso, controller, owner));
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') removed = false;
     }
@@ -180,13 +193,13 @@ const shq = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
  */
 export function isolatedArgv(
   iso: Isolation,
-  options: { group: string; uid: number; extraGids?: number[]; binds?: BindMount[]; umask?: number },
+  options: { owner: SandboxOwner; uid: number; extraGids?: number[]; binds?: BindMount[]; umask?: number },
   command: string[],
 ): string[] {
   if (!iso.uidSwitch) return command;
   const steps = iso.cgroups
     ? (['memory', 'cpu'] as const).map(
-        (c) => `echo $$ > ${shq(path.join(groupDir(iso, c, options.group), 'cgroup.procs'))}`,
+        (c) => `echo $$ > ${shq(path.join(groupDir(iso, c, options.owner), 'cgroup.procs'))}`,
       )
     : [];
   const binds = iso.mountNamespaces ? (options.binds ?? []) : [];

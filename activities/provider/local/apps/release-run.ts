@@ -1,0 +1,40 @@
+import path from 'node:path';
+import type { AppRunSpec } from '../../../../platform/drivers/apps';
+import type { ReleaseManifest } from '../contracts';
+import { SYSTEM_PATH } from '../sandbox/launcher';
+import type { AppsContext } from './context';
+import { probesFor } from './health-probe';
+import type { ReleaseRun } from './supervisor';
+import { volumeAccess } from './volumes';
+
+/**
+ * How one release of the app runs with the run spec the control plane handed over: its
+ * directory, the release's PATH entries before the environment's, HOME and TMPDIR in the
+ * app's home, its volumes, its quota as limits and its probes.
+ */
+export async function releaseRun(
+  ctx: AppsContext,
+  appUuid: string,
+  releaseId: string,
+  manifest: ReleaseManifest,
+  spec: AppRunSpec,
+): Promise<ReleaseRun> {
+  ctx.runtime(appUuid).webPort = spec.internalPort;
+  const releaseDir = ctx.layout.releaseDir(appUuid, releaseId);
+  const home = ctx.layout.homeDir(appUuid);
+  const pathDirs = manifest.path.map((p) => path.join(releaseDir, p));
+  const volumes = await volumeAccess(ctx.layout, ctx.isolation, spec.mounts);
+  const { env } = spec;
+  return {
+    appUuid,
+    releaseId,
+    releaseDir,
+    manifest,
+    ramBytes: spec.ramSize,
+    limits: { memoryBytes: spec.ramSize, cpus: spec.cpuSize },
+    volumes,
+    replicas: Math.max(1, spec.replicas),
+    probes: probesFor(spec.healthChecks, spec.internalPort),
+    env: { ...env, ...volumes.env, PATH: [...pathDirs, env.PATH ?? SYSTEM_PATH].join(':'), HOME: home, TMPDIR: home },
+  };
+}

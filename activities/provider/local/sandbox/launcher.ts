@@ -1,0 +1,142 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
+import {
+  applyLimits,
+  isolatedCommand,
+  type BindMount,
+  type Isolation,
+  type Limits,
+  type SandboxOwner,
+} from './isolation';
+
+/**
+ * The one way the local driver starts a process: every workload (an app replica, a build
+ * or release-phase step, a cron run, a database server) and every tool Berth runs for
+ * itself (git, tar, chown) goes through `launch`. For a workload it owns the sandbox: the
+ * owner's cgroup with its limits, the unprivileged uid, the mount view (volume binds), the
+ * environment (only the one given: nothing of Berth's own leaks in, loader variables are
+ * kept away from the root part) and the address the workload is reached at.
+ */
+
+/** The PATH of everything the launcher starts unless told otherwise: the system's folders only. */
+export const SYSTEM_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+
+/** This machine's loopback address (IPv4). */
+export const LOOPBACK = '127.0.0.1';
+
+/**
+ * The address every workload of this machine is reached at today (the machine's loopback);
+ * the isolation issue gives each workload one of its own.
+ */
+const WORKLOAD_HOST = LOOPBACK;
+
+/** Where a workload is reached. */
+export interface Address {
+  host: string;
+  port: number;
+}
+
+/** The sandbox of a workload: whose it is, as which uid, with which limits and mounts. */
+export interface Sandbox {
+  owner: SandboxOwner;
+  uid: number;
+  /** Applied to the owner's cgroup (created or updated) before the start; absent: as it is. */
+  limits?: Limits;
+  binds?: BindMount[];
+  /** Supplementary groups (shared volumes' gids); none otherwise. */
+  extraGids?: number[];
+  umask?: number;
+}
+
+export interface Workload {
+  /** null: a tool Berth runs for itself (as Berth, no sandbox), e.g. git fetch with a credential. */
+  sandbox: Sandbox | null;
+  command: string[];
+  cwd?: string;
+  /** The whole environment (default: PATH with the system folders); unset values are left out. */
+  env?: NodeJS.ProcessEnv;
+  /** The workload serves on a port: the launcher gives it an address, and PORT in its environment. */
+  listens?: boolean;
+  /** Output: piped to the caller (default), or dropped (a server that writes its own log). */
+  output?: 'pipe' | 'ignore';
+  /** Written to its standard input, which is then closed (default: no input). */
+  input?: string;
+}
+
+export interface Launched {
+  /** Leader of a process group of its own: kill `-pid` to end everything it started. */
+  child: ChildProcess;
+  /** Where it is reached (workloads that listen), else null. */
+  address: Address | null;
+}
+
+/** A port nobody listens on now at `host` (the kernel picks it; the workload binds it soon after). */
+function freePort(host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.unref();
+    srv.once('error', reject);
+    srv.listen(0, host, () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/** The host a workload of the owner listens on and is reached at. */
+export function workloadHost(_owner: SandboxOwner): string {
+  return WORKLOAD_HOST;
+}
+
+/** Where a server the owner runs on a port of its own choosing (a database's) is reached. */
+export function serverAddress(owner: SandboxOwner, port: number): Address {
+  return { host: workloadHost(owner), port };
+}
+
+/** The address Berth itself connects to workloads from (pg_hba, grants of a server's admin user). */
+export const PLATFORM_CLIENT_HOST = LOOPBACK;
+
+export async function launch(iso: Isolation, workload: Workload): Promise<Launched> {
+  const address = workload.listens ? { host: WORKLOAD_HOST, port: await freePort(WORKLOAD_HOST) } : null;
+  const given: Record<string, string> = { PATH: SYSTEM_PATH };
+  for (const [key, value] of Object.entries(workload.env ?? {})) if (value !== undefined) given[key] = value;
+  if (address) given.PORT = String(address.port);
+  let argv = workload.command;
+  let env = given;
+  const box = workload.sandbox;
+  if (box) {
+    if (box.limits) applyLimits(iso, box.owner, box.limits);
+    ({ argv, env } = isolatedCommand(
+      iso,
+      { owner: box.owner, uid: box.uid, binds: box.binds, extraGids: box.extraGids, umask: box.umask },
+      workload.command,
+      given,
+    ));
+  }
+  const child = spawn(argv[0]!, argv.slice(1), {
+    cwd: workload.cwd,
+    env,
+    detached: true,
+    stdio: [workload.input === undefined ? 'ignore' : 'pipe', workload.output ?? 'pipe', workload.output ?? 'pipe'],
+  });
+  if (workload.input !== undefined) {
+    child.stdin!.on('error', () => {}); // a command that exits before reading its input
+    child.stdin!.end(workload.input);
+  }
+  return { child, address };
+}
+
+/** Kills the launched process's whole group (it was started detached); a gone group is fine. */
+export function killLaunched(child: ChildProcess | null, signal: NodeJS.Signals = 'SIGKILL'): void {
+  killProcessGroup(child?.pid, signal);
+}
+
+/** Kills a process group by its leader's pid; a gone group is fine. */
+export function killProcessGroup(pid: number | undefined, signal: NodeJS.Signals = 'SIGKILL'): void {
+  if (!pid) return;
+  try {
+    process.kill(-pid, signal);
+  } catch {
+    // the group is gone
+  }
+}
