@@ -3,8 +3,7 @@ import { chmod, chown, lstat, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { ApplicationFailure } from '@temporalio/common';
-import type { DataSource } from 'typeorm';
-import { rows } from '../../../../entities/sql';
+import type { AppMount } from '../../../../platform/drivers/apps';
 import { appUid, type LocalLayout } from '../../../../platform/local-layout';
 import { ensureRoots } from './dirs';
 import type { BindMount, Isolation } from '../sandbox/isolation';
@@ -92,40 +91,6 @@ export async function copyVolume(
     await exec('chgrp', ['-R', String(volumeGid(targetId)), target]);
     await exec('chmod', ['-R', 'g+rwX,o=', target]);
   }
-}
-
-/** One volume an app uses: which folder, and where the app sees it. */
-export interface AppMount {
-  volumeId: string;
-  subPath: string | null;
-  mountPath: string;
-}
-
-/** Where an app sees its own storage add-on (the contract names no mount path for add-ons). */
-export const addonMountPath = (addonName: string) => `/data/${addonName}`;
-
-/**
- * The volumes an app uses: its own storage add-ons (at `/data/<add-on name>`, their
- * `sub_path`) and the storage services mounted into it (`mount_app`: `mount_path`,
- * `sub_path`). None being deleted.
- */
-export async function appMounts(ds: DataSource, appUuid: string): Promise<AppMount[]> {
-  const found = await rows<{ cluster_id: string; name: string; sub_path: string | null; mount_path: string | null }>(
-    ds,
-    `SELECT cluster_id, name, settings->>'sub_path' AS sub_path, NULL AS mount_path FROM addons
-      WHERE app_uuid = $1 AND kind = 'addon' AND type = 'storage' AND state <> 'deleting' AND cluster_id IS NOT NULL
-     UNION ALL
-     SELECT s.cluster_id, s.name, m.sub_path, m.mount_path FROM service_mounts m JOIN addons s ON s.uuid = m.service_uuid
-      WHERE m.app_uuid = $1 AND s.state <> 'deleting' AND s.cluster_id IS NOT NULL`,
-    [appUuid],
-  );
-  return found
-    .map((r) => ({
-      volumeId: r.cluster_id,
-      subPath: r.sub_path,
-      mountPath: path.posix.normalize(r.mount_path ?? addonMountPath(r.name)),
-    }))
-    .filter((m) => m.mountPath !== '/');
 }
 
 /** `/data/uploads` -> `BERTH_MOUNT_DATA_UPLOADS`. */
