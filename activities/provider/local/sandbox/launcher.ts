@@ -57,8 +57,8 @@ export interface Workload {
   env?: NodeJS.ProcessEnv;
   /** The workload serves on a port: the launcher gives it an address, and PORT in its environment. */
   listens?: boolean;
-  /** Output: piped to the caller (default), or dropped (a server that writes its own log). */
-  output?: 'pipe' | 'ignore';
+  /** Output: piped to the caller (default), dropped (a server that writes its own log), or into an open file (its descriptor). */
+  output?: 'pipe' | 'ignore' | number;
   /** Written to its standard input, which is then closed (default: no input). */
   input?: string;
 }
