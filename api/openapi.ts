@@ -2,6 +2,8 @@ import { convertSchema } from '@sodaru/yup-to-json-schema';
 import type * as yup from 'yup';
 import { REQUIREMENTS, describeRequirement } from '../domain/permissions';
 import { WORKSPACE_HEADER } from './middleware/auth';
+import { linksOf } from './openapi-links';
+import { operationIdOf } from './openapi-names';
 import { querySchemaOf } from './router';
 import { pathParams, type RouteDef } from './route';
 
@@ -48,6 +50,7 @@ function parameters(route: RouteDef): unknown[] {
 /** OpenAPI 3.1 document of every declared route, derived from the route table. */
 export function openApiDocument(routes: readonly RouteDef[], version: string): Record<string, unknown> {
   const paths: Record<string, Record<string, unknown>> = {};
+  const links = linksOf(routes);
   for (const r of routes) {
     const status = String(r.status ?? 200);
     const success: Record<string, unknown> = {
@@ -55,6 +58,7 @@ export function openApiDocument(routes: readonly RouteDef[], version: string): R
       headers: rateLimitHeaders,
     };
     if (r.response && status !== '204') success.content = { 'application/json': { schema: toJsonSchema(r.response) } };
+    if (links.has(r)) success.links = links.get(r);
     if (r.paginated) {
       success.headers = {
         ...rateLimitHeaders,
@@ -64,7 +68,7 @@ export function openApiDocument(routes: readonly RouteDef[], version: string): R
     }
     const requirement = REQUIREMENTS[r.requires];
     const operation: Record<string, unknown> = {
-      operationId: `${r.method}${r.path.replace(/\{([a-z_]+)\}/gi, 'By_$1').replace(/[^A-Za-z0-9]+(.)?/g, (_m, c: string | undefined) => (c ? c.toUpperCase() : ''))}`,
+      operationId: operationIdOf(r),
       summary: r.summary,
       ...(r.description ? { description: r.description } : {}),
       tags: [r.tag],

@@ -47,6 +47,11 @@ export interface RouteDef<P = any, Q = any, B = any> {
   requires: RequirementKey;
   summary: string;
   tag: string;
+  /**
+   * The OpenAPI operationId, only where the derived one (api/openapi-names.ts) reads wrong:
+   * the path ends in a word that is neither a collection nor a verb (`state`, `public_access`).
+   */
+  operationId?: string;
   /** Path parameter schema; by default every parameter is a UUID. */
   params?: yup.ObjectSchema<any>;
   query?: yup.ObjectSchema<any>;

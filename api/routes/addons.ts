@@ -91,6 +91,7 @@ export const addonRoutes = [
   route<AddonParams, {}, { public_access: boolean }>({
     method: 'post',
     path: '/apps/{uuid}/addons/{id}/public_access',
+    operationId: 'setAppAddonPublicAccess',
     requires: 'addons.public_access',
     tag: TAG,
     body: publicAccessBody,
@@ -104,6 +105,7 @@ export const addonRoutes = [
   route<AddonParams, {}, { action: 'start' | 'stop' }>({
     method: 'patch',
     path: '/apps/{uuid}/addons/{id}/state',
+    operationId: 'changeAppAddonState',
     requires: 'addons.write',
     tag: TAG,
     body: stateBody,

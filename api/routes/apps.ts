@@ -227,6 +227,7 @@ export const appRoutes = [
   route<{ uuid: string }, {}, yup.InferType<typeof stateBody>>({
     method: 'patch',
     path: '/apps/{uuid}/state',
+    operationId: 'changeAppState',
     requires: 'apps.change_state',
     tag: TAG,
     status: 202,

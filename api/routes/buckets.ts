@@ -308,6 +308,7 @@ export const bucketRoutes = [
   route<{ uuid: string }, {}, yup.InferType<typeof downloadBody>>({
     method: 'post',
     path: '/buckets/{uuid}/objects/download_url',
+    operationId: 'createBucketObjectDownloadUrl',
     requires: 'buckets.download_url',
     tag: TAG,
     audit: false,

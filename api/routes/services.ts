@@ -147,6 +147,7 @@ export const serviceRoutes = [
   route<Params, {}, { public_access: boolean }>({
     method: 'post',
     path: '/services/{id}/public_access',
+    operationId: 'setServicePublicAccess',
     requires: 'services.public_access',
     tag: TAG,
     body: publicAccessBody,
@@ -160,6 +161,7 @@ export const serviceRoutes = [
   route<Params, {}, { action: 'start' | 'stop' }>({
     method: 'patch',
     path: '/services/{id}/state',
+    operationId: 'changeServiceState',
     requires: 'services.operate',
     tag: TAG,
     body: stateBody,
