@@ -19,7 +19,13 @@ export function canonicalPath(path: string): string {
   return path;
 }
 
-const MEMBER_VERBS: Record<Method, string> = { get: 'get', post: 'post', put: 'update', patch: 'patch', delete: 'delete' };
+const MEMBER_VERBS: Record<Method, string> = {
+  get: 'get',
+  post: 'post',
+  put: 'update',
+  patch: 'patch',
+  delete: 'delete',
+};
 
 /** `vpn_users` -> `VpnUsers` */
 function pascal(word: string): string {
@@ -40,9 +46,7 @@ const isParam = (segment: string | undefined) => segment?.startsWith('{') ?? fal
 
 /** The static segments of a path in PascalCase, each one followed by a parameter in the singular (`/apps/{uuid}/domains/{d}` -> `AppDomain`). */
 function nounOf(segments: readonly string[]): string {
-  return segments
-    .map((s, i) => (isParam(s) ? '' : pascal(isParam(segments[i + 1]) ? singular(s) : s)))
-    .join('');
+  return segments.map((s, i) => (isParam(s) ? '' : pascal(isParam(segments[i + 1]) ? singular(s) : s))).join('');
 }
 
 export function operationIdOf(route: RouteDef): string {
