@@ -30,7 +30,6 @@ export async function releaseRun(
     releaseId,
     releaseDir,
     manifest,
-    ramBytes: spec.ramSize,
     limits: { memoryBytes: spec.ramSize, cpus: spec.cpuSize },
     volumes,
     replicas: Math.max(1, spec.replicas),

@@ -46,7 +46,6 @@ export interface ReleaseRun {
   env: Record<string, string>;
   replicas: number;
   probes: Probe[];
-  ramBytes: number;
   /** The app's cgroup limits (its quota), applied at each replica's start. */
   limits: Limits;
   /** The storage volumes the app mounts (bind mounts, their groups, the umask). */
@@ -337,7 +336,7 @@ export class ReleaseSupervisor {
     const kills = oomKills(this.deps.isolation, { kind: 'app', id: this.app });
     if (kills > this.oomSeen) {
       this.oomSeen = kills;
-      return `was killed: exceeded its ram quota of ${Math.round(this.run.ramBytes / 2 ** 20)} MiB`;
+      return `was killed: exceeded its ram quota of ${Math.round(this.run.limits.memoryBytes / 2 ** 20)} MiB`;
     }
     if (r.killedFor) return `was killed: ${r.killedFor}`;
     return code !== null ? `exited with code ${code}` : `was killed by ${signal}`;
