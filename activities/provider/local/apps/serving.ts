@@ -4,7 +4,7 @@ import type { AppRunSpec } from '../../../../platform/drivers/apps';
 import type { AppsContext } from './context';
 import { releaseRun } from './release-run';
 import type { AppStateRow } from './state';
-import { ReleaseSupervisor, type SupervisorHooks } from './supervisor';
+import { ReleaseSupervisor, type ReleaseRun, type SupervisorHooks } from './supervisor';
 
 /** What a supervisor reports, passed on to the app's workflow and the ingress while it serves the app. */
 export function hooksFor(ctx: AppsContext, appUuid: string, sup: ReleaseSupervisor): SupervisorHooks {
@@ -41,7 +41,7 @@ export function hooksFor(ctx: AppsContext, appUuid: string, sup: ReleaseSupervis
 /** A supervisor of the release that serves (crashes restarted and reported) or of a rollout's (fail fast). */
 export function superviseRelease(
   ctx: AppsContext,
-  run: Awaited<ReturnType<typeof releaseRun>>,
+  run: ReleaseRun,
   failFast: boolean,
 ): ReleaseSupervisor {
   return new ReleaseSupervisor(run, { isolation: ctx.isolation, log: ctx.log, timing: ctx.timing, failFast });
