@@ -39,11 +39,7 @@ export function hooksFor(ctx: AppsContext, appUuid: string, sup: ReleaseSupervis
 }
 
 /** A supervisor of the release that serves (crashes restarted and reported) or of a rollout's (fail fast). */
-export function superviseRelease(
-  ctx: AppsContext,
-  run: ReleaseRun,
-  failFast: boolean,
-): ReleaseSupervisor {
+export function superviseRelease(ctx: AppsContext, run: ReleaseRun, failFast: boolean): ReleaseSupervisor {
   return new ReleaseSupervisor(run, { isolation: ctx.isolation, log: ctx.log, timing: ctx.timing, failFast });
 }
 
