@@ -4,6 +4,8 @@ import { eventually } from '../support/stack';
 import { localDataHarness, postmasterPid, specFor, type LocalDataHarness } from '../support/local-data';
 import type { ClusterSpec } from '../../platform/drivers/data';
 import { processAlive } from '../../activities/provider/local/data/engine';
+import { clusterOwner } from '../../activities/provider/local/data/commands';
+import { detectIsolation, oomKills } from '../../activities/provider/local/sandbox/isolation';
 
 /** A `pg` client on the endpoint the driver reports, with the spec's generated credentials. */
 async function connect(h: LocalDataHarness, spec: ClusterSpec, id = spec.id): Promise<Client> {
@@ -156,6 +158,35 @@ describe('local driver: PostgreSQL clusters', () => {
     await h.driver.delete(spec.id);
     await expect(h.driver.status(replica.id)).rejects.toThrow(/no such cluster/);
   });
+
+  // Only where the ram quota is a cgroup limit (root, cgroup v1): elsewhere nothing can kill the server.
+  (detectIsolation().cgroups ? it : it.skip)(
+    'ADD-06 a read replica whose ram_size is below what PostgreSQL needs (ram_size 512, meant as MB) still starts in its cgroup: healthy, the primary rows, read-only',
+    async () => {
+      const spec = specFor('postgres');
+      await h.driver.provision(spec);
+      const p = await connect(h, spec);
+      await p.query('CREATE TABLE t (v int)');
+      await p.query('INSERT INTO t VALUES (1), (2)');
+      const replica = { ...spec, id: `${spec.id}-r`, ramSize: 512 };
+      // before the fix: the kernel killed the server in its 4 MiB cgroup before it logged a
+      // line (pg_ctl: could not start server, an empty server.log), at every try
+      await h.driver.createReplica({ ...replica, primaryId: spec.id });
+      expect(await h.driver.status(replica.id)).toMatchObject({ status: 'healthy', ready: true });
+      const r = await connect(h, spec, replica.id);
+      expect(await values(r)).toEqual([1, 2]);
+      await p.query('INSERT INTO t VALUES (3)');
+      await eventually(async () => (await values(r)).includes(3), {
+        timeoutMs: 10_000,
+        what: 'the row on the replica',
+      });
+      await expect(r.query('INSERT INTO t VALUES (4)')).rejects.toThrow(/read-only transaction/);
+      expect(oomKills(detectIsolation(), clusterOwner(replica.id))).toBe(0);
+      await r.end();
+      await p.end();
+      await h.driver.delete(spec.id);
+    },
+  );
 
   it('BKP-04..07 backups: point-in-time restore into a new cluster, the latest in place, a backup by name; reset drops data and backups', async () => {
     const spec = specFor('postgres', { backups: true });

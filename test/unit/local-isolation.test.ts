@@ -2,7 +2,12 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { detectIsolation, isolatedCommand } from '../../activities/provider/local/sandbox/isolation';
+import {
+  applyLimits,
+  detectIsolation,
+  isolatedCommand,
+  removeLimits,
+} from '../../activities/provider/local/sandbox/isolation';
 
 const root = process.getuid?.() === 0;
 const gcc = spawnSync('gcc', ['--version']).status === 0;
@@ -44,5 +49,25 @@ __attribute__((constructor)) static void run(void) {
     const out = execFileSync(argv[0]!, argv.slice(1), { env, encoding: 'utf8' });
     expect(out.trim()).toBe(`preload=${lib} uid=200123`);
     expect(existsSync(marker) ? readFileSync(marker, 'utf8') : 'never ran as root').toBe('never ran as root');
+  });
+});
+
+describe('cgroup limits', () => {
+  const iso = detectIsolation();
+  const owner = { kind: 'db' as const, id: `limits-test-${process.pid}` };
+  const memory = (file: string) =>
+    Number(readFileSync(path.join(iso.cgroupRoot, 'memory', 'berth', `db-${owner.id}`, file), 'utf8'));
+  afterAll(() => removeLimits(iso, owner));
+
+  // Where the kernel accounts swap, memory.limit_in_bytes may never exceed
+  // memory.memsw.limit_in_bytes: a raise written limit first was refused (EINVAL), and a
+  // server whose quota grew never started again.
+  (iso.cgroups ? it : it.skip)('a memory quota raised and lowered on an existing group takes effect', () => {
+    for (const mib of [16, 64, 32]) {
+      applyLimits(iso, owner, { memoryBytes: mib * 2 ** 20, cpus: 0.5 });
+      expect(memory('memory.limit_in_bytes')).toBe(mib * 2 ** 20);
+      if (existsSync(path.join(iso.cgroupRoot, 'memory', 'berth', `db-${owner.id}`, 'memory.memsw.limit_in_bytes')))
+        expect(memory('memory.memsw.limit_in_bytes')).toBe(mib * 2 ** 20);
+    }
   });
 });

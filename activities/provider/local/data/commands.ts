@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { isExecutable } from '../../../../platform/executable';
 import { appUid } from '../../../../platform/local-layout';
+import type { DataEngine } from '../../../../platform/drivers/data';
 import type { Isolation, SandboxOwner } from '../sandbox/isolation';
 import { launch, SYSTEM_PATH, type Workload } from '../sandbox/launcher';
 
@@ -58,16 +59,28 @@ export const NOBODY = 65534;
 export const clusterOwner = (clusterId: string): SandboxOwner => ({ kind: 'db', id: clusterId });
 
 /**
- * `command` as a workload of the cluster: its own uid inside its cgroups (its cpu and ram
- * quota), or as is when Berth is not root; only the system PATH in its environment.
+ * The memory below which an engine's server does not start: in a smaller cgroup the kernel
+ * kills it before it writes a line of log (pg_ctl: "could not start server", an empty
+ * server.log). A PostgreSQL standby peaks near 20 MiB while it starts; its configuration
+ * (shared_buffers) is sized from at least this much.
+ */
+const MIN_SERVER_RAM: Partial<Record<DataEngine, number>> = { postgres: 64 * 2 ** 20 };
+
+/** The memory a cluster's servers get (its cgroup limit): its ram_size, at least its engine's minimum. */
+export const serverRamBytes = (cluster: { engine: DataEngine; ram_size: number | string }): number =>
+  Math.max(Number(cluster.ram_size), MIN_SERVER_RAM[cluster.engine] ?? 0);
+
+/**
+ * `command` as a workload of the cluster: its own uid inside its cgroups (its cpu quota and
+ * `serverRamBytes`), or as is when Berth is not root; only the system PATH in its environment.
  */
 export function asCluster(
   iso: Isolation,
-  cluster: { id: string; cpu_size: number; ram_size: number | string },
+  cluster: { id: string; engine: DataEngine; cpu_size: number; ram_size: number | string },
   command: string[],
   uid = clusterUid(cluster.id),
 ): ClusterCommand {
-  const limits = { memoryBytes: Number(cluster.ram_size), cpus: Number(cluster.cpu_size) };
+  const limits = { memoryBytes: serverRamBytes(cluster), cpus: Number(cluster.cpu_size) };
   return { iso, workload: { sandbox: { owner: clusterOwner(cluster.id), uid, limits }, command } };
 }
 

@@ -14,7 +14,7 @@ import {
   type EngineContext,
 } from './engine';
 import { PLATFORM_CLIENT_HOST, serverAddress } from '../sandbox/launcher';
-import { asCluster, clusterOwner, clusterUid, giveTo, NOBODY, run } from './commands';
+import { asCluster, clusterOwner, clusterUid, giveTo, NOBODY, run, serverRamBytes } from './commands';
 import type { ClusterRow } from './store';
 
 /** The folders of one PostgreSQL cluster under its own directory. */
@@ -142,7 +142,7 @@ export class PgEngine implements Engine {
         primarySlot: slotOf(row.id),
       };
     }
-    const ramMb = Math.max(64, Math.floor(Number(row.ram_size) / 2 ** 20));
+    const ramMb = Math.floor(serverRamBytes(row) / 2 ** 20);
     const lines = [
       '# written by Berth (activities/provider/local/data): rewritten on every change',
       `port = ${row.port}`,

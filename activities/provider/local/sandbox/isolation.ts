@@ -101,19 +101,20 @@ export function applyLimits(iso: Isolation, owner: SandboxOwner, limits: Limits)
   const cpu = groupDir(iso, 'cpu', owner);
   mkdirSync(mem, { recursive: true });
   mkdirSync(cpu, { recursive: true });
-  writeFileSync(
-    path.join(mem, 'memory.limit_in_bytes'),
-    String(Math.max(4 * 1024 * 1024, Math.floor(limits.memoryBytes))),
-  );
-  try {
-    // no swap past the limit where the kernel accounts swap
-    writeFileSync(
-      path.join(mem, 'memory.memsw.limit_in_bytes'),
-      String(Math.max(4 * 1024 * 1024, Math.floor(limits.memoryBytes))),
-    );
-  } catch {
-    // swap accounting is off: memory.limit_in_bytes alone applies
-  }
+  const bytes = String(Math.max(4 * 1024 * 1024, Math.floor(limits.memoryBytes)));
+  // No swap past the limit where the kernel accounts swap. It refuses a memory limit above
+  // the memory+swap one and a memory+swap limit below the memory one: memory+swap before
+  // (a raise) and after (a cut) the memory limit.
+  const noSwap = () => {
+    try {
+      writeFileSync(path.join(mem, 'memory.memsw.limit_in_bytes'), bytes);
+    } catch {
+      // swap accounting is off (memory.limit_in_bytes alone applies), or this is a cut: written after
+    }
+  };
+  noSwap();
+  writeFileSync(path.join(mem, 'memory.limit_in_bytes'), bytes);
+  noSwap();
   writeFileSync(path.join(cpu, 'cpu.cfs_period_us'), String(CPU_PERIOD_US));
   writeFileSync(path.join(cpu, 'cpu.cfs_quota_us'), String(Math.max(1000, Math.round(limits.cpus * CPU_PERIOD_US))));
 }
