@@ -151,6 +151,7 @@ export async function previewEnvironment(input: PreviewEnvironmentInput): Promis
     }
     const wait = intent.expiresAt === null ? RECHECK_MS : Math.min(RECHECK_MS, intent.expiresAt - Date.now());
     await condition(() => woken, wait);
+    // Nothing queued is lost here: a wake only asks for the row to be read again, which the new run does first.
     if (workflowInfo().continueAsNewSuggested) {
       await continueAsNew<typeof previewEnvironment>({ ...input, handledGeneration: handled, provisioned });
     }
