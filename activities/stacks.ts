@@ -116,11 +116,7 @@ export function createStackActivities({
       to: StackState,
       subevent: string,
     ): Promise<boolean> {
-      return moveState(
-        dataSource,
-        { table: 'stack_deployments', uuid: deploymentUuid, from, to },
-        { set: 'subevent = $6', params: [subevent] },
-      );
+      return moveState(dataSource, { table: 'stack_deployments', uuid: deploymentUuid, from, to }, { subevent });
     },
 
     /**
