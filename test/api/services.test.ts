@@ -503,6 +503,17 @@ describe('restore', () => {
     await stack.temporal.workflow.getHandle(`service-restore/${s.uuid}`).result();
     const third = await stack.http.post(`/api/v1/services/${s.uuid}/restore_backup`).set(owner()).send({});
     expect(third.status).toBe(202);
+    await stack.temporal.workflow.getHandle(`service-restore/${s.uuid}`).result();
+    // a restore into a new cluster leaves the source live: the restore under way refuses the next
+    await SimulatedCore.injectFault(stack.ds, 'data.restore', 3);
+    expect(
+      (await stack.http.post(`/api/v1/services/${s.uuid}/restore_backup`).set(owner()).send({ to_new_cluster: true }))
+        .status,
+    ).toBe(202);
+    const whileCopying = await stack.http.post(`/api/v1/services/${s.uuid}/restore_backup`).set(owner()).send({});
+    expect(whileCopying.status).toBe(409);
+    expect(whileCopying.body.detail).toMatch(/already running/);
+    await stack.temporal.workflow.getHandle(`service-restore/${s.uuid}`).result();
     const cache = await service({ type: 'valkey' });
     expect((await stack.http.post(`/api/v1/services/${cache.uuid}/restore_backup`).set(owner()).send({})).status).toBe(
       422,
