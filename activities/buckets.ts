@@ -40,7 +40,7 @@ export function createBucketActivities({
       return moveState(
         dataSource,
         { table: 'buckets', uuid: bucketUuid, from: ['pending'], to: 'failed' },
-        { set: 'failure_reason = $6', params: [reason.slice(0, 500)] },
+        { failure_reason: reason.slice(0, 500) },
       );
     },
     /** Removes a deleted bucket's (or site's) data from the object store and its key or route (idempotent). */

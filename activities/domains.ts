@@ -59,8 +59,12 @@ export function createDomainActivities({
         dataSource,
         { table: 'domains', uuid: domainUuid, from: ['in_progress'], to: 'verified' },
         {
-          set: `verification_token = NULL, last_check_error = NULL, dns_target = (SELECT a.name || '.' || r.domain
-                FROM apps a JOIN compute_resources c ON c.uuid = a.resource_uuid JOIN regions r ON r.id = c.region_id WHERE a.uuid = x.app_uuid)`,
+          verification_token: null,
+          last_check_error: null,
+          // the app's public host: its name under its region's domain
+          dns_target:
+            () => `(SELECT a.name || '.' || r.domain FROM apps a JOIN compute_resources c ON c.uuid = a.resource_uuid
+                               JOIN regions r ON r.id = c.region_id WHERE a.uuid = domains.app_uuid)`,
         },
       );
     },

@@ -1,13 +1,15 @@
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
-import { PREVIEW_WAKE_SIGNAL, type PreviewStatus } from '../domain/previews';
+import { PREVIEW_CLONE, PREVIEW_WAKE_SIGNAL, type PreviewStatus } from '../domain/previews';
 import { workflowIdOf } from '../domain/search-attributes';
 import { GIT_METHODS } from '../domain/apps';
-import type { AppQuota } from '../entities/app';
+import { App } from '../entities/app';
+import { copyOf, insertAppOnce } from '../entities/app-rows';
 import { insertAuditEvent } from '../entities/audit-events';
 import { holdAppCapacity } from '../entities/capacity';
+import type { EntityManager } from 'typeorm';
 import { one, rows, type Db } from '../entities/sql';
-import { createAppActivities, type CloneFlags } from './apps';
+import { createAppActivities } from './apps';
 import { attemptScopedUuid } from './attempt-id';
 import type { ActivityDeps } from './deps';
 import { moveAppTo, moveState } from './state';
@@ -44,14 +46,13 @@ interface EnvRow {
 /** How long one attempt of destroyAppPreviews waits for environment workflows before it retries. */
 const PREVIEWS_WAIT_MS = 20_000;
 
-/** A preview app is a clone of its parent with everything the clone flags name. */
-const PREVIEW_CLONE: CloneFlags = {
-  clone_variables: true,
-  clone_secret_files: true,
-  clone_scaling_settings: true,
-  clone_health_checks: true,
-  clone_security: true,
-};
+/** The preview's app as its first step made it. */
+export interface PreviewApp {
+  appUuid: string;
+  parentAppUuid: string;
+  /** It reads `cloning`: the parent's settings are still to be copied. */
+  cloning: boolean;
+}
 
 /**
  * Activities of preview environments. The preview's app is a clone of its parent made with
@@ -158,6 +159,55 @@ export function createPreviewActivities(
     }
   }
 
+  /**
+   * The preview's own app row, the first step of making it: a copy of its parent (its own
+   * uuid and name, fixed when the environment was written; preview_parent_uuid = the parent;
+   * on the environment's resource and project; with use_parent_image it deploys the parent's
+   * image, method parent_image), written by the apps table's writer in state `cloning`, with
+   * its capacity held on the environment's resource as a clone's is (the parent's quota): a
+   * resource without room fails the environment with the reason (the row is not made).
+   * Idempotent by the app's uuid. Answers the app and whether its settings are still to be
+   * copied (it reads `cloning`), or null when the environment is gone or being destroyed.
+   */
+  async function insertPreviewApp(environmentId: number): Promise<PreviewApp | null> {
+    const e = await env(environmentId);
+    if (!e || e.status === 'destroying') return null;
+    return dataSource.transaction(async (m) => {
+      const app = (await m.findOneBy(App, { uuid: e.app_uuid })) ?? (await insertPreviewRow(m, e));
+      return { appUuid: app.uuid, parentAppUuid: e.parent_app_uuid, cloning: app.state === 'cloning' };
+    });
+  }
+
+  /** The preview's app row as a copy of its parent, and its capacity. */
+  async function insertPreviewRow(m: EntityManager, e: EnvRow): Promise<App> {
+    const parent = await m.findOneBy(App, { uuid: e.parent_app_uuid });
+    if (!parent) throw ApplicationFailure.nonRetryable('the parent app is gone', 'PreviewParentGone');
+    const app = await insertAppOnce(m, {
+      ...copyOf(parent, {
+        uuid: e.app_uuid,
+        workspace_uuid: parent.workspace_uuid,
+        project_uuid: e.project_uuid,
+        resource_uuid: e.resource_uuid,
+        service_name: parent.service_name,
+        label: `${parent.label} (${e.key})`,
+        parentImage: e.use_parent_image,
+        parentImageAutoSync: false,
+      }),
+      name: e.app_name,
+      preview_parent_uuid: parent.uuid,
+    });
+    // another attempt wrote it meanwhile: the retry reads it
+    if (!app) throw ApplicationFailure.retryable(`preview app ${e.app_uuid} was written meanwhile`, 'PreviewAppRace');
+    const short = await holdAppCapacity(m, app.uuid, e.resource_uuid, app.quota);
+    if (short.length > 0) {
+      throw ApplicationFailure.nonRetryable(
+        `not enough ${short.join(', ')} left on the compute resource for the preview app (the parent's quota)`,
+        'NoCapacity',
+      );
+    }
+    return app;
+  }
+
   return {
     /** The environment under this key of the parent app, or null when there is none (gone). */
     async readPreviewIntent(parentAppUuid: string, key: string): Promise<PreviewIntent | null> {
@@ -177,52 +227,19 @@ export function createPreviewActivities(
       };
     },
 
+    insertPreviewApp,
+
     /**
-     * The preview's own app: a clone of its parent (an apps row with its own uuid and name,
-     * preview_parent_uuid = the parent, on the environment's resource and project) with the
-     * parent's settings, variables, secret files, scaling, health checks and security copied
-     * by the clone's copyAppSettings, its capacity reserved as a clone's, and its workload
-     * provisioned by the apps driver. With use_parent_image it deploys the parent's image
-     * (method parent_image). Idempotent: the app's uuid and name were fixed when the
-     * environment was written; the copy happens while the app reads `cloning`.
+     * Histories from before the preview's app was made as steps of its workflow: the same
+     * steps in one activity (insertPreviewApp, the parent's settings copied, the workload
+     * provisioned, cloning -> deploying).
      */
     async createPreviewApp(environmentId: number): Promise<boolean> {
-      const e = await env(environmentId);
-      if (!e || e.status === 'destroying') return false;
-      await dataSource.transaction(async (m) => {
-        const inserted = await rows(
-          m,
-          `INSERT INTO apps (uuid, workspace_uuid, project_uuid, resource_uuid, name, service_name, label, state, preview_parent_uuid,
-                             deployment_method, deployment_config, builder, manage_dns_records, maintenance, internal_port, quota,
-                             parent_app_uuid, parent_image_auto_sync)
-           SELECT $1, p.workspace_uuid, $2, $3, $4, p.service_name, p.label || ' (' || $5 || ')', 'cloning', p.uuid,
-                  CASE WHEN $7 THEN 'parent_image' ELSE p.deployment_method END,
-                  CASE WHEN $7 THEN jsonb_build_object('parent_app_id', p.uuid) ELSE p.deployment_config END,
-                  p.builder, p.manage_dns_records, false, p.internal_port, p.quota, CASE WHEN $7 THEN p.uuid END, false
-             FROM apps p WHERE p.uuid = $6
-           ON CONFLICT (uuid) DO NOTHING RETURNING uuid`,
-          [e.app_uuid, e.project_uuid, e.resource_uuid, e.app_name, e.key, e.parent_app_uuid, e.use_parent_image],
-        );
-        // Its capacity is held on the environment's resource as a clone's is (the parent's quota);
-        // a resource without room fails the environment with the reason (the row is not made).
-        if (inserted[0]) {
-          const { quota } = (await one<{ quota: AppQuota }>(m, `SELECT quota FROM apps WHERE uuid = $1`, [
-            e.app_uuid,
-          ]))!;
-          const short = await holdAppCapacity(m, e.app_uuid, e.resource_uuid, quota);
-          if (short.length > 0) {
-            throw ApplicationFailure.nonRetryable(
-              `not enough ${short.join(', ')} left on the compute resource for the preview app (the parent's quota)`,
-              'NoCapacity',
-            );
-          }
-        }
-      });
-      const app = await one<{ state: string }>(dataSource, `SELECT state FROM apps WHERE uuid = $1`, [e.app_uuid]);
-      if (!app) throw ApplicationFailure.nonRetryable('the parent app is gone', 'PreviewParentGone');
-      if (app.state === 'cloning') await apps.copyAppSettings(e.parent_app_uuid, e.app_uuid, PREVIEW_CLONE);
-      await apps.provisionApp(e.app_uuid);
-      await moveState(dataSource, { table: 'apps', uuid: e.app_uuid, from: ['cloning'], to: 'deploying' });
+      const app = await insertPreviewApp(environmentId);
+      if (!app) return false;
+      if (app.cloning) await apps.copyAppSettings(app.parentAppUuid, app.appUuid, PREVIEW_CLONE);
+      await apps.provisionApp(app.appUuid);
+      await moveState(dataSource, { table: 'apps', uuid: app.appUuid, from: ['cloning'], to: 'deploying' });
       return true;
     },
 

@@ -5,6 +5,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { AppState } from '../domain/apps';
 import { analyzeCompose, COMPOSE_FILE_NAMES, ComposeError, type Manifest } from '../domain/compose';
 import type { AnalyzeInput, AnalyzeResult, StackState } from '../domain/stacks';
+import { insertAppOnce } from '../entities/app-rows';
 import { one, rows } from '../entities/sql';
 import type { ActivityDeps } from './deps';
 import { moveAppTo, moveState } from './state';
@@ -115,11 +116,7 @@ export function createStackActivities({
       to: StackState,
       subevent: string,
     ): Promise<boolean> {
-      return moveState(
-        dataSource,
-        { table: 'stack_deployments', uuid: deploymentUuid, from, to },
-        { set: 'subevent = $6', params: [subevent] },
-      );
+      return moveState(dataSource, { table: 'stack_deployments', uuid: deploymentUuid, from, to }, { subevent });
     },
 
     /**
@@ -255,10 +252,16 @@ export function createStackActivities({
               : `${s.label} ${w.name}`;
           if (!prior || prior.item_type !== w.kind) {
             if (w.kind === 'app') {
-              await m.query(
-                `INSERT INTO apps (uuid, workspace_uuid, project_uuid, resource_uuid, name, service_name, label, state) VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending')`,
-                [uuid, s.workspace_uuid, s.project_uuid, s.resource_uuid, itemName, w.name, `${s.label} ${w.name}`],
-              );
+              await insertAppOnce(m, {
+                uuid,
+                workspace_uuid: s.workspace_uuid,
+                project_uuid: s.project_uuid,
+                resource_uuid: s.resource_uuid,
+                name: itemName,
+                service_name: w.name,
+                label: `${s.label} ${w.name}`,
+                state: 'pending',
+              });
             }
             await m.query(
               `INSERT INTO stack_items (uuid, stack_uuid, compose_service_name, compose_service_type, item_type, item_name, status)

@@ -69,7 +69,7 @@ export function createStaticSiteActivities({
           !(await moveState(
             m,
             { table: 'static_sites', uuid: siteUuid, from: ['assigned', 'running', 'failed'], to: 'deploying' },
-            { set: 'failure_reason = NULL' },
+            { failure_reason: null },
           ))
         )
           return false;
@@ -168,7 +168,7 @@ export function createStaticSiteActivities({
           from: ['pending', 'deploying'],
           to: outcome === 'completed' ? 'running' : 'failed',
         },
-        { set: 'failure_reason = $6', params: [message?.slice(0, 500) ?? null] },
+        { failure_reason: message?.slice(0, 500) ?? null },
       );
     },
 
@@ -177,7 +177,7 @@ export function createStaticSiteActivities({
       await moveState(
         dataSource,
         { table: 'static_sites', uuid: siteUuid, from: ['pending'], to: 'failed' },
-        { set: 'failure_reason = $6', params: [reason.slice(0, 500)] },
+        { failure_reason: reason.slice(0, 500) },
       );
     },
   };

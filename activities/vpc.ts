@@ -110,10 +110,7 @@ export function createVpcActivities({
         const activated = await moveState(
           m,
           { table: 'vpcs', uuid: vpcUuid, from: ['pending'], to: 'active' },
-          {
-            set: 'cidr_v6 = $6, resolver_v4 = $7, vpn_pool_v4 = $8',
-            params: [addressing.cidrV6, addressing.resolverV4, addressing.vpnPoolV4],
-          },
+          { cidr_v6: addressing.cidrV6, resolver_v4: addressing.resolverV4, vpn_pool_v4: addressing.vpnPoolV4 },
         );
         if (!activated) return false;
         const moved = (await one<VpcRow>(m, `SELECT uuid, cidr_v4::text, status FROM vpcs WHERE uuid = $1`, [
@@ -138,7 +135,7 @@ export function createVpcActivities({
       return moveState(
         dataSource,
         { table: 'vpcs', uuid: vpcUuid, from: ['pending'], to: 'failed' },
-        { set: 'failure_reason = $6', params: [reason.slice(0, 500)] },
+        { failure_reason: reason.slice(0, 500) },
       );
     },
 
@@ -184,7 +181,7 @@ export function createVpcActivities({
       return moveState(
         dataSource,
         { table: 'vpc_attachments', uuid: attachmentUuid, from: ['attaching'], to: 'failed' },
-        { set: 'failure_reason = $6', params: [reason.slice(0, 500)] },
+        { failure_reason: reason.slice(0, 500) },
       );
     },
 

@@ -65,7 +65,7 @@ export function createVpnActivities({
       return moveState(
         dataSource,
         { table, uuid, from: ['pending'], to: 'failed' },
-        { set: 'failure_reason = $6', params: [reason.slice(0, 500)] },
+        { failure_reason: reason.slice(0, 500) },
       );
     },
 

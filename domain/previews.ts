@@ -52,3 +52,12 @@ export function previewAppName(parentName: string, source: { pullRequest: number
           .slice(0, 30) || 'branch';
   return `${parentName}-${suffix}`;
 }
+
+/** A preview's app is a clone of its parent with everything the clone flags name. */
+export const PREVIEW_CLONE = {
+  clone_variables: true,
+  clone_secret_files: true,
+  clone_scaling_settings: true,
+  clone_health_checks: true,
+  clone_security: true,
+} as const;

@@ -1,5 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { WorkflowIdConflictPolicy, WorkflowIdReusePolicy, type Client } from '@temporalio/client';
+import {
+  WorkflowIdConflictPolicy,
+  WorkflowIdReusePolicy,
+  WorkflowNotFoundError,
+  type Client,
+} from '@temporalio/client';
 import type { Logger } from 'pino';
 import type { DataSource, EntityManager } from 'typeorm';
 import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
@@ -84,6 +89,25 @@ export class Outbox {
     const values = row as QueryDeepPartialEntity<Operation>;
     await manager.createQueryBuilder().insert().into(Operation).values(values).updateEntity(false).execute();
     return { uuid: row.uuid, workflowId: row.workflow_id, row };
+  }
+
+  /**
+   * Whether an operation under `workflowId` is under way: its start still in the outbox (read
+   * with `manager`, so a row committed before the caller's lock counts), or its workflow running.
+   * For operations one at a time per resource (a second is refused while the first runs).
+   */
+  async inFlight(manager: EntityManager, workflowId: string): Promise<boolean> {
+    const queued = await manager
+      .createQueryBuilder(Operation, 'o')
+      .where('o.workflow_id = :workflowId AND o.started_at IS NULL', { workflowId })
+      .getExists();
+    if (queued) return true;
+    try {
+      return (await this.client.workflow.getHandle(workflowId).describe()).status.name === 'RUNNING';
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) return false;
+      throw err;
+    }
   }
 
   /**

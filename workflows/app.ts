@@ -1,4 +1,5 @@
 import {
+  allHandlersFinished,
   condition,
   continueAsNew,
   isCancellation,
@@ -39,6 +40,9 @@ export interface AppLifecycleInput {
 }
 
 const AWAKE: AppState[] = ['started', 'running', 'failed', 'problem'];
+
+/** Continue-as-new waits until every queued signal is handled (histories from before continued at once). */
+const CONTINUE_WHEN_DRAINED = 'continue-as-new-when-drained';
 
 /**
  * The app's own workflow (`app/<uuid>`), for the app's whole life: provisions it
@@ -234,7 +238,13 @@ export async function appLifecycle(input: AppLifecycleInput): Promise<void> {
         await move(['running', 'failed', 'problem'], status);
       }
       if (workflowInfo().continueAsNewSuggested) {
-        await continueAsNew<typeof appLifecycle>({ appUuid, provisioned: true });
+        // Histories from before the drain carry no marker: they continued as new at once.
+        if (!patched(CONTINUE_WHEN_DRAINED)) await continueAsNew<typeof appLifecycle>({ appUuid, provisioned: true });
+        // A signal that came in during this iteration's steps is still queued: the new run would
+        // never see it, so the next iteration handles it first. Checked in the same activation as
+        // the continue-as-new, after which no handler of this run can run again.
+        await condition(allHandlersFinished);
+        if (!pending()) await continueAsNew<typeof appLifecycle>({ appUuid, provisioned: true });
       }
     }
   } catch (err) {

@@ -10,7 +10,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import { PREVIEW_WAKE_SIGNAL, type PreviewStatus } from '../domain/previews';
+import { PREVIEW_CLONE, PREVIEW_WAKE_SIGNAL, type PreviewStatus } from '../domain/previews';
 import { operationStart } from '../domain/search-attributes';
 import { appDeploy } from './app-deploy';
 import { stateQuery } from './common';
@@ -31,7 +31,24 @@ const {
 /** Creating the workload and deploying: a few tries, then the environment is `failed`. */
 const { createPreviewApp, deployPreviewCommit } = proxyActivities<Activities>(previewBuild);
 
+/** The preview's app: its row and capacity (database steps), its workload (a few tries, as a deployment's). */
+const { insertPreviewApp, copyAppSettings, transition } = proxyActivities<Activities>(quickDb);
+const { provisionApp } = proxyActivities<Activities>(previewBuild);
+
 export const wakeSignal = defineSignal(PREVIEW_WAKE_SIGNAL);
+
+/**
+ * The preview's own app, made as steps of this workflow: a copy of its parent app (the row and
+ * its capacity), the parent's settings copied onto it, its workload provisioned, then it
+ * reads `deploying` until its first deployment ends.
+ */
+async function createPreviewAppSteps(environmentId: number): Promise<void> {
+  const app = await insertPreviewApp(environmentId);
+  if (!app) return;
+  if (app.cloning) await copyAppSettings(app.parentAppUuid, app.appUuid, { ...PREVIEW_CLONE });
+  await provisionApp(app.appUuid);
+  await transition({ table: 'apps', uuid: app.appUuid, from: ['cloning'], to: 'deploying' });
+}
 
 /** Re-reads the environment at least this often, in case a wake signal was lost. */
 const RECHECK_MS = 60 * 60 * 1000;
@@ -100,7 +117,9 @@ export async function previewEnvironment(input: PreviewEnvironmentInput): Promis
       await emit(input.workspaceUuid, 'deploy_started', intent.appUuid, eventData);
       try {
         if (!provisioned) {
-          await createPreviewApp(id);
+          // Histories from before the app was made as steps of this workflow ran them as one activity.
+          if (patched('preview-app-steps')) await createPreviewAppSteps(id);
+          else await createPreviewApp(id);
           provisioned = true;
         }
         // Histories from before each commit was a deployment of the preview app carry no marker here.
@@ -151,6 +170,7 @@ export async function previewEnvironment(input: PreviewEnvironmentInput): Promis
     }
     const wait = intent.expiresAt === null ? RECHECK_MS : Math.min(RECHECK_MS, intent.expiresAt - Date.now());
     await condition(() => woken, wait);
+    // Nothing queued is lost here: a wake only asks for the row to be read again, which the new run does first.
     if (workflowInfo().continueAsNewSuggested) {
       await continueAsNew<typeof previewEnvironment>({ ...input, handledGeneration: handled, provisioned });
     }

@@ -6,7 +6,7 @@ import { ComputeResource } from '../../entities/compute-resource';
 import { insertReturning } from '../../entities/sql';
 import { assertProjectVisible } from '../access';
 import type { Caller } from '../context';
-import { checkSettings, checkSubPath } from '../data-services';
+import { checkSettings, checkSubPath } from '../data-service-rules';
 import { notFound, unprocessable } from '../problem';
 import type { AddonCreateBody } from '../schemas/addons';
 import { markNeedsRedeploy } from '../variables';

@@ -1,11 +1,11 @@
-import { randomInt, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { EntityManager } from 'typeorm';
 import type * as yup from 'yup';
 import { DEFAULT_QUOTA } from '../../domain/app-defaults';
-import { APP_OPERATION, suffixedName } from '../../domain/apps';
+import { APP_OPERATION } from '../../domain/apps';
 import { Addon } from '../../entities/addon';
 import { App } from '../../entities/app';
-import { insertReturning } from '../../entities/sql';
+import { copyOf, insertAppUnderFreshName, type NewApp } from '../../entities/app-rows';
 import { assertProjectVisible } from '../access';
 import type { Caller } from '../context';
 import { conflict, notFound, unprocessable } from '../problem';
@@ -39,21 +39,11 @@ export async function appForChange(tx: Tx, scope: RuleScope, uuid: string, lock 
   return app;
 }
 
-type NewApp = Partial<App> &
-  Pick<App, 'uuid' | 'workspace_uuid' | 'resource_uuid' | 'service_name' | 'label' | 'state'>;
-
-/**
- * Inserts an app under a fresh suffixed name (APP-01; the unique index decides, a clash
- * retries) and returns the whole row as written, defaults included, without reading it back.
- */
-export async function insertAppRow(m: EntityManager, values: NewApp): Promise<App> {
-  for (let attempt = 0; attempt < 8; attempt++) {
-    const name = suffixedName(values.service_name, () => randomInt(0, 1_000_000) / 1_000_000);
-    // ON CONFLICT DO NOTHING: the uuid is fresh, so the one conflict possible is the name.
-    const app = await insertReturning(m, App, { ...values, name }, { ignoreConflict: true });
-    if (app) return app;
-  }
-  throw conflict('could not find a free app name; try again');
+/** Inserts an app under a fresh suffixed name (APP-01) through the apps table's writer; 409 when none is free. */
+async function insertApp(m: EntityManager, values: NewApp): Promise<App> {
+  const app = await insertAppUnderFreshName(m, values);
+  if (!app) throw conflict('could not find a free app name; try again');
+  return app;
 }
 
 /** POST /apps: an app in state pending on a resource with room for its quota (CLN-04 placement), its lifecycle workflow enqueued. */
@@ -77,7 +67,7 @@ export async function createApp(tx: Tx, caller: Caller, b: CreateAppInput): Prom
     ...DEFAULT_QUOTA,
     ...Object.fromEntries(Object.entries(b.quota ?? {}).filter(([, v]) => v !== undefined)),
   };
-  const app = await insertAppRow(tx.m, {
+  const app = await insertApp(tx.m, {
     uuid: randomUUID(),
     workspace_uuid: caller.workspaceUuid,
     project_uuid: b.project_id ?? null,
@@ -187,23 +177,17 @@ export async function cloneApp(tx: Tx, caller: Caller, input: CloneAppInput): Pr
   const projectId = input.project_id !== undefined ? input.project_id : source.project_uuid;
   await checkPlacement(scope, tx.m, { resourceId: resourceUuid, projectId });
   const parentImage = input.use_parent_image;
-  const app = await insertAppRow(tx.m, {
-    uuid: randomUUID(),
-    workspace_uuid: caller.workspaceUuid,
-    project_uuid: projectId,
-    resource_uuid: resourceUuid,
-    service_name: input.name ?? source.service_name,
-    label: input.label ?? `${source.label} (copy)`,
-    state: 'cloning',
-    deployment_method: parentImage ? 'parent_image' : source.deployment_method,
-    deployment_config: parentImage ? { parent_app_id: source.uuid } : source.deployment_config,
-    builder: source.builder,
-    manage_dns_records: source.manage_dns_records,
-    maintenance: false,
-    internal_port: source.internal_port,
-    quota: source.quota,
-    parent_app_uuid: parentImage ? source.uuid : null,
-    parent_image_auto_sync: parentImage ? input.parent_image_auto_sync : false,
+  const app = await insertApp(tx.m, {
+    ...copyOf(source, {
+      uuid: randomUUID(),
+      workspace_uuid: caller.workspaceUuid,
+      project_uuid: projectId,
+      resource_uuid: resourceUuid,
+      service_name: input.name ?? source.service_name,
+      label: input.label ?? `${source.label} (copy)`,
+      parentImage,
+      parentImageAutoSync: input.parent_image_auto_sync ?? false,
+    }),
     created_by_member_uuid: caller.memberUuid,
   });
   await reserveCapacity(scope, tx.m, app.uuid, resourceUuid, source.quota);

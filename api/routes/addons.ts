@@ -2,17 +2,10 @@ import * as yup from 'yup';
 import { createAddon } from '../commands/addons';
 import { write } from '../commands/audited-write';
 import { route } from '../route';
-import { createReplica, updateDataService } from '../commands/data-services';
-import {
-  appAddon,
-  backupsOf,
-  changeState,
-  destroy,
-  findApp,
-  setPublicAccess,
-  startRestore,
-  viewOf,
-} from '../data-services';
+import { createReplica, updateDataService } from '../commands/data-service-changes';
+import { backupsOf } from '../data-service-backups';
+import { findApp } from './app-support';
+import { appAddon, changeState, destroy, setPublicAccess, startRestore, viewOf } from './data-service-support';
 import {
   addonCreateBody,
   addonUpdateBody,
@@ -151,7 +144,7 @@ export const addonRoutes = [
       'Backups of an add-on: backup_enabled (the setting), backup_active (what runs), the recovery window and the backups',
     response: backupsSchema,
     async handler(ctx) {
-      return backupsOf(ctx, await appAddon(ctx));
+      return backupsOf(ctx.deps.dataSource.manager, await appAddon(ctx));
     },
   }),
   route<AddonParams, {}, RestoreBody>({
@@ -166,7 +159,7 @@ export const addonRoutes = [
       'Restore a postgres backup: backup_name, or target_time (point in time), or neither for the latest; to_new_cluster keeps the old database',
     response: messageSchema,
     async handler(ctx) {
-      return startRestore(ctx, await appAddon(ctx), ctx.body, 'addon-restore');
+      return startRestore(ctx, await appAddon(ctx), ctx.body);
     },
   }),
   route<AddonParams, {}, { cpu_size: number; ram_size: number }>({

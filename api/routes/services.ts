@@ -2,18 +2,11 @@ import * as yup from 'yup';
 import { assertProjectVisible, visibleProjectsClause } from '../access';
 import { insertDataService } from '../commands/addons';
 import { write } from '../commands/audited-write';
-import {
-  backupsOf,
-  changeState,
-  checkSubPath,
-  destroy,
-  findAddon,
-  findApp,
-  setPublicAccess,
-  startRestore,
-  viewOf,
-} from '../data-services';
-import { updateDataService } from '../commands/data-services';
+import { updateDataService } from '../commands/data-service-changes';
+import { backupsOf } from '../data-service-backups';
+import { checkSubPath } from '../data-service-rules';
+import { findApp } from './app-support';
+import { changeState, destroy, findAddon, setPublicAccess, startRestore, viewOf } from './data-service-support';
 import { mountService } from '../commands/services';
 import { selectPage, type Page } from '../pagination';
 import { checkPlacement } from '../placement';
@@ -193,7 +186,7 @@ export const serviceRoutes = [
     summary: 'Backups of a service: backup_enabled, backup_active, the recovery window and the backups',
     response: backupsSchema,
     async handler(ctx) {
-      return backupsOf(ctx, await findAddon(ctx, { service: true }, ctx.params.id));
+      return backupsOf(ctx.deps.dataSource.manager, await findAddon(ctx, { service: true }, ctx.params.id));
     },
   }),
   route<Params, {}, RestoreBody>({
@@ -208,7 +201,7 @@ export const serviceRoutes = [
       'Restore a postgres service backup: backup_name, target_time, or neither for the latest; to_new_cluster keeps the old database',
     response: messageSchema,
     async handler(ctx) {
-      return startRestore(ctx, await findAddon(ctx, { service: true }, ctx.params.id), ctx.body, 'service-restore');
+      return startRestore(ctx, await findAddon(ctx, { service: true }, ctx.params.id), ctx.body);
     },
   }),
   route<Params, {}, { app_uuid: string; mount_path: string; sub_path?: string; access_mode?: 'shared' | 'exclusive' }>({

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { createStateActivities } from '../../activities/state';
+import { createStateActivities, moveState } from '../../activities/state';
 import { createEventActivities } from '../../activities/events';
 import { auditCheck } from '../../api/audit';
 import { route } from '../../api/route';
@@ -176,6 +176,21 @@ describe('audit log', () => {
         diff: { state: { from: 'pending', to: 'processing' } },
       },
     ]);
+  });
+
+  it("a state move in a caller's transaction that rolls back leaves neither the move nor its entry", async () => {
+    const created = await stack.http.post('/api/v1/projects').set(auth(ws.ownerToken)).send({ name: 'rolled-back' });
+    await expect(
+      stack.ds.transaction(async (m) => {
+        expect(
+          await moveState(m, { table: 'projects', uuid: created.body.uuid, from: ['active'], to: 'deleting' }),
+        ).toBe(true);
+        throw new Error('the caller gives up');
+      }),
+    ).rejects.toThrow('the caller gives up');
+    const [row] = await stack.ds.query(`SELECT state FROM projects WHERE uuid = $1`, [created.body.uuid]);
+    expect(row.state).toBe('active');
+    expect((await auditOf(created.body.uuid)).filter((e) => e.source === 'workflow')).toEqual([]);
   });
 
   it('is for workspace admins: owner and admin read it, any custom role or token gets 403; filters apply', async () => {

@@ -26,7 +26,7 @@ async function status(parent: string, id: number): Promise<any> {
 }
 
 describe('the preview app as a clone of its parent', () => {
-  it("PRV-03 has its parent's settings, variables (a secret one stays secret) and secret files; its commits are listed deployments; its effective environment reaches the rollout; destroying removes its workload and capacity", async () => {
+  it("PRV-03 is made as steps of its workflow; has its parent's settings, variables (a secret one stays secret) and secret files; its commits are listed deployments; its effective environment reaches the rollout; destroying removes its workload and capacity", async () => {
     const project = await stack.http.post('/api/v1/projects').set(auth(ws.ownerToken)).send({ name: 'preview-clone' });
     expect(project.status).toBe(201);
     const parent = await insertApp(stack.ds, ws, { projectId: project.body.uuid });
@@ -96,6 +96,16 @@ describe('the preview app as a clone of its parent', () => {
       { what: 'preview active' },
     );
     const preview: string = active.app_uuid;
+    // the app is made as steps of the environment's workflow, each in its history
+    const history = await stack.temporal.workflow.getHandle(`preview/${parent.uuid}/pr-41`).fetchHistory();
+    const steps = history.events!.flatMap((e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? []);
+    expect(steps.slice(0, 5)).toEqual([
+      'readPreviewIntent',
+      'insertPreviewApp',
+      'copyAppSettings',
+      'provisionApp',
+      'transition',
+    ]);
 
     const [row] = await stack.ds.query(
       `SELECT preview_parent_uuid, project_uuid, internal_port, builder, health_checks, quota, deployment_method FROM apps WHERE uuid = $1`,

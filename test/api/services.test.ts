@@ -429,6 +429,27 @@ describe('restore', () => {
     expect(await simData(stack).readRows(cluster)).toEqual({ v: 'newest' });
   });
 
+  it('BKP-06 the restore starts through the outbox (an operation row, started after commit) and records one audit entry', async () => {
+    const { s } = await dbWithBackups();
+    const res = await stack.http.post(`/api/v1/services/${s.uuid}/restore_backup`).set(owner()).send({});
+    expect(res.status).toBe(202);
+    const ops = await stack.ds.query(`SELECT workflow_type, args, started_at FROM operations WHERE workflow_id = $1`, [
+      `service-restore/${s.uuid}`,
+    ]);
+    expect(ops).toHaveLength(1);
+    expect(ops[0]).toMatchObject({
+      workflow_type: 'addonRestore',
+      args: [{ addonUuid: s.uuid, from: { latest: true } }],
+    });
+    expect(ops[0].started_at).not.toBeNull();
+    const audit = await stack.ds.query(
+      `SELECT created_at FROM audit_events WHERE resource_uuid = $1 AND action = 'service.restore'`,
+      [s.uuid],
+    );
+    expect(audit).toHaveLength(1);
+    await stack.temporal.workflow.getHandle(`service-restore/${s.uuid}`).result();
+  });
+
   it('BKP-07 to_new_cluster creates a new cluster beside the old one, which is left untouched', async () => {
     const created = await stack.http
       .post(`/api/v1/apps/${appUuid}/addons`)
@@ -482,6 +503,17 @@ describe('restore', () => {
     await stack.temporal.workflow.getHandle(`service-restore/${s.uuid}`).result();
     const third = await stack.http.post(`/api/v1/services/${s.uuid}/restore_backup`).set(owner()).send({});
     expect(third.status).toBe(202);
+    await stack.temporal.workflow.getHandle(`service-restore/${s.uuid}`).result();
+    // a restore into a new cluster leaves the source live: the restore under way refuses the next
+    await SimulatedCore.injectFault(stack.ds, 'data.restore', 3);
+    expect(
+      (await stack.http.post(`/api/v1/services/${s.uuid}/restore_backup`).set(owner()).send({ to_new_cluster: true }))
+        .status,
+    ).toBe(202);
+    const whileCopying = await stack.http.post(`/api/v1/services/${s.uuid}/restore_backup`).set(owner()).send({});
+    expect(whileCopying.status).toBe(409);
+    expect(whileCopying.body.detail).toMatch(/already running/);
+    await stack.temporal.workflow.getHandle(`service-restore/${s.uuid}`).result();
     const cache = await service({ type: 'valkey' });
     expect((await stack.http.post(`/api/v1/services/${cache.uuid}/restore_backup`).set(owner()).send({})).status).toBe(
       422,

@@ -1,5 +1,6 @@
 import { SimulatedAppsControl } from '../../../activities/provider/simulated/apps';
 import { auth, appWorkflowHarness, BIG_PLAN } from '../../support/apps';
+import { eagerContinueAsNew } from '../../support/eager-continue-as-new';
 import { seedWorkspace, type Workspace } from '../../support/fixtures';
 import { eventually, resultOnceStarted, type TestStack } from '../../support/stack';
 import type { History, ReplayScenario } from './types';
@@ -202,6 +203,25 @@ export const appScenarios: ReplayScenario[] = [
         });
       } finally {
         await h.close();
+      }
+    },
+  },
+  {
+    // A stop requested while the iteration's last step runs, on a server that suggests continue-as-new
+    // after a few events: the run carries it out, then continues as new (the first run's history).
+    name: 'app-continue-as-new-drained',
+    async record(stack) {
+      const t = await eagerContinueAsNew(stack);
+      try {
+        const ws = await seedWorkspace(stack.ds, { plan: BIG_PLAN });
+        return await t.withWorker(async () => {
+          const app = await t.runningApp(ws, 'drained');
+          await t.duringLastStep(app.uuid, () => t.changeState(ws, app.uuid, 'stop'));
+          await t.continuedAsNew(app.uuid, app.firstRun);
+          return t.handle(app.uuid, app.firstRun).fetchHistory();
+        });
+      } finally {
+        await t.close();
       }
     },
   },

@@ -1,10 +1,12 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Addon } from '../../entities/addon';
 import { insertReturning, updateWhereReturning } from '../../entities/sql';
+import { workflowIdOf } from '../../domain/search-attributes';
 import type { Caller } from '../context';
-import { checkSettings, LIVE_STATES } from '../data-services';
+import { restoreChoice } from '../data-service-backups';
+import { checkSettings, LIVE_STATES } from '../data-service-rules';
 import { conflict, unprocessable } from '../problem';
-import type { AddonUpdateBody } from '../schemas/addons';
+import type { AddonUpdateBody, RestoreBody } from '../schemas/addons';
 import { markNeedsRedeploy } from '../variables';
 import type { AddonRow } from '../views/addons';
 import { snapshotOf, type Tx } from './audited-write';
@@ -189,4 +191,59 @@ export async function changeDataServiceState(
     after: snapshotOf(after),
   });
   await enqueueSync(tx, caller, row.uuid, operationArea(row), after.settings_generation);
+}
+
+/**
+ * Restores a postgres add-on or service (BKP-04..08): its audit entry (what was asked; the
+ * workflow changes the rows) and the addonRestore start (`<area>-restore/<uuid>`) in this
+ * transaction. One restore per database at a time: with the row locked, a restore still in
+ * the outbox or running is a 409.
+ */
+export async function restoreDataService(
+  tx: Tx,
+  caller: Caller,
+  row: AddonRow,
+  b: RestoreBody,
+): Promise<{ message: string }> {
+  const from = await restoreChoice(tx.m, row, b);
+  const locked = await tx.m.findOne(Addon, { where: { uuid: row.uuid }, lock: { mode: 'pessimistic_write' } });
+  const state = locked?.state ?? 'deleting';
+  if (!LIVE_STATES.includes(state)) throw conflict(`the database is ${state}; restore once it is running`);
+  const area = operationArea(row);
+  const operation = `${area}-restore`;
+  if (await tx.deps.outbox.inFlight(tx.m, workflowIdOf(operation, row.uuid)))
+    throw conflict('a restore of this database is already running');
+  const toNewCluster = b.to_new_cluster ?? false;
+  await tx.audit({
+    action: `${area}.restore`,
+    resourceUuid: row.uuid,
+    before: null,
+    after: {
+      restore_from:
+        'backupName' in from
+          ? { backup_name: from.backupName }
+          : 'targetTime' in from
+            ? { target_time: from.targetTime }
+            : 'latest',
+      to_new_cluster: toNewCluster,
+    },
+  });
+  await tx.enqueue({
+    operation,
+    workflow: 'addonRestore',
+    workspaceUuid: caller.workspaceUuid,
+    resourceUuid: row.uuid,
+    args: [{ addonUuid: row.uuid, from, toNewCluster }],
+  });
+  const what =
+    'backupName' in from
+      ? `backup ${from.backupName}`
+      : 'targetTime' in from
+        ? `the state at ${from.targetTime}`
+        : 'the latest backup';
+  return {
+    message: toNewCluster
+      ? `Restoring ${what} into a new cluster beside ${row.name}; the current database is not touched.`
+      : `Restoring ${what} in place: the current data of ${row.name} is replaced.`,
+  };
 }
