@@ -74,7 +74,7 @@ interface RouteInfo {
  * socket as its stdin, which `/dev/stdin` cannot open (ENXIO), and the key stays off the disk.
  */
 export function readingPipe(argv: string[]): string[] {
-  return ['sh', '-c', 'cat | "$0" "$@"', ...argv];
+  return ['/bin/sh', '-c', 'cat | "$0" "$@"', ...argv];
 }
 
 /** `ip -j route` writes a host route without its prefix and the default route as `default`. */
@@ -83,7 +83,7 @@ function rangeOf(dst: string, family: string): string {
   return dst.includes('/') ? dst : `${dst}/${family === '-6' ? 128 : 32}`;
 }
 
-const KERNEL_LACKS_WIREGUARD = /Unknown device type|not supported|Operation not supported/i;
+const KERNEL_LACKS_WIREGUARD = /Unknown device type|not supported/i;
 
 export function createWireguard(options: WireguardOptions) {
   const searchPath = options.searchPath ?? DEFAULT_SEARCH_PATH;
@@ -91,7 +91,7 @@ export function createWireguard(options: WireguardOptions) {
   const logFile = (ifname: string) => path.join(options.stateDir, `${ifname}.log`);
 
   /** ip and wg are always needed; wireguard-go only when the interface is not the kernel's. */
-  function binaries() {
+  function bin() {
     const ip = findBinary(['ip'], undefined, searchPath);
     if (!ip)
       throw wireguardUnavailable(`WireGuard gateways need ip (Debian package iproute2), not found on ${searchPath}`);
@@ -108,7 +108,6 @@ export function createWireguard(options: WireguardOptions) {
     return run(argv, { env, ...(input === undefined ? {} : { input }) });
   }
 
-  const bin = () => binaries();
   const inNs = (ns: string, argv: string[]) => [bin().ip, 'netns', 'exec', ns, ...argv];
   const wg = (ref: WireguardRef, args: string[], input?: string) =>
     cmd(inNs(ref.namespace, input === undefined ? [bin().wg, ...args] : readingPipe([bin().wg, ...args])), input);
