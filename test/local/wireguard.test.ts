@@ -1,8 +1,8 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync, symlinkSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { findBinary } from '../../activities/provider/local/data/proc';
+import { findBinary } from '../../activities/provider/local/data/commands';
 import { vpcWireguardGateway } from '../../activities/provider/local/vpn/vpc-wireguard';
 import { createWireguard, type Wireguard } from '../../activities/provider/local/vpn/wireguard';
 import type { WireguardGatewaySpec } from '../../activities/provider/local/vpn/wireguard-conf';
@@ -44,7 +44,7 @@ describe('WireGuard gateways: refusals', () => {
   it('without wg, ensureGateway fails for good and names the package to install', async () => {
     const empty = mkdtempSync(path.join(tmpdir(), 'berth-wg-empty-'));
     try {
-      const wireguard = createWireguard({ stateDir: empty, searchPath: empty });
+      const wireguard = createWireguard({ searchPath: empty });
       const attempt = wireguard.ensureGateway({
         namespace: 'berth-none',
         interfaceName: 'bwg000000000000',
@@ -66,7 +66,7 @@ describe('WireGuard gateways: refusals', () => {
 
   it('refuses a malformed spec before running anything, without echoing the private key', async () => {
     const ran: string[][] = [];
-    const wireguard = createWireguard({ stateDir: tmpdir(), trace: (argv) => ran.push(argv) });
+    const wireguard = createWireguard({ trace: (argv) => ran.push(argv) });
     const good: WireguardGatewaySpec = {
       namespace: 'berth-x',
       interfaceName: 'bwg000000000000',
@@ -97,7 +97,6 @@ describeReal('WireGuard gateways: wireguard-go in a network namespace, a real cl
   let stack: TestStack;
   let ws: Workspace;
   let net: LinkedNamespaces;
-  let stateDir: string;
   let wireguard: Wireguard;
   let echo: { close(): Promise<void> };
   let client: WireguardClient | undefined;
@@ -112,9 +111,7 @@ describeReal('WireGuard gateways: wireguard-go in a network namespace, a real cl
     ws = await seedWorkspace(stack.ds);
     await stack.startWorker();
     net = linkedNamespaces('wg');
-    stateDir = mkdtempSync(path.join(tmpdir(), 'berth-wg-state-'));
     wireguard = createWireguard({
-      stateDir,
       implementation: 'userspace',
       trace: (argv) => ran.push(argv),
       logger: { info: (o: unknown) => logged.push(o), warn: (o: unknown) => logged.push(o) } as never,
@@ -128,7 +125,6 @@ describeReal('WireGuard gateways: wireguard-go in a network namespace, a real cl
     if (gateway) await wireguard?.teardown(gateway).catch(() => {});
     await echo?.close();
     net?.remove();
-    if (stateDir) rmSync(stateDir, { recursive: true, force: true });
     await stack?.close();
   });
 
@@ -211,7 +207,7 @@ describeReal('WireGuard gateways: wireguard-go in a network namespace, a real cl
     const first = await wireguard.ensureGateway(spec);
     const again = await wireguard.ensureGateway(spec);
     const afterRestart: string[][] = [];
-    const restarted = createWireguard({ stateDir, trace: (argv) => ran.push(argv) && afterRestart.push(argv) });
+    const restarted = createWireguard({ trace: (argv) => ran.push(argv) && afterRestart.push(argv) });
     const adopted = await restarted.ensureGateway(spec);
     expect(again).toEqual(first);
     expect(adopted).toEqual(first);
@@ -262,7 +258,7 @@ describeReal('WireGuard gateways: wireguard-go in a network namespace, a real cl
   it('without wireguard-go (and no kernel WireGuard asked for), fails for good naming the package, leaving nothing', async () => {
     const noGo = pathWith(['ip', 'wg']);
     try {
-      const limited = createWireguard({ stateDir, searchPath: noGo, implementation: 'userspace' });
+      const limited = createWireguard({ searchPath: noGo, implementation: 'userspace' });
       const ref = { namespace: net.a, interfaceName: 'bwgtestnogo0' };
       await expect(limited.ensureGateway({ ...gateway, ...ref, listenPort: 51822, peers: [] })).rejects.toMatchObject({
         type: 'WireguardUnavailable',
@@ -290,7 +286,7 @@ describeReal('WireGuard gateways: wireguard-go in a network namespace, a real cl
     expect(existsSync(controlSocket(ref.interfaceName))).toBe(false);
   });
 
-  it('teardown leaves no interface, process, socket or log; the namespaces go with the test', async () => {
+  it('teardown leaves no interface, process or socket; the namespaces go with the test', async () => {
     const pids = [wireguardGoPid(gateway.interfaceName), wireguardGoPid(CLIENT_IF)];
     expect(pids.every((p) => p !== null)).toBe(true);
     await wireguard.teardown(gateway);
@@ -309,7 +305,6 @@ describeReal('WireGuard gateways: wireguard-go in a network namespace, a real cl
     await eventually(async () => (pids.every((pid) => !existsSync(`/proc/${pid}`)) ? true : null), {
       what: 'the wireguard-go processes reaped',
     });
-    expect(readdirSync(stateDir)).toEqual([]);
     net.remove();
     expect([namespaceExists(net.a), namespaceExists(net.b)]).toEqual([false, false]);
   });

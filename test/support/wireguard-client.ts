@@ -1,8 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { findBinary } from '../../activities/provider/local/data/proc';
+import { findBinary } from '../../activities/provider/local/data/commands';
 import { readingPipe } from '../../activities/provider/local/vpn/wireguard';
 import { startWireguardGo } from '../../activities/provider/local/vpn/wireguard-go';
 
@@ -73,27 +70,21 @@ export async function wireguardClient(
     `PersistentKeepalive = ${peer.PersistentKeepalive}`,
     '',
   ].join('\n');
-  const logDir = mkdtempSync(path.join(tmpdir(), 'berth-wg-client-'));
-  try {
-    await startWireguardGo({
-      ip: findBinary(['ip'], undefined)!,
-      wireguardGo: findBinary(['wireguard-go'], undefined)!,
-      namespace,
-      interfaceName,
-      logFile: path.join(logDir, 'client.log'),
-      env: { PATH: process.env.PATH },
-      ready: async () => {
-        try {
-          inNs(namespace, ['wg', 'show', interfaceName]);
-          return true;
-        } catch {
-          return false;
-        }
-      },
-    });
-  } finally {
-    rmSync(logDir, { recursive: true, force: true });
-  }
+  await startWireguardGo({
+    ip: findBinary(['ip'], undefined)!,
+    wireguardGo: findBinary(['wireguard-go'], undefined)!,
+    namespace,
+    interfaceName,
+    env: { PATH: process.env.PATH },
+    ready: async () => {
+      try {
+        inNs(namespace, ['wg', 'show', interfaceName]);
+        return true;
+      } catch {
+        return false;
+      }
+    },
+  });
   inNs(namespace, readingPipe(['wg', 'setconf', interfaceName, '/dev/stdin']), setconf);
   inNs(namespace, ['ip', 'addr', 'add', iface.Address!, 'dev', interfaceName]);
   inNs(namespace, ['ip', 'link', 'set', interfaceName, 'up']);

@@ -1,13 +1,16 @@
-import { spawn } from 'node:child_process';
-import { closeSync, openSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
+import { OWN_TOOL } from '../data/commands';
 import { processAlive } from '../data/engine';
+import { killProcessGroup, launch } from '../sandbox/launcher';
 
 /**
- * wireguard-go, the userspace WireGuard, as a process of its own per interface: started in
- * the foreground inside the namespace (`ip netns exec <ns> wireguard-go -f <if>`), detached so
- * it outlives a worker crash, found again by its exact command line, and stopped by deleting
- * its interface (it exits when its TUN device goes), with signals only if it lingers.
+ * wireguard-go, the userspace WireGuard, as a process of its own per interface: launched in
+ * the foreground inside the namespace (`ip netns exec <ns> wireguard-go -f <if>`; the
+ * launcher detaches it, so it outlives a worker crash), found again by its exact command
+ * line, and stopped by deleting its interface (it exits when its TUN device goes), with
+ * signals only if it lingers. Its output is dropped: a pipe to a worker that died would end
+ * it at its next error line.
  */
 
 /** The pid of the live wireguard-go serving `interfaceName` (its argv ends in `-f <interfaceName>`), or null. */
@@ -40,56 +43,38 @@ export interface WireguardGoStart {
   wireguardGo: string;
   namespace: string;
   interfaceName: string;
-  /** Its output (errors only: LOG_LEVEL=error); never holds a key. */
-  logFile: string;
   env: NodeJS.ProcessEnv;
   trace?: (argv: string[]) => void;
-  /** Resolves when the interface answers `wg show`. */
+  /** Resolves true once the interface answers `wg show`. */
   ready: () => Promise<boolean>;
   timeoutMs?: number;
 }
 
-function tail(file: string): string {
-  try {
-    return readFileSync(file, 'utf8').trim().split('\n').slice(-5).join(' | ');
-  } catch {
-    return '';
-  }
-}
-
-/** Starts wireguard-go for the interface and waits until it answers; rejects with its last output lines. */
+/** Starts wireguard-go for the interface and waits until it answers; its pid. */
 export async function startWireguardGo(s: WireguardGoStart): Promise<number> {
-  const argv = [s.ip, 'netns', 'exec', s.namespace, s.wireguardGo, '-f', s.interfaceName];
-  s.trace?.(argv);
-  const log = openSync(s.logFile, 'a', 0o600);
-  let exited: string | null = null;
-  const child = spawn(argv[0]!, argv.slice(1), {
-    detached: true,
-    stdio: ['ignore', log, log],
+  if (!existsSync('/dev/net/tun')) throw new Error('wireguard-go needs /dev/net/tun, which this machine lacks');
+  const command = [s.ip, 'netns', 'exec', s.namespace, s.wireguardGo, '-f', s.interfaceName];
+  s.trace?.(command);
+  const { child } = await launch(OWN_TOOL, {
+    sandbox: null,
+    command,
     env: { ...s.env, LOG_LEVEL: 'error' },
+    output: 'ignore',
   });
-  closeSync(log);
+  let exited: string | null = null;
   child.on('error', (err) => (exited = err.message));
   child.on('exit', (code, signal) => (exited = `exited with ${code ?? signal}`));
   child.unref();
-  const deadline = Date.now() + (s.timeoutMs ?? 10_000);
+  const timeoutMs = s.timeoutMs ?? 10_000;
+  const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    if (exited !== null) throw new Error(`wireguard-go ${s.interfaceName} ${exited}: ${tail(s.logFile)}`);
+    if (exited !== null)
+      throw new Error(`wireguard-go ${s.interfaceName} ${exited} before it answered (is the interface name taken?)`);
     if (await s.ready()) return child.pid!;
     await new Promise((r) => setTimeout(r, 50));
   }
-  if (child.pid) stopPid(child.pid, 'SIGKILL');
-  throw new Error(
-    `wireguard-go ${s.interfaceName} did not answer within ${s.timeoutMs ?? 10_000} ms: ${tail(s.logFile)}`,
-  );
-}
-
-function stopPid(pid: number, signal: NodeJS.Signals): void {
-  try {
-    process.kill(pid, signal);
-  } catch {
-    // already gone
-  }
+  killProcessGroup(child.pid, 'SIGKILL');
+  throw new Error(`wireguard-go ${s.interfaceName} did not answer within ${timeoutMs} ms`);
 }
 
 async function exitedWithin(pid: number, ms: number): Promise<boolean> {
@@ -104,21 +89,19 @@ async function exitedWithin(pid: number, ms: number): Promise<boolean> {
 /**
  * Waits for the process to end once its interface was deleted; a process that lingers, or
  * whose interface could not be deleted (its namespace was deleted under it), gets SIGTERM,
- * then SIGKILL. Its socket and log go with it.
+ * then SIGKILL. Its control socket goes with it.
  */
 export async function stopWireguardGo(
   pid: number | null,
   interfaceName: string,
-  logFile: string,
   { interfaceDeleted }: { interfaceDeleted: boolean },
 ): Promise<void> {
   if (pid !== null && !(await exitedWithin(pid, interfaceDeleted ? 3000 : 0))) {
-    stopPid(pid, 'SIGTERM');
+    killProcessGroup(pid, 'SIGTERM');
     if (!(await exitedWithin(pid, 3000))) {
-      stopPid(pid, 'SIGKILL');
+      killProcessGroup(pid, 'SIGKILL');
       if (!(await exitedWithin(pid, 3000))) throw new Error(`wireguard-go ${interfaceName} (pid ${pid}) does not exit`);
     }
   }
   rmSync(controlSocket(interfaceName), { force: true });
-  rmSync(logFile, { force: true });
 }

@@ -1,8 +1,7 @@
-import { existsSync, mkdirSync } from 'node:fs';
-import path from 'node:path';
+import { existsSync } from 'node:fs';
 import { ApplicationFailure } from '@temporalio/common';
 import type { Logger } from 'pino';
-import { DEFAULT_SEARCH_PATH, findBinary, run } from '../data/proc';
+import { DEFAULT_SEARCH_PATH, findBinary, run } from '../data/commands';
 import {
   checkPeer,
   checkRef,
@@ -25,8 +24,6 @@ import { startWireguardGo, stopWireguardGo, wireguardGoPid } from './wireguard-g
  */
 
 export interface WireguardOptions {
-  /** Where wireguard-go's output goes (one `<interface>.log` each, errors only; removed at teardown). */
-  stateDir: string;
   /** Where `ip`, `wg` and `wireguard-go` are looked up (default: the standard folders). */
   searchPath?: string;
   /** `userspace`: wireguard-go even where the kernel has WireGuard. */
@@ -85,10 +82,9 @@ function rangeOf(dst: string, family: string): string {
 
 const KERNEL_LACKS_WIREGUARD = /Unknown device type|not supported/i;
 
-export function createWireguard(options: WireguardOptions) {
+export function createWireguard(options: WireguardOptions = {}) {
   const searchPath = options.searchPath ?? DEFAULT_SEARCH_PATH;
   const env = { PATH: searchPath, LANG: 'C' };
-  const logFile = (ifname: string) => path.join(options.stateDir, `${ifname}.log`);
 
   /** ip and wg are always needed; wireguard-go only when the interface is not the kernel's. */
   function bin() {
@@ -142,7 +138,7 @@ export function createWireguard(options: WireguardOptions) {
     const pid = wireguardGoPid(ref.interfaceName);
     const present = existsSync(`/run/netns/${ref.namespace}`) && (await link(ref)) !== null;
     if (present) await ipIn(ref, ['link', 'del', 'dev', ref.interfaceName]);
-    await stopWireguardGo(pid, ref.interfaceName, logFile(ref.interfaceName), { interfaceDeleted: present });
+    await stopWireguardGo(pid, ref.interfaceName, { interfaceDeleted: present });
   }
 
   /** The interface, adopted when it answers, otherwise (re)made: the kernel's first unless told. */
@@ -163,13 +159,11 @@ export function createWireguard(options: WireguardOptions) {
       throw wireguardUnavailable(
         `this kernel has no WireGuard and wireguard-go (Debian package wireguard-go) is not installed on ${searchPath}`,
       );
-    mkdirSync(options.stateDir, { recursive: true, mode: 0o700 });
     await startWireguardGo({
       ip,
       wireguardGo,
       namespace: ref.namespace,
       interfaceName: ref.interfaceName,
-      logFile: logFile(ref.interfaceName),
       env,
       trace: options.trace,
       ready: () => answers(ref),
@@ -283,7 +277,7 @@ export function createWireguard(options: WireguardOptions) {
     /** What runs for the gateway, or null when nothing answers (no private key is ever read back). */
     inspect,
 
-    /** Removes the interface, its wireguard-go, socket and log; nothing there is fine. */
+    /** Removes the interface, its wireguard-go and its socket; nothing there is fine. */
     async teardown(ref: WireguardRef): Promise<void> {
       checkRef(ref);
       bin();
