@@ -1,4 +1,5 @@
 import { isIP } from 'node:net';
+import { checkNamespace, isRange } from './checks';
 import { isWireguardKey } from '../../../../domain/wireguard';
 
 /**
@@ -40,15 +41,7 @@ export function wireguardInterfaceName(gatewayUuid: string): string {
   return `bwg${hex.slice(0, 12)}`;
 }
 
-const NAMESPACE = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 const INTERFACE = /^[A-Za-z0-9][A-Za-z0-9_-]{0,14}$/;
-
-function isRange(text: string): boolean {
-  const [address, prefix, ...rest] = text.split('/');
-  const family = isIP(address ?? '');
-  if (rest.length > 0 || family === 0 || !/^\d{1,3}$/.test(prefix ?? '')) return false;
-  return Number(prefix) <= (family === 4 ? 32 : 128);
-}
 
 /** The host range a peer is allowed: its address as /32 (IPv4) or /128 (IPv6). */
 export function peerAllowedIp(address: string): string {
@@ -57,7 +50,7 @@ export function peerAllowedIp(address: string): string {
 
 /** Throws (naming the field, never a key's value) when a reference is malformed. */
 export function checkRef(ref: WireguardRef): void {
-  if (!NAMESPACE.test(ref.namespace)) throw new Error(`not a network namespace name: ${ref.namespace}`);
+  checkNamespace(ref.namespace);
   if (!INTERFACE.test(ref.interfaceName)) throw new Error(`not an interface name: ${ref.interfaceName}`);
 }
 
