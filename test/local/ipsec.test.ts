@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { findBinary } from '../../activities/provider/local/data/commands';
 import { createIpsec, type Ipsec } from '../../activities/provider/local/vpn/ipsec';
-import type { SiteTunnelSpec } from '../../activities/provider/local/vpn/ipsec-conf';
+import { tunnelConf, type SiteTunnelSpec } from '../../activities/provider/local/vpn/ipsec-conf';
 import { linkedNamespaces, tcpEcho, tcpRoundTrip, type LinkedNamespaces } from '../support/netns';
 import { eventually } from '../support/stack';
 
@@ -27,7 +27,53 @@ const VPC_HOST = '10.224.1.1';
 const SITE_HOST = '172.20.0.1';
 const PSK = 'psk0123456789abcdefSITEONE';
 
-describe('IPsec site tunnels: refusals', () => {
+describe('IPsec site tunnels: configuration and refusals', () => {
+  it('writes any pre-shared key base64-encoded: no character of it can end the value', () => {
+    const key = 'k"ey\n}\nsecrets { x = y }\\';
+    const text = tunnelConf({
+      namespace: 'berth-x',
+      name: 'site1',
+      localAddress: '192.168.228.1',
+      remoteAddress: '192.168.228.2',
+      localCidrs: ['10.224.0.0/16'],
+      remoteCidrs: ['172.20.0.0/24', '172.21.0.0/24'],
+      preSharedKey: key,
+      initiate: false,
+    });
+    const secret = /secret = 0s([A-Za-z0-9+/=]+)\n/.exec(text)![1]!;
+    expect(Buffer.from(secret, 'base64').toString('utf8')).toBe(key);
+    expect(text).not.toContain('k"ey');
+    expect(text).toContain('remote_ts = 172.20.0.0/24, 172.21.0.0/24');
+    expect(text).toContain('start_action = none');
+  });
+
+  it('refuses a malformed spec before running anything', async () => {
+    const ran: string[][] = [];
+    const ipsec = createIpsec({ trace: (argv) => ran.push(argv) });
+    const good: SiteTunnelSpec = {
+      namespace: 'berth-x',
+      name: 'site1',
+      localAddress: '192.168.228.1',
+      remoteAddress: '192.168.228.2',
+      localCidrs: ['10.224.0.0/16'],
+      remoteCidrs: ['172.20.0.0/24'],
+      preSharedKey: PSK,
+      initiate: true,
+    };
+    for (const [bad, message] of [
+      [{ name: 'site 1' }, /tunnel name/],
+      [{ remoteAddress: 'example.com' }, /remoteAddress/],
+      [{ remoteCidrs: [] }, /remoteCidrs is empty/],
+      [{ localCidrs: ['10.224.0.0'] }, /localCidrs/],
+      [{ preSharedKey: 'short' }, /shorter than 8/],
+    ] as Array<[Partial<SiteTunnelSpec>, RegExp]>) {
+      const err = await ipsec.ensureTunnel({ ...good, ...bad }).catch((e: Error) => e);
+      expect(String(err)).toMatch(message);
+      expect(String(err)).not.toContain(PSK);
+    }
+    expect(ran).toEqual([]);
+  });
+
   it('without strongSwan, ensureTunnel fails for good and names the packages to install', async () => {
     const empty = mkdtempSync(path.join(tmpdir(), 'berth-ipsec-empty-'));
     try {

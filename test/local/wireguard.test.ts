@@ -5,7 +5,11 @@ import path from 'node:path';
 import { findBinary } from '../../activities/provider/local/data/commands';
 import { vpcWireguardGateway } from '../../activities/provider/local/vpn/vpc-wireguard';
 import { createWireguard, type Wireguard } from '../../activities/provider/local/vpn/wireguard';
-import type { WireguardGatewaySpec } from '../../activities/provider/local/vpn/wireguard-conf';
+import {
+  gatewayConf,
+  parseAllowedIps,
+  type WireguardGatewaySpec,
+} from '../../activities/provider/local/vpn/wireguard-conf';
 import { controlSocket, wireguardGoPid } from '../../activities/provider/local/vpn/wireguard-go';
 import { generateWireguardKeyPair } from '../../domain/wireguard';
 import { seedWorkspace, type Workspace } from '../support/fixtures';
@@ -40,7 +44,26 @@ const linkExists = (ns: string, ifname: string) => {
   }
 };
 
-describe('WireGuard gateways: refusals', () => {
+describe('WireGuard gateways: configuration and refusals', () => {
+  it('configures exactly the given peers, each allowed its own address; reads peers back from wg', () => {
+    const [a, b] = [generateWireguardKeyPair().publicKey, generateWireguardKeyPair().publicKey];
+    const conf = gatewayConf({
+      privateKey: generateWireguardKeyPair().privateKey,
+      listenPort: 51820,
+      peers: [
+        { publicKey: a, address: '10.224.0.129' },
+        { publicKey: b, address: 'fd00::81' },
+      ],
+    });
+    expect(conf.match(/\[Peer\]/g)).toHaveLength(2);
+    expect(conf).toContain(`PublicKey = ${a}\nAllowedIPs = 10.224.0.129/32`);
+    expect(conf).toContain(`PublicKey = ${b}\nAllowedIPs = fd00::81/128`);
+    expect(parseAllowedIps(`${a}\t10.224.0.129/32\n${b}\t(none)\n`)).toEqual([
+      { publicKey: a, address: '10.224.0.129' },
+      { publicKey: b, address: '' },
+    ]);
+  });
+
   it('without wg, ensureGateway fails for good and names the package to install', async () => {
     const empty = mkdtempSync(path.join(tmpdir(), 'berth-wg-empty-'));
     try {
