@@ -137,7 +137,7 @@ describeReal('WireGuard gateways: wireguard-go in a network namespace, a real cl
     wireguard = createWireguard({
       implementation: 'userspace',
       trace: (argv) => ran.push(argv),
-      logger: { info: (o: unknown) => logged.push(o), warn: (o: unknown) => logged.push(o) } as never,
+      logger: { info: (o: unknown) => logged.push(o) } as never,
     });
     echo = await tcpEcho(net.a, ECHO_PORT);
   });

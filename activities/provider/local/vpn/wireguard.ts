@@ -28,7 +28,7 @@ export interface WireguardOptions {
   searchPath?: string;
   /** `userspace`: wireguard-go even where the kernel has WireGuard. */
   implementation?: 'auto' | 'userspace';
-  logger?: Pick<Logger, 'info' | 'warn'>;
+  logger?: Pick<Logger, 'info'>;
   /** Tests: sees the argv of every command run (a key is never in one). */
   trace?: (argv: string[]) => void;
 }
