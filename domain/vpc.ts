@@ -158,6 +158,14 @@ export function resolverV4(vpc: Cidr4): string {
   return formatAddress4(vpc.base + 2);
 }
 
+/**
+ * The address a gateway kind's VPN terminator holds in the VPC: base + 3 onward, one per
+ * kind in the order of GATEWAY_KINDS (wireguard at base + 3). Peer routes of a kind go toward it.
+ */
+export function vpnTerminatorV4(vpc: Cidr4, kind: GatewayKind): string {
+  return formatAddress4(vpc.base + 3 + GATEWAY_KINDS.indexOf(kind));
+}
+
 /** The VPN client pool: the upper half of the reserved /24. */
 export function vpnPoolV4(vpc: Cidr4): Cidr4 {
   return { base: vpc.base + 128, prefix: 25 };

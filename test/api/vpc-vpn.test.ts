@@ -4,6 +4,7 @@ import { isWireguardKey, wireguardPublicKey } from '../../domain/wireguard';
 import { seedWorkspace, type Workspace } from '../support/fixtures';
 import { eventually, expectNoSecretLeaks, startStack, type TestStack } from '../support/stack';
 import { activeVpc, auth } from '../support/vpc';
+import { parseWireguard } from '../support/wireguard-client';
 
 let stack: TestStack;
 let ws: Workspace;
@@ -29,25 +30,6 @@ async function until(path: string, uuid: string, status: string): Promise<any> {
       (await get(path)).body.find((x: { uuid: string; status: string }) => x.uuid === uuid && x.status === status),
     { what: `${path} ${uuid} ${status}` },
   );
-}
-
-/** Parses a wg-quick file strictly: sections, `Key = Value` lines, nothing else. */
-function parseWireguard(text: string): Record<string, Record<string, string>> {
-  const sections: Record<string, Record<string, string>> = {};
-  let current: Record<string, string> | null = null;
-  for (const line of text.split('\n')) {
-    if (line.trim() === '') continue;
-    const header = /^\[(Interface|Peer)\]$/.exec(line);
-    if (header) {
-      if (sections[header[1]!]) throw new Error(`duplicate [${header[1]}]`);
-      current = sections[header[1]!] = {};
-      continue;
-    }
-    const kv = /^([A-Za-z]+) = (.+)$/.exec(line);
-    if (!kv || !current) throw new Error(`not a WireGuard line: ${line}`);
-    current[kv[1]!] = kv[2]!;
-  }
-  return sections;
 }
 
 const SECRETS = {

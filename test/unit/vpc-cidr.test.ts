@@ -15,6 +15,10 @@ import {
   vpcRangeProblems,
   vpnPoolAddresses,
   vpnPoolV4,
+  vpnTerminatorV4,
+  GATEWAY_KINDS,
+  reservedBlock,
+  contains,
 } from '../../domain/vpc';
 import { generateWireguardKeyPair, isWireguardKey, wireguardPublicKey } from '../../domain/wireguard';
 
@@ -125,6 +129,16 @@ describe('VPC ranges', () => {
     expect(pool[0]).toBe('10.224.0.129');
     expect(pool.at(-1)).toBe('10.224.0.254');
     expect(pool).toHaveLength(126);
+  });
+
+  it('VPN terminators follow the router and resolver, one per gateway kind, below the VPN pool', () => {
+    const vpc = cidr4('10.224.0.0/16');
+    expect(GATEWAY_KINDS.map((k) => vpnTerminatorV4(vpc, k))).toEqual(['10.224.0.3', '10.224.0.4', '10.224.0.5']);
+    for (const kind of GATEWAY_KINDS) {
+      const at = cidr4(`${vpnTerminatorV4(vpc, kind)}/32`);
+      expect(contains(reservedBlock(vpc), at)).toBe(true);
+      expect(overlaps(vpnPoolV4(vpc), at)).toBe(false);
+    }
   });
 });
 

@@ -12,7 +12,7 @@ export interface ClusterCommand {
 }
 
 /** Whether the machine has what sandboxes need: never asked of Berth's own tools. */
-const OWN_TOOL: Isolation = { uidSwitch: false, cgroups: false, cgroupRoot: '', summary: "Berth's own tools" };
+export const OWN_TOOL: Isolation = { uidSwitch: false, cgroups: false, cgroupRoot: '', summary: "Berth's own tools" };
 
 /**
  * Runs one of Berth's own tools (argv) or a cluster's command to its end through the
