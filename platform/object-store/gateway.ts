@@ -1,6 +1,21 @@
 import { createHash } from 'node:crypto';
-import { Agent, createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import {
+  Agent,
+  createServer,
+  request,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
 import { mayDo, SUBRESOURCES, type Caller, type S3Operation } from './access';
+import {
+  decodeAwsChunked,
+  readBody,
+  SIGNED_CHUNKS,
+  UNSIGNED_CHUNKS_WITH_TRAILER,
+  type ChunkSigner,
+} from './aws-chunked';
 import type { StoreGrants } from './grants';
 import { s3Error, sendS3Error, type S3Error } from './s3-error';
 import { claimOf, PRESIGN_PARAMS, UNSIGNED_PAYLOAD, type IncomingS3Request } from './signature';
@@ -78,31 +93,6 @@ function parse(req: IncomingMessage): Parsed | S3Error {
   };
 }
 
-/** Reads a body whose SHA-256 the client signed; an error when it is too large or does not match. */
-async function signedBody(req: IncomingMessage, expected: string, limit: number): Promise<Buffer | S3Error> {
-  const declared = Number(req.headers['content-length'] ?? 0);
-  if (declared > limit)
-    return s3Error(
-      'EntityTooLarge',
-      `a body with a signed payload hash may be at most ${limit} bytes; use UNSIGNED-PAYLOAD or multipart`,
-    );
-  const chunks: Buffer[] = [];
-  let size = 0;
-  const hash = createHash('sha256');
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > limit) return s3Error('EntityTooLarge', `the body is larger than ${limit} bytes`);
-    hash.update(chunk);
-    chunks.push(chunk);
-  }
-  if (hash.digest('hex') !== expected.toLowerCase())
-    return s3Error(
-      'XAmzContentSHA256Mismatch',
-      'the provided x-amz-content-sha256 header does not match what was computed',
-    );
-  return Buffer.concat(chunks, size);
-}
-
 /**
  * The object store's front door: every request is authenticated (AWS SigV4, header or
  * presigned, recomputed with the key's stored secret) and authorized (access.ts) before
@@ -113,25 +103,39 @@ export function createObjectStoreGateway(options: GatewayOptions): Server {
   const limit = options.maxSignedBodyBytes ?? 256 * 2 ** 20;
   const agent = new Agent({ keepAlive: true, maxSockets: 64 });
 
-  const identify = async (parsed: Parsed): Promise<{ caller: Caller; payloadHash: string | null } | S3Error> => {
+  const identify = async (
+    parsed: Parsed,
+  ): Promise<{ caller: Caller; payloadHash: string | null; chunkSigner: ChunkSigner | null } | S3Error> => {
     const claim = claimOf(parsed.request, options.region);
     if ('code' in claim) return claim;
-    if (claim.kind === 'anonymous') return { caller: { kind: 'anonymous' }, payloadHash: null };
+    if (claim.kind === 'anonymous') return { caller: { kind: 'anonymous' }, payloadHash: null, chunkSigner: null };
     const holder = options.grants.holderOf(claim.accessKey);
     // Unknown key and wrong signature get the same answer: nothing tells which keys exist.
     if (!holder || !(await claim.verify(holder.secret))) return s3Error('AccessDenied', 'Access Denied');
     const caller: Caller =
       holder.bucket === null ? { kind: 'operator' } : { kind: 'bucket-key', bucket: holder.bucket };
-    return { caller, payloadHash: claim.via === 'header' ? claim.payloadHash : null };
+    const sign = claim.chunkSignature;
+    return {
+      caller,
+      payloadHash: claim.via === 'header' ? claim.payloadHash : null,
+      chunkSigner: sign ? (previous, chunk) => sign(holder.secret, previous, chunk) : null,
+    };
   };
 
   const forward = (req: IncomingMessage, res: ServerResponse, parsed: Parsed, body: Buffer | null) => {
-    const headers = { ...req.headers, host: 'localhost' };
+    const headers: IncomingHttpHeaders = { ...req.headers, host: 'localhost' };
     delete headers.authorization;
     if (body) {
       headers['content-length'] = String(body.length);
       delete headers['transfer-encoding'];
       delete headers.expect;
+      // a decoded aws-chunked body is the object's own bytes
+      const encodings = (headers['content-encoding'] ?? '').split(',').map((e) => e.trim());
+      const rest = encodings.filter((e) => e && e !== 'aws-chunked');
+      if (rest.length) headers['content-encoding'] = rest.join(',');
+      else delete headers['content-encoding'];
+      delete headers['x-amz-decoded-content-length'];
+      delete headers['x-amz-trailer'];
     }
     const upstream = request({
       socketPath: options.upstreamSocket,
@@ -169,17 +173,29 @@ export function createObjectStoreGateway(options: GatewayOptions): Server {
       return refuse(s3Error('AccessDenied', 'Access Denied'));
     const hash = who.payloadHash;
     if (hash === null || hash === UNSIGNED_PAYLOAD) return forward(req, res, parsed, null);
-    if (!HEX_SHA256.test(hash.toLowerCase()))
+    const chunked = hash === SIGNED_CHUNKS || hash === UNSIGNED_CHUNKS_WITH_TRAILER;
+    if (!chunked && !HEX_SHA256.test(hash.toLowerCase()))
       return refuse(
         hash.startsWith('STREAMING-')
           ? s3Error(
               'NotImplemented',
-              `${hash} (aws-chunked uploads) is not supported; sign the payload or send UNSIGNED-PAYLOAD`,
+              `${hash} is not supported; sign the payload, send UNSIGNED-PAYLOAD or ${SIGNED_CHUNKS}`,
             )
           : s3Error('InvalidArgument', 'x-amz-content-sha256 must be UNSIGNED-PAYLOAD or a SHA-256 in hex'),
       );
-    const body = await signedBody(req, hash, limit);
+    // A body its signature covers is checked whole before s3rver stores any of it.
+    const raw = await readBody(req, limit);
+    if (!Buffer.isBuffer(raw)) return refuse(raw);
+    if (!chunked) {
+      if (createHash('sha256').update(raw).digest('hex') !== hash.toLowerCase())
+        return refuse(s3Error('XAmzContentSHA256Mismatch', 'the body does not hash to x-amz-content-sha256'));
+      return forward(req, res, parsed, raw);
+    }
+    const body = await decodeAwsChunked(raw, hash === SIGNED_CHUNKS ? who.chunkSigner : null);
     if (!Buffer.isBuffer(body)) return refuse(body);
+    const declared = req.headers['x-amz-decoded-content-length'];
+    if (declared !== undefined && Number(declared) !== body.length)
+      return refuse(s3Error('IncompleteBody', 'the body is not x-amz-decoded-content-length bytes'));
     forward(req, res, parsed, body);
   };
 

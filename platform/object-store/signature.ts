@@ -1,4 +1,4 @@
-import { timingSafeEqual } from 'node:crypto';
+import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { Hash } from '@smithy/hash-node';
 import { HttpRequest } from '@smithy/protocol-http';
@@ -14,6 +14,8 @@ import { s3Error, type S3Error } from './s3-error';
  */
 
 const ALGORITHM = 'AWS4-HMAC-SHA256';
+const CHUNK_ALGORITHM = 'AWS4-HMAC-SHA256-PAYLOAD';
+const EMPTY_SHA256 = createHash('sha256').update('').digest('hex');
 const MAX_SKEW_MS = 15 * 60_000;
 const MAX_PRESIGN_SECONDS = 7 * 24 * 3600;
 export const UNSIGNED_PAYLOAD = 'UNSIGNED-PAYLOAD';
@@ -47,6 +49,8 @@ export type Claim =
       /** What the client says the body hashes to (header signatures); presigned URLs sign no payload. */
       payloadHash: string;
       verify(secret: string): Promise<boolean>;
+      /** Header signatures: the signature an aws-chunked chunk must carry, chained from `previous` (the first from the request's). */
+      chunkSignature?(secret: string, previous: string | null, chunk: Buffer): Promise<string>;
     };
 
 function header(headers: IncomingHttpHeaders, name: string): string | undefined {
@@ -93,7 +97,7 @@ function signer(accessKey: string, secret: string, region: string): SignatureV4 
   });
 }
 
-function sameHex(a: string, b: string): boolean {
+export function sameHex(a: string, b: string): boolean {
   const x = Buffer.from(a, 'utf8');
   const y = Buffer.from(b, 'utf8');
   return x.length === y.length && timingSafeEqual(x, y);
@@ -163,6 +167,18 @@ function headerClaim(req: IncomingS3Request, authorization: string, region: stri
       });
       const expected = /SignedHeaders=([^,]*), Signature=([0-9a-f]+)$/.exec(signed.headers.authorization ?? '');
       return !!expected && expected[1] === signedHeaders && sameHex(expected[2]!, signature);
+    },
+    async chunkSignature(secret, previous, chunk) {
+      const day = credential.split('/').slice(-4, -3)[0]!;
+      const stringToSign = [
+        CHUNK_ALGORITHM,
+        header(req.headers, 'x-amz-date'),
+        `${day}/${region}/s3/aws4_request`,
+        previous ?? signature,
+        EMPTY_SHA256,
+        createHash('sha256').update(chunk).digest('hex'),
+      ].join('\n');
+      return signer(scope.accessKey, secret, region).sign(stringToSign, { signingDate: date });
     },
   };
 }
