@@ -1,6 +1,7 @@
 import type { Server } from 'node:http';
 import path from 'node:path';
 import { DefaultLogger, Runtime as TemporalRuntime } from '@temporalio/worker';
+import { syncBucketGrants } from '../activities/buckets';
 import { createApp } from '../api/app';
 import { migrate } from '../entities/data-source';
 import type { Config } from '../platform/config';
@@ -71,6 +72,7 @@ export async function runDev(config: Config): Promise<void> {
 
     let objectStore = objectStoreFromConfig(config);
     let storeSummary = `${config.s3Endpoint} (BERTH_S3_ENDPOINT)`;
+    const embeddedStore = !objectStore;
     if (!objectStore) {
       const dir = path.join(config.dataDir, 'objects');
       const store = await startEmbeddedObjectStore({
@@ -92,6 +94,8 @@ export async function runDev(config: Config): Promise<void> {
     const ran = await migrate(runtime.dataSource);
     if (ran.length > 0) say(`berth: applied migrations: ${ran.join(', ')}`);
     const seeded = await seedDefaults(runtime.dataSource, { bootstrapToken: config.bootstrapToken });
+    // The embedded store's grants follow the database (a store from an older Berth knew no bucket of a key).
+    if (embeddedStore) await syncBucketGrants(runtime.dataSource, runtime.apiDeps.storage!, runtime.secretBox);
     if (config.webhookAllowCidrs.length > 0) {
       logger.warn(
         { cidrs: config.webhookAllowCidrs },

@@ -108,10 +108,11 @@ export function createObjectStoreStorage(options: {
       } catch (err) {
         if (!notFound(err)) throw err;
       }
+      await store?.access?.setPublicRead(name, false);
     },
     async grantKey(bucket, accessKey, secretKey) {
       await core.maybeFail('storage.grant_key');
-      await store?.keys?.register(accessKey, secretKey);
+      await store?.access?.grant(bucket, accessKey, secretKey);
       await core.db.query(
         `INSERT INTO sim_storage_keys (access_key, bucket_name) VALUES ($1, $2) ON CONFLICT (access_key) DO NOTHING`,
         [accessKey, bucket],
@@ -119,8 +120,11 @@ export function createObjectStoreStorage(options: {
     },
     async revokeKey(_bucket, accessKey) {
       await core.maybeFail('storage.revoke_key');
-      await store?.keys?.revoke(accessKey);
+      await store?.access?.revoke(accessKey);
       await core.db.query(`DELETE FROM sim_storage_keys WHERE access_key = $1`, [accessKey]);
+    },
+    async setPublicRead(bucket, publicRead) {
+      await store?.access?.setPublicRead(bucket, publicRead);
     },
     async usage(bucket) {
       const objects = await list(bucket);

@@ -175,6 +175,9 @@ export async function updateBucket(tx: Tx, caller: Caller, input: UpdateBucketIn
     policy,
     acl: visibilityChanged ? defaultAcl(visibility, current.s3_access_key) : current.acl,
   }))!;
+  // Last, so a store that does not answer (503) rolls the change back.
+  if (visibilityChanged)
+    await storeCall(() => storageOf(tx.deps).setPublicRead(current.name, visibility === 'public_access'));
   await tx.audit({
     action: 'bucket.update',
     resourceUuid: current.uuid,

@@ -7,10 +7,15 @@ import type { Readable } from 'node:stream';
  * buckets through this one and never imports activities/.
  */
 
-/** Grants and revokes access keys on the object store (the embedded store offers one). */
-export interface KeyRegistry {
-  register(accessKey: string, secretKey: string): Promise<void>;
+/**
+ * Who may use a bucket on the object store (the embedded store offers this): a bucket's own
+ * access key pair opens that bucket only; a public bucket's objects are readable by anyone.
+ */
+export interface AccessRegistry {
+  grant(bucket: string, accessKey: string, secretKey: string): Promise<void>;
   revoke(accessKey: string): Promise<void>;
+  /** Anonymous GET/HEAD of the bucket's objects on (public_access) or off. */
+  setPublicRead(bucket: string, publicRead: boolean): Promise<void>;
 }
 
 /** Where the object store is and the operator's credentials for it. */
@@ -19,8 +24,8 @@ export interface ObjectStoreOptions {
   region: string;
   accessKeyId: string;
   secretAccessKey: string;
-  /** How bucket access keys are granted on this store; absent for a store without a key API. */
-  keys?: KeyRegistry;
+  /** How bucket keys and public reads are granted on this store; absent for a store without such an API. */
+  access?: AccessRegistry;
 }
 
 export interface StoredObject {
@@ -47,6 +52,8 @@ export interface StorageDriver {
   /** Grants a bucket access key pair on the store (idempotent). */
   grantKey(bucket: string, accessKey: string, secretKey: string): Promise<void>;
   revokeKey(bucket: string, accessKey: string): Promise<void>;
+  /** Anonymous GET/HEAD of the bucket's objects on (public_access) or off (idempotent). */
+  setPublicRead(bucket: string, publicRead: boolean): Promise<void>;
   /** Usage counted from the store's own listing. */
   usage(bucket: string): Promise<{ usageBytes: number; objectCount: number }>;
   listObjects(bucket: string, options?: { prefix?: string; limit?: number }): Promise<StoredObject[]>;

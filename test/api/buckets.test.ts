@@ -231,7 +231,7 @@ describe('buckets', () => {
     expect(await got.Body!.transformToString()).toBe('hi from a client');
     const stranger = clientFor({ ...b, s3_access_key: 'BRTNOTAKEY000000000000' });
     await expect(stranger.send(new ListObjectsV2Command({ Bucket: b.name }))).rejects.toMatchObject({
-      name: 'InvalidAccessKeyId',
+      name: 'AccessDenied',
     });
     await stack.http.delete(`/api/v1/buckets/${b.uuid}`).set(auth(ws.ownerToken)).expect(204);
     expect((await stack.http.get(`/api/v1/buckets/${b.uuid}`).set(auth(ws.ownerToken))).status).toBe(404);
@@ -241,7 +241,7 @@ describe('buckets', () => {
           await s3.send(new ListObjectsV2Command({ Bucket: b.name }));
           return false;
         } catch (err) {
-          return (err as { name: string }).name === 'InvalidAccessKeyId';
+          return (err as { name: string }).name === 'AccessDenied';
         }
       },
       { what: 'key revoked' },

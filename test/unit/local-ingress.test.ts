@@ -390,8 +390,12 @@ describe('local ingress: static sites from the object store', () => {
       port: 0,
       events: { health: async () => undefined, liveStatus: async () => undefined, traffic: async () => undefined },
       sites: { domain: 'sites.test.localhost', storage },
+      bucketEndpoint: store.endpoint,
     });
     await storage.createBucket('site-docs');
+    await storage.createBucket('pub-assets');
+    await storage.putObject('pub-assets', 'logo.txt', Buffer.from('a public logo'), 'text/plain');
+    await storage.setPublicRead('pub-assets', true);
     const file = (p: string, body: string, type: string) => ({ path: p, body: Buffer.from(body), contentType: type });
     await storage.publishFiles('site-docs', 'site/', [
       file('index.html', '<h1>docs home</h1>', 'text/html; charset=utf-8'),
@@ -429,6 +433,32 @@ describe('local ingress: static sites from the object store', () => {
       const res = await get(ingress, 'docs.sites.test.localhost', escape);
       expect([escape, res.status]).toEqual([escape, 404]);
     }
+  });
+
+  it("BKT-03 a public bucket's objects are served anonymously at its public_endpoint host; nothing else is", async () => {
+    const logo = await get(ingress, 'pub-assets.storage.local.test.localhost', '/logo.txt');
+    expect([logo.status, logo.body]).toEqual([200, 'a public logo']);
+    const listing = await get(ingress, 'pub-assets.storage.local.test.localhost', '/');
+    expect([listing.status, listing.body]).toEqual([403, expect.stringContaining('<Code>AccessDenied</Code>')]);
+    const privateObject = await get(ingress, 'site-docs.storage.local.test.localhost', '/private.txt');
+    expect(privateObject.status).toBe(403);
+    const put = await new Promise<number>((resolve, reject) => {
+      const req = request(
+        {
+          host: '127.0.0.1',
+          port: ingress.port,
+          method: 'PUT',
+          path: '/planted.txt',
+          headers: { host: 'pub-assets.storage.local.test.localhost', 'content-length': 4 },
+          agent: false,
+        },
+        (res) => resolve(res.resume().statusCode!),
+      );
+      req.on('error', reject);
+      req.end('evil');
+    });
+    expect(put).toBe(403);
+    expect(await storage.headObject('pub-assets', 'planted.txt')).toBeNull();
   });
 
   it('an unrouted site stops being served within about a second', async () => {

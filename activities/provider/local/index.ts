@@ -64,6 +64,8 @@ export async function startLocalProvider(options: LocalProviderOptions): Promise
     host: config.host,
     trafficSignalIntervalMs,
     sites: { domain: config.sitesDomain, storage },
+    // only the embedded store knows public_endpoint hosts (a store at BERTH_S3_ENDPOINT has its own)
+    bucketEndpoint: options.objectStore?.access ? options.objectStore.endpoint : undefined,
   });
   const builder = createLocalBuilder({
     layout,

@@ -26,6 +26,12 @@ export interface LocalIngressOptions {
   settingsTtlMs?: number;
   /** Static sites served at `<name>.<domain>` from the object store through the storage driver (absent: none). */
   sites?: { domain: string; storage: SiteStorage };
+  /**
+   * Public buckets' `public_endpoint` hosts (`<bucket>.storage.<region domain>`) passed to
+   * the object store as they came (the embedded store lets anyone GET/HEAD a public
+   * bucket's objects and refuses the rest); absent: not served.
+   */
+  bucketEndpoint?: string;
 }
 
 export interface LocalIngress {
@@ -40,7 +46,13 @@ type Page = { kind: 'page'; status: number; body: string; headers?: Record<strin
 /** A backend as the table keeps it: a process's URL is parsed once, when the driver sets it. */
 type Target = { kind: 'process'; url: URL } | { kind: 'static'; root: string };
 type Decision =
-  Page | { kind: 'backend'; appUuid: string; backend: Target } | { kind: 'site'; bucket: string; prefix: string };
+  | Page
+  | { kind: 'backend'; appUuid: string; backend: Target }
+  | { kind: 'site'; bucket: string; prefix: string }
+  | { kind: 'bucket'; store: URL };
+
+/** A bucket's public_endpoint host: `<bucket>.storage.<region domain>` (bucket names have no dots). */
+const BUCKET_HOST = /^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]\.storage\./;
 
 /** States in which the app is on its way up: a request waits (503 + Retry-After) rather than fails. */
 const STARTING = new Set([
@@ -80,11 +92,13 @@ function sendPage(res: ServerResponse, d: Page): void {
  * APP-05); Basic auth guards an app that has it (401); maintenance answers 503; a sleeping
  * app is woken by its first request, which gets 503 (APP-16); every request to an awake
  * app signals traffic (throttled), which keeps a free-plan app awake (APP-15). With
- * `sites`, hosts under the sites domain serve static sites from the object store.
+ * `sites`, hosts under the sites domain serve static sites from the object store; with
+ * `bucketEndpoint`, a host `<bucket>.storage.<...>` that is no app's goes to the object store.
  */
 export async function startLocalIngress(options: LocalIngressOptions): Promise<LocalIngress> {
   const settings = new RouteSettingsCache(options.dataSource, options.secretBox, options.settingsTtlMs ?? 1000);
   const sites = options.sites ? { ...options.sites, domain: options.sites.domain.toLowerCase() } : null;
+  const bucketStore = options.bucketEndpoint ? new URL(options.bucketEndpoint) : null;
   const siteRoutes = new TtlCache<{ bucket: string; prefix: string } | null>(options.settingsTtlMs ?? 1000);
   const interval = options.trafficSignalIntervalMs ?? 60_000;
   const table = new Map<string, { backends: Target[]; next: number }>();
@@ -140,6 +154,7 @@ export async function startLocalIngress(options: LocalIngressOptions): Promise<L
       return site ? { kind: 'site', ...site } : page(404, 'no site answers at this host');
     }
     const app = await settings.lookup(host);
+    if (!app && bucketStore && BUCKET_HOST.test(host)) return { kind: 'bucket', store: bucketStore };
     if (!app || app.privateAccess) return page(404, 'no public app answers at this host');
     return route(app, req.headers.authorization);
   };
@@ -153,6 +168,11 @@ export async function startLocalIngress(options: LocalIngressOptions): Promise<L
     const d = await decide(req);
     if (d.kind === 'page') return sendPage(res, d);
     if (d.kind === 'site') return serveSiteObject(sites!.storage, d, req, res);
+    if (d.kind === 'bucket')
+      return forwarder.forward(req, res, d.store, (err: Error) => {
+        options.logger.warn({ err: err.message }, 'ingress: the object store did not answer');
+        sendPage(res, page(502, 'the object store did not answer'));
+      });
     if (d.backend.kind === 'static') return serveStatic(d.backend.root, req, res);
     forwarder.forward(req, res, d.backend.url, (err: Error) => {
       options.logger.warn({ appUuid: d.appUuid, err: err.message }, 'ingress: backend did not answer');
@@ -163,7 +183,8 @@ export async function startLocalIngress(options: LocalIngressOptions): Promise<L
   const handleUpgrade = async (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     const d = await decide(req);
     if (d.kind === 'page') return refuseUpgrade(socket, d.status, d.body, d.headers);
-    if (d.kind === 'site' || d.backend.kind === 'static') return refuseUpgrade(socket, 404, 'no WebSocket here');
+    if (d.kind === 'site' || d.kind === 'bucket' || d.backend.kind === 'static')
+      return refuseUpgrade(socket, 404, 'no WebSocket here');
     forwardable(req);
     upgraded.add(socket);
     socket.once('close', () => upgraded.delete(socket));
