@@ -15,6 +15,7 @@ import { startConfiguredWorker } from './bundle';
 import { supervise } from './lifecycle';
 import { closeDataDir } from './data-dir';
 import { startEmbeddedPostgres, type EmbeddedPostgresHandle } from './embedded-postgres';
+import { ensureMachinePackages, LOCAL_DRIVER_PACKAGES } from './machine-packages';
 import { resolveTemporal } from './temporal-cli';
 import { startTemporalDevServer, type TemporalDevServer } from './temporal-server';
 
@@ -33,6 +34,8 @@ export async function runDev(config: Config): Promise<void> {
   const stopAll = supervise({ stops, say, logger });
 
   try {
+    // as root on Debian the local driver's isolation is installed on first start, saying so
+    if (config.provider === 'local') ensureMachinePackages(LOCAL_DRIVER_PACKAGES, say);
     let databaseUrl = config.databaseUrl;
     if (!databaseUrl) {
       say(`berth: starting embedded PostgreSQL (data in ${path.join(config.dataDir, 'postgres')})`);

@@ -1,3 +1,4 @@
+import { existsSync, readFileSync } from 'node:fs';
 import { Client as TemporalClient, Connection } from '@temporalio/client';
 import { Client as PgClient } from 'pg';
 import request from 'supertest';
@@ -7,6 +8,19 @@ import { appFixture, localRepo } from '../../test/support/git';
 import { postmasterPid } from '../../test/support/local-data';
 import { eventually } from '../../test/support/stack';
 import { check, type Outcome } from '../common';
+
+/** The pids (on this machine) of the app's node server processes, read from its memory cgroup. */
+function appServerPids(appUuid: string): number[] {
+  const group = `/sys/fs/cgroup/memory/berth/app-${appUuid}/cgroup.procs`;
+  const pids = existsSync(group) ? readFileSync(group, 'utf8').split('\n').filter(Boolean).map(Number) : [];
+  return pids.filter((p) => {
+    try {
+      return /server\.js/.test(readFileSync(`/proc/${p}/cmdline`, 'utf8'));
+    } catch {
+      return false;
+    }
+  });
+}
 
 /** `berth dev` on the local driver, with an API client and a Temporal client on its server. */
 export interface LocalPlane {
@@ -51,9 +65,9 @@ function viaIngress(plane: LocalPlane, app: { public_url: string }, pathname: st
 }
 
 /**
- * An app pushed with git (the e2e-web fixture) serving through the ingress; its process
- * (the pid it answers on /pid) is SIGKILLed. The supervisor starts it again: the ingress
- * answers 200 from a new pid, the app is running, and the app log says it restarted.
+ * An app pushed with git (the e2e-web fixture) serving through the ingress; its server
+ * process (found in the app's cgroup) is SIGKILLed. The supervisor starts it again: the
+ * ingress answers 200 from a new process, the app is running, and the app log says it restarted.
  */
 export async function appProcessKilled(plane: LocalPlane): Promise<string> {
   const { api, auth } = plane;
@@ -72,20 +86,23 @@ export async function appProcessKilled(plane: LocalPlane): Promise<string> {
     source.dispose();
   }
   const app = (await api.get(`/api/v1/apps/${created.uuid}`).set(auth).expect(200)).body;
-  const pidOf = async () => {
-    const r = await viaIngress(plane, app, '/pid').catch(() => null);
-    return r?.status === 200 ? Number(r.text.trim()) : null;
+  // which process answers (its pid is its sandbox's own), and its pid on this machine (from the app's cgroup)
+  const bootOf = async () => {
+    const r = await viaIngress(plane, app, '/boot').catch(() => null);
+    return r?.status === 200 ? r.text.trim() : null;
   };
-  const pid = await eventually(pidOf, { what: 'the app answering through the ingress', timeoutMs: 60_000 });
+  const boot = await eventually(bootOf, { what: 'the app answering through the ingress', timeoutMs: 60_000 });
+  const [pid] = appServerPids(app.uuid);
+  check(pid !== undefined, "the app's server process is not in its cgroup");
 
   const killedAt = Date.now();
-  process.kill(pid, 'SIGKILL');
+  process.kill(pid!, 'SIGKILL');
   let failedAnswers = 0;
-  const newPid = await eventually(
+  await eventually(
     async () => {
-      const p = await pidOf();
-      if (p === null) failedAnswers++;
-      return p !== null && p !== pid ? p : undefined;
+      const b = await bootOf();
+      if (b === null) failedAnswers++;
+      return b !== null && b !== boot ? b : undefined;
     },
     { what: 'the ingress answering 200 from a new process', intervalMs: 100, timeoutMs: 60_000 },
   );
@@ -114,7 +131,7 @@ export async function appProcessKilled(plane: LocalPlane): Promise<string> {
     log.some((l) => l.source === 'berth' && l.message.startsWith(`web.1 started (pid `)),
     'no new start in the app log',
   );
-  return `app pid ${pid} SIGKILLed: ingress 200 again after ${seconds(recoveredMs)} s from new pid ${newPid} (${failedAnswers} non-200 answers meanwhile), app running, "${restart!.message}" in its log`;
+  return `app pid ${pid} SIGKILLed: ingress 200 again after ${seconds(recoveredMs)} s from a new process (${failedAnswers} non-200 answers meanwhile), app running, "${restart!.message}" in its log`;
 }
 
 /**

@@ -1,10 +1,10 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import path from 'node:path';
 import { AppLogWriter, MAX_LOG_BYTES } from '../../activities/provider/local/apps/log';
 import { LocalAppsDriver } from '../../activities/provider/local/apps/driver';
-import { detectIsolation } from '../../activities/provider/local/sandbox/isolation';
+import { detectIsolation, groupProcesses } from '../../activities/provider/local/sandbox/isolation';
 import { acceptsConnections } from '../../activities/provider/local/apps/public-ports';
 import { freePort } from '../support/ports';
 import { SecretBox } from '../../domain/secret-box';
@@ -31,15 +31,6 @@ function get(port: number, urlPath = '/'): Promise<{ status: number; body: strin
     req.on('error', reject);
     req.end();
   });
-}
-
-/** Whether the process runs (a zombie nobody reaped yet does not). */
-function alive(pid: number): boolean {
-  try {
-    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-  } catch {
-    return false;
-  }
 }
 
 let db: TestDatabase;
@@ -143,7 +134,7 @@ describe('local apps driver', () => {
     expect(ports).toHaveLength(2);
     const answers = await Promise.all(ports.map(async (p) => JSON.parse((await get(p)).body)));
     expect(answers.map((x) => x.port).sort()).toEqual([...ports].sort());
-    expect(new Set(answers.map((x) => x.pid)).size).toBe(2);
+    expect(new Set(answers.map((x) => x.boot)).size).toBe(2);
     expect(answers[0].secret).toBe('hello-there');
     if (isolation.uidSwitch) expect(answers[0].uid).toBeGreaterThanOrEqual(200_000);
     const log = logOf(a);
@@ -161,18 +152,18 @@ describe('local apps driver', () => {
     const a = await app();
     await deployed(a);
     const [port] = ingress.ports(a);
-    const before = JSON.parse((await get(port!)).body).pid;
+    const before = JSON.parse((await get(port!)).body).boot;
     await driver.restart(a, await runSpecOf(db.ds, secretBox, a));
     await eventually(async () => (await driver.status(a)) === 'running', { what: 'running after restart' });
     const [port2] = ingress.ports(a);
-    const after = JSON.parse((await get(port2!)).body).pid;
+    const after = JSON.parse((await get(port2!)).body).boot;
     expect(after).not.toBe(before);
 
     await driver.stop(a);
     expect(await driver.status(a)).toBe('stopped');
     expect(ingress.ports(a)).toEqual([]);
     expect(await acceptsConnections('127.0.0.1', port2!, 500)).toBe(false);
-    expect(alive(after)).toBe(false);
+    expect(groupProcesses(isolation, { kind: 'app', id: a })).toEqual([]);
 
     await driver.start(a, await runSpecOf(db.ds, secretBox, a));
     await eventually(async () => (await driver.status(a)) === 'running', { what: 'running after start' });
@@ -208,7 +199,7 @@ describe('local apps driver', () => {
     const a = await app();
     await deployed(a);
     const [port] = ingress.ports(a);
-    const pid = JSON.parse((await get(port!)).body).pid;
+    const boot = JSON.parse((await get(port!)).body).boot;
     await driver.rollout(a, builder.image(a, 'sup-crash'), await runSpecOf(db.ds, secretBox, a));
     expect(await driver.status(a)).toBe('starting');
     await eventually(async () => (await driver.status(a)) !== 'starting', { what: 'the rollout to settle' });
@@ -217,7 +208,7 @@ describe('local apps driver', () => {
       'the release exited at boot with code 1: sup-crash: cannot reach the database at 127.0.0.1:1',
     );
     expect(ingress.ports(a)).toEqual([port]);
-    expect(JSON.parse((await get(port!)).body).pid).toBe(pid);
+    expect(JSON.parse((await get(port!)).body).boot).toBe(boot);
     // a later good rollout clears the reason and takes over
     await deployed(a);
     expect(await driver.rolloutFailure(a)).toBeNull();
@@ -412,13 +403,43 @@ describe('local apps driver', () => {
       await deployed(a);
       const [port] = ingress.ports(a);
       for (const file of [secretKey, privateFile, temp.layout.appLogFile(a)]) {
-        expect(await get(port!, `/read?path=${encodeURIComponent(file)}`)).toEqual({ status: 403, body: 'EACCES' });
+        // with a view of its own the files are not even there; without, the uid keeps them closed
+        const refused = isolation.view ? 'ENOENT' : 'EACCES';
+        expect(await get(port!, `/read?path=${encodeURIComponent(file)}`)).toEqual({ status: 403, body: refused });
       }
       // its own release and home are its to read
       expect(
         (await get(port!, `/read?path=${encodeURIComponent(path.join(temp.layout.appDir(a), 'releases'))}`)).status,
       ).toBe(200);
       expect((await get(port!, `/read?path=${encodeURIComponent(temp.layout.homeDir(a))}`)).status).toBe(200);
+    },
+  );
+
+  (isolation.view ? it : it.skip)(
+    "a replica's view: only its own processes, a /tmp of its own, no other app's folders and no platform data",
+    async () => {
+      const a = await app();
+      const b = await app();
+      await deployed(a);
+      await deployed(b);
+      const [port] = ingress.ports(a);
+      const read = async (p: string) => get(port!, `/read?path=${encodeURIComponent(p)}`);
+      // the machine's processes (Berth, PostgreSQL, Temporal) are not listed: a PID namespace
+      const pids = (await read('/proc')).body.split(',').filter((e) => /^\d+$/.test(e));
+      expect(pids.length).toBeGreaterThan(0);
+      expect(pids.length).toBeLessThan(10);
+      for (const pid of pids) expect((await read(`/proc/${pid}/cmdline`)).body).not.toMatch(/postgres|temporal|jest/);
+      // the machine's /tmp is not its /tmp
+      const marker = path.join('/tmp', `berth-view-${randomUUID()}`);
+      writeFileSync(marker, 'host');
+      try {
+        expect(await read(marker)).toEqual({ status: 403, body: 'ENOENT' });
+      } finally {
+        rmSync(marker, { force: true });
+      }
+      // another app's release and home, Berth's private folder: not there
+      for (const other of [temp.layout.appDir(b), temp.layout.homeDir(b), temp.layout.privateRoot])
+        expect(await read(other)).toEqual({ status: 403, body: 'ENOENT' });
     },
   );
 

@@ -238,13 +238,14 @@ describe('storage volumes on the local driver (real processes)', () => {
         ).log,
       ).toBe('from-a\nfrom-b\n');
 
-      // c has no mount: the volume's folder is closed to it, and the mount point is an empty host folder
-      expect(await get(port(c), `/read?path=${encodeURIComponent(real)}`)).toEqual({ status: 403, body: 'EACCES' });
-      expect(await get(port(c), `/read?path=${temp.layout.volumeDir(svc.clusterId)}`)).toEqual({
-        status: 403,
-        body: 'EACCES',
-      });
-      expect(await get(port(c), `/read?path=${mountRoot}/b`)).toEqual({ status: 200, body: '' });
+      // c has no mount: the volume's folder is not in its view (or closed to its uid without one), and
+      // b's mount point is not there (or an empty host folder)
+      const closed = { status: 403, body: isolation.view ? 'ENOENT' : 'EACCES' };
+      expect(await get(port(c), `/read?path=${encodeURIComponent(real)}`)).toEqual(closed);
+      expect(await get(port(c), `/read?path=${temp.layout.volumeDir(svc.clusterId)}`)).toEqual(closed);
+      expect(await get(port(c), `/read?path=${mountRoot}/b`)).toEqual(
+        isolation.view ? { status: 403, body: 'ENOENT' } : { status: 200, body: '' },
+      );
 
       // a link an app leaves in the volume does not lead Berth out of it when it makes a sub path
       const target = `${mountRoot}-outside`;

@@ -1,6 +1,6 @@
 import { chmod, chown, mkdir, rename, rm } from 'node:fs/promises';
 import { appUid } from '../../../../platform/local-layout';
-import { killLaunched, launch } from '../sandbox/launcher';
+import { launch } from '../sandbox/launcher';
 import type { AppsContext } from './context';
 
 /** The app's own volume: `layout.volumeDir(<app uuid>)`, 0700 owned by the app's uid. */
@@ -14,8 +14,9 @@ export async function ensureAppVolume(ctx: Pick<AppsContext, 'layout' | 'isolati
 
 /** Runs one of Berth's own tools to its end; rejects with its last output lines. */
 async function tool(ctx: Pick<AppsContext, 'isolation'>, argv: string[], started?: (stop: () => void) => void) {
-  const { child } = await launch(ctx.isolation, { sandbox: null, command: argv });
-  started?.(() => killLaunched(child));
+  const launched = await launch(ctx.isolation, { sandbox: null, command: argv });
+  const { child } = launched;
+  started?.(() => launched.kill('SIGKILL'));
   let output = '';
   child.stdout!.on('data', (b: Buffer) => (output = (output + b.toString()).slice(-2000)));
   child.stderr!.on('data', (b: Buffer) => (output = (output + b.toString()).slice(-2000)));

@@ -5,7 +5,7 @@ import type { JobRequest, JobRun } from '../../../../platform/drivers/data';
 import type { AppsContext } from './context';
 import { releaseRun } from './release-run';
 import type { Isolation } from '../sandbox/isolation';
-import { killLaunched, launch, type Workload } from '../sandbox/launcher';
+import { launch, type Workload } from '../sandbox/launcher';
 
 /** How much of a cron run's output is kept: its last 64 KiB. */
 export const JOB_LOG_BYTES = 64 * 1024;
@@ -58,9 +58,10 @@ export async function runJobProcess(
 ): Promise<JobRun> {
   const limit = options.timeLimitMs ?? JOB_TIME_LIMIT_MS;
   const tail = new Tail(options.logBytes ?? JOB_LOG_BYTES);
-  const { child } = await launch(iso, workload);
+  const launched = await launch(iso, workload);
+  const { child } = launched;
   return new Promise((resolve) => {
-    const killGroup = () => killLaunched(child);
+    const killGroup = () => launched.kill('SIGKILL');
     let timedOut = false;
     const timer = setTimeout(() => {
       timedOut = true;
@@ -131,6 +132,7 @@ export async function runCronJob(
         owner: { kind: 'app', id: input.appUuid },
         uid: appUid(input.appUuid),
         limits: run.limits,
+        view: run.view,
         binds,
         extraGids: gids,
         umask,

@@ -31,6 +31,7 @@ export async function releaseRun(
     releaseDir,
     manifest,
     limits: { memoryBytes: spec.ramSize, cpus: spec.cpuSize },
+    view: { writable: [releaseDir, home], cwd: releaseDir },
     volumes,
     replicas: Math.max(1, spec.replicas),
     probes: probesFor(spec.healthChecks, spec.internalPort),

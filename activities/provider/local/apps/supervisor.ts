@@ -3,8 +3,8 @@ import { appUid } from '../../../../platform/local-layout';
 import type { AppLogWriter } from './log';
 import type { Backend, ReleaseManifest } from '../contracts';
 import { probeOnce, type Probe } from './health-probe';
-import { oomKills, type Isolation, type Limits } from '../sandbox/isolation';
-import { killProcessGroup, launch, type Address } from '../sandbox/launcher';
+import { oomKills, type Isolation, type Limits, type SandboxView } from '../sandbox/isolation';
+import { launch, type Address, type Launched } from '../sandbox/launcher';
 import type { VolumeAccess } from './volumes';
 
 /** The supervisor's thresholds (docs/decisions.md "Local apps driver"); tests shorten them. */
@@ -48,6 +48,8 @@ export interface ReleaseRun {
   probes: Probe[];
   /** The app's cgroup limits (its quota), applied at each replica's start. */
   limits: Limits;
+  /** What a replica sees of the machine: its release and home writable, the system read-only. */
+  view: SandboxView;
   /** The storage volumes the app mounts (bind mounts, their groups, the umask). */
   volumes: VolumeAccess;
 }
@@ -69,6 +71,8 @@ interface Replica {
   address: Address | null;
   gen: number;
   child: ChildProcess | null;
+  /** How the current process is signalled (with its sandbox). */
+  launched: Launched | null;
   ready: boolean;
   /** Liveness counts only once the replica was ready (a slow boot is the boot deadline's business). */
   wasReady: boolean;
@@ -92,8 +96,6 @@ function freshRun(): Pick<Replica, 'ready' | 'wasReady' | 'startupPassed' | 'fai
     killedFor: null,
   };
 }
-
-const killGroup = killProcessGroup;
 
 const seconds = (ms: number) => `${Number((ms / 1000).toFixed(1))} s`;
 
@@ -142,6 +144,7 @@ export class ReleaseSupervisor {
         address: null,
         gen: 0,
         child: null,
+        launched: null,
         ...freshRun(),
         consecutive: 0,
         timers: [],
@@ -206,11 +209,12 @@ export class ReleaseSupervisor {
     const gen = ++r.gen;
     const source = `web.${r.index}`;
     const { binds, gids, umask } = this.run.volumes;
-    const { child, address } = await launch(this.deps.isolation, {
+    const launched = await launch(this.deps.isolation, {
       sandbox: {
         owner: { kind: 'app', id: this.app },
         uid: appUid(this.app),
         limits: this.run.limits,
+        view: this.run.view,
         binds,
         extraGids: gids,
         umask,
@@ -220,12 +224,13 @@ export class ReleaseSupervisor {
       env: this.run.env,
       listens: true,
     });
+    const { child, address } = launched;
     if (this.stopping || r.gen !== gen) {
-      killGroup(child.pid, 'SIGKILL'); // stopped while it was being started
+      launched.kill('SIGKILL'); // stopped while it was being started
       return;
     }
     r.address = address;
-    Object.assign(r, { child, ...freshRun() });
+    Object.assign(r, { child, launched, ...freshRun() });
     this.deps.log.pipe(this.app, source, child.stdout!);
     this.deps.log.pipe(this.app, source, child.stderr!, (line) => {
       r.lastStderr = line.trim();
@@ -329,7 +334,7 @@ export class ReleaseSupervisor {
   private killReplica(r: Replica, why: string): void {
     if (r.killedFor) return;
     r.killedFor = why;
-    killGroup(r.child?.pid, 'SIGKILL');
+    r.launched?.kill('SIGKILL');
   }
 
   private exitCause(r: Replica, code: number | null, signal: NodeJS.Signals | null): string {
@@ -344,11 +349,12 @@ export class ReleaseSupervisor {
 
   private onExit(r: Replica, gen: number, code: number | null, signal: NodeJS.Signals | null): void {
     if (r.gen !== gen) return;
-    const pid = r.child?.pid;
+    const ended = r.launched;
     r.child = null;
+    r.launched = null;
     for (const t of r.timers) clearTimeout(t);
     r.timers = [];
-    killGroup(pid, 'SIGKILL'); // what the replica left behind in its group
+    ended?.kill('SIGKILL'); // what the replica left behind in its group
     const wasReady = r.ready;
     r.ready = false;
     if (wasReady) this.hooks?.backendsChanged();
@@ -404,10 +410,10 @@ export class ReleaseSupervisor {
         const wasReady = r.ready;
         r.ready = false;
         if (wasReady) this.hooks?.backendsChanged();
-        const pid = r.child?.pid;
-        if (!pid || !r.exited) return;
-        killGroup(pid, 'SIGTERM');
-        const kill = setTimeout(() => killGroup(pid, 'SIGKILL'), this.deps.timing.stopGraceMs);
+        const running = r.launched;
+        if (!running || !r.exited) return;
+        running.kill('SIGTERM');
+        const kill = setTimeout(() => running.kill('SIGKILL'), this.deps.timing.stopGraceMs);
         await r.exited;
         clearTimeout(kill);
       }),

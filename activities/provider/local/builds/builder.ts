@@ -1,4 +1,3 @@
-import type { ChildProcess } from 'node:child_process';
 import { appendFileSync, existsSync, mkdirSync } from 'node:fs';
 import { lstat, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -22,7 +21,7 @@ import {
 } from './steps';
 import type { BuildSource, LocalBuilder, ReleaseManifest } from '../contracts';
 import { groupProcesses, removeLimits, type Isolation, type SandboxOwner } from '../sandbox/isolation';
-import { SYSTEM_PATH, type Workload } from '../sandbox/launcher';
+import { SYSTEM_PATH, type Launched, type Workload } from '../sandbox/launcher';
 import { copyReleaseTo } from './release-copy';
 
 export interface LocalBuilderOptions {
@@ -46,7 +45,7 @@ const DEFAULT_BUILD_MEMORY = 2 * 1024 ** 3;
 interface Running {
   record: BuildRecord;
   source: BuildSource;
-  child: ChildProcess | null;
+  child: Launched | null;
   cancelled: boolean;
   timedOut: boolean;
   finished: Promise<void>;
@@ -324,10 +323,11 @@ export class LocalReleaseBuilder implements LocalBuilder {
       if (line.trim()) last = line.trim();
       this.log(build, line);
     };
-    const onSpawn = (child: ChildProcess) => {
-      build.child = child;
-      if (!child.pid || build.record.status !== 'building') return;
-      Object.assign(build.record, { pid: child.pid, pidStartTime: processStartTime(child.pid) });
+    const onSpawn = (step: Launched) => {
+      build.child = step;
+      const { pid } = step.child;
+      if (!pid || build.record.status !== 'building') return;
+      Object.assign(build.record, { pid, pidStartTime: processStartTime(pid) });
       writeBuildRecord(this.layout, build.record);
     };
     const r: StepResult = await runStep(this.options.isolation, step, { log, onSpawn });
@@ -446,7 +446,7 @@ export class LocalReleaseBuilder implements LocalBuilder {
     this.log(build, `$ ${argv.join(' ')}`);
     const limits = { memoryBytes: this.options.buildMemoryBytes ?? DEFAULT_BUILD_MEMORY, cpus: 2 };
     await this.step(build, {
-      sandbox: { owner, uid: appUid(appUuid), limits },
+      sandbox: { owner, uid: appUid(appUuid), limits, view: { writable: [releaseDir, home], cwd: releaseDir } },
       command: argv,
       cwd: releaseDir,
       env,

@@ -1,8 +1,7 @@
-import type { ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import type { Isolation } from '../sandbox/isolation';
-import { killLaunched, launch, type Workload } from '../sandbox/launcher';
+import { launch, type Launched, type Workload } from '../sandbox/launcher';
 
 export interface StepResult {
   code: number | null;
@@ -19,11 +18,12 @@ export interface StepResult {
 export async function runStep(
   iso: Isolation,
   step: Workload,
-  options: { log(line: string): void; onSpawn(child: ChildProcess): void },
+  options: { log(line: string): void; onSpawn(step: Launched): void },
 ): Promise<StepResult> {
-  const { child } = await launch(iso, step);
+  const launched = await launch(iso, step);
+  const { child } = launched;
   return new Promise((resolve) => {
-    options.onSpawn(child);
+    options.onSpawn(launched);
     let error: string | null = null;
     const streams = [child.stdout, child.stderr].map(
       (s) =>
@@ -35,15 +35,15 @@ export async function runStep(
       error = err.message;
     });
     // what the step left running in its group (a stray background process) ends with it
-    child.on('exit', () => killGroup(child));
+    child.on('exit', () => killGroup(launched));
     child.on('close', (code, signal) => {
       void Promise.all(streams).then(() => resolve({ code, signal, error }));
     });
   });
 }
 
-/** Kills the child's whole process group (it was spawned detached); a gone group is fine. */
-export const killGroup = (child: ChildProcess | null) => killLaunched(child);
+/** Kills everything the step started (its process group, its sandbox); a gone group is fine. */
+export const killGroup = (step: Launched | null) => step?.kill('SIGKILL');
 
 /** How a step ended, for the log and the failure reason. */
 export function describeExit(argv: string[], r: StepResult): string {

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, readFileSync, readlinkSync, rmdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 /**
@@ -14,6 +14,10 @@ import path from 'node:path';
  *   OOM-kills past it) and its cpu quota as cpu.cfs_quota_us.
  * - `mountNamespaces`: root and `unshare --mount` work: an app's storage volumes are
  *   bind-mounted at their mount paths in a private mount namespace of its own (volumes.ts).
+ * - `view`: bubblewrap (`bwrap`) works as an unprivileged uid: an app's code (replicas, cron
+ *   runs, build steps) sees only its own processes (a PID namespace), a private /tmp, the
+ *   system's folders read-only and, writable, only its release, its home and its volumes:
+ *   not other apps' folders, not Berth's data, not the platform's command lines.
  */
 export interface Isolation {
   /** App code runs as a per-app unprivileged uid. */
@@ -23,6 +27,8 @@ export interface Isolation {
   cgroupRoot: string;
   /** Storage volumes are bind-mounted at their mount paths in a private mount namespace (absent: false). */
   mountNamespaces?: boolean;
+  /** bubblewrap gives app code a process and filesystem view of its own (absent: false). */
+  view?: boolean;
   /** One line for the start banner. */
   summary: string;
 }
@@ -60,11 +66,31 @@ function mountNamespacesWork(): boolean {
   }
 }
 
+/** Whether bubblewrap runs as an unprivileged uid here (user namespaces allowed, the binary present). */
+function viewWorks(): boolean {
+  try {
+    execFileSync(
+      sysBin('setpriv'),
+      ['--reuid', '65534', '--regid', '65534', '--clear-groups', '--no-new-privs', '--inh-caps=-all', '--'].concat([
+        BWRAP,
+        ...viewArgs({ writable: [], cwd: '/' }, []),
+        '--',
+        '/bin/true',
+      ]),
+      { stdio: 'ignore', timeout: 5000 },
+    );
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 export function detectIsolation(options: { cgroupRoot?: string; disableCgroups?: boolean } = {}): Isolation {
   const uidSwitch = process.getuid?.() === 0;
   const cgroupRoot = options.cgroupRoot ?? CGROUP_ROOT;
   const cgroups = !options.disableCgroups && uidSwitch && cgroupsWritable(cgroupRoot);
   const mountNamespaces = uidSwitch && mountNamespacesWork();
+  const view = uidSwitch && viewWorks();
   const parts = [
     uidSwitch
       ? 'apps run as their own unprivileged uid'
@@ -73,8 +99,11 @@ export function detectIsolation(options: { cgroupRoot?: string; disableCgroups?:
     mountNamespaces
       ? 'storage volumes mounted at their mount paths (private mount namespaces)'
       : 'storage volumes NOT mounted (no mount namespaces): apps find them through BERTH_MOUNT_<PATH> variables',
+    view
+      ? 'app code sees its own processes and files only (bubblewrap)'
+      : "app code sees the machine's processes and files (no bubblewrap: install the bubblewrap package)",
   ];
-  return { uidSwitch, cgroups, cgroupRoot, mountNamespaces, summary: parts.join('; ') };
+  return { uidSwitch, cgroups, cgroupRoot, mountNamespaces, view, summary: parts.join('; ') };
 }
 
 /**
@@ -194,10 +223,22 @@ const shq = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
  */
 export function isolatedArgv(
   iso: Isolation,
-  options: { owner: SandboxOwner; uid: number; extraGids?: number[]; binds?: BindMount[]; umask?: number },
+  options: {
+    owner: SandboxOwner;
+    uid: number;
+    extraGids?: number[];
+    binds?: BindMount[];
+    umask?: number;
+    view?: SandboxView;
+  },
   command: string[],
 ): string[] {
   if (!iso.uidSwitch) return command;
+  if (iso.view && options.view) {
+    // bubblewrap, run by the app's uid, makes the mounts itself: nothing to mount as root
+    const inside = [BWRAP, ...viewArgs(options.view, options.binds ?? [], VIEW_INFO_FD), '--', ...command];
+    return isolatedArgv({ ...iso, mountNamespaces: false }, { ...options, view: undefined }, inside);
+  }
   const steps = iso.cgroups
     ? (['memory', 'cpu'] as const).map(
         (c) => `echo $$ > ${shq(path.join(groupDir(iso, c, options.owner), 'cgroup.procs'))}`,
@@ -222,6 +263,59 @@ export function isolatedArgv(
   ];
   const shell = ['/bin/sh', '-c', [...steps, 'exec "$@"'].join(' && '), 'berth-isolate', ...drop, ...command];
   return binds.length > 0 ? [sysBin('unshare'), '--mount', '--propagation', 'private', '--', ...shell] : shell;
+}
+
+const BWRAP = '/usr/bin/bwrap';
+/** The descriptor bubblewrap writes the sandbox's pid to (`{"child-pid": N}`): the launcher opens it. */
+export const VIEW_INFO_FD = 3;
+
+/** What app code sees besides the system's read-only folders: where it may write, where it starts. */
+export interface SandboxView {
+  /** Folders bound read-write at their own path (the release, the app's home). */
+  writable: string[];
+  cwd: string;
+}
+
+/** The top-level system folders, as they are on this machine: merged-/usr links stay links. */
+function systemFolders(): string[] {
+  const args: string[] = ['--ro-bind', '/usr', '/usr', '--ro-bind', '/etc', '/etc'];
+  for (const dir of ['/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32']) {
+    const st = lstatSync(dir, { throwIfNoEntry: false });
+    if (st?.isSymbolicLink()) args.push('--symlink', readlinkSync(dir), dir);
+    else if (st?.isDirectory()) args.push('--ro-bind', dir, dir);
+  }
+  return args;
+}
+
+/**
+ * bubblewrap's arguments for a view: new user, PID, IPC and UTS namespaces, its own /proc, a minimal /dev, a private /tmp, the
+ * system's folders read-only, the writable folders and the volume binds, no capabilities,
+ * a session of its own.
+ */
+function viewArgs(view: SandboxView, binds: BindMount[], infoFd?: number): string[] {
+  return [
+    // the network is the launcher's business; the cgroup stays visible as it is (its limits are the app's)
+    '--unshare-user',
+    '--unshare-ipc',
+    '--unshare-pid',
+    '--unshare-uts',
+    // a session and process group of its own: the launcher signals it apart from bwrap itself
+    '--new-session',
+    ...(infoFd === undefined ? [] : ['--info-fd', String(infoFd)]),
+    '--cap-drop',
+    'ALL',
+    ...systemFolders(),
+    '--proc',
+    '/proc',
+    '--dev',
+    '/dev',
+    '--tmpfs',
+    '/tmp',
+    ...view.writable.flatMap((dir) => ['--bind', dir, dir]),
+    ...binds.flatMap((b) => ['--bind', b.source, b.target]),
+    '--chdir',
+    view.cwd,
+  ];
 }
 
 /**

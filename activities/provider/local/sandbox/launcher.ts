@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
+import type { Readable } from 'node:stream';
 import {
   applyLimits,
   isolatedCommand,
@@ -7,6 +8,8 @@ import {
   type Isolation,
   type Limits,
   type SandboxOwner,
+  type SandboxView,
+  VIEW_INFO_FD,
 } from './isolation';
 
 /**
@@ -43,6 +46,8 @@ export interface Sandbox {
   /** Applied to the owner's cgroup (created or updated) before the start; absent: as it is. */
   limits?: Limits;
   binds?: BindMount[];
+  /** App code's own view of the machine (where it may write, where it starts); absent: the machine's. */
+  view?: SandboxView;
   /** Supplementary groups (shared volumes' gids); none otherwise. */
   extraGids?: number[];
   umask?: number;
@@ -64,10 +69,30 @@ export interface Workload {
 }
 
 export interface Launched {
-  /** Leader of a process group of its own: kill `-pid` to end everything it started. */
+  /** Leader of a process group of its own (with a view: bubblewrap, which ends with the sandbox). */
   child: ChildProcess;
   /** Where it is reached (workloads that listen), else null. */
   address: Address | null;
+  /**
+   * Signals everything it started: the process group; with a view, the sandbox's own group
+   * (SIGTERM reaches the workload alone, which may end gracefully; bwrap ends with it) and,
+   * for SIGKILL, bwrap's too.
+   */
+  kill(signal: NodeJS.Signals): void;
+}
+
+/** The sandbox's pid (`child-pid` of bubblewrap's info), or null once the stream ends without it. */
+function sandboxPid(info: Readable): Promise<number | null> {
+  return new Promise((resolve) => {
+    let text = '';
+    info.on('data', (chunk: Buffer) => {
+      text += chunk.toString();
+      const found = /"child-pid":\s*(\d+)/.exec(text);
+      if (found) resolve(Number(found[1]));
+    });
+    info.on('error', () => resolve(null));
+    info.on('close', () => resolve(null));
+  });
 }
 
 /** A port nobody listens on now at `host` (the kernel picks it; the workload binds it soon after). */
@@ -108,27 +133,32 @@ export async function launch(iso: Isolation, workload: Workload): Promise<Launch
     if (box.limits) applyLimits(iso, box.owner, box.limits);
     ({ argv, env } = isolatedCommand(
       iso,
-      { owner: box.owner, uid: box.uid, binds: box.binds, extraGids: box.extraGids, umask: box.umask },
+      { owner: box.owner, uid: box.uid, binds: box.binds, extraGids: box.extraGids, umask: box.umask, view: box.view },
       workload.command,
       given,
     ));
   }
+  const viewed = Boolean(box?.view && iso.uidSwitch && iso.view);
+  const out = workload.output ?? 'pipe';
   const child = spawn(argv[0]!, argv.slice(1), {
     cwd: workload.cwd,
     env,
     detached: true,
-    stdio: [workload.input === undefined ? 'ignore' : 'pipe', workload.output ?? 'pipe', workload.output ?? 'pipe'],
+    stdio: [workload.input === undefined ? 'ignore' : 'pipe', out, out, ...(viewed ? (['pipe'] as const) : [])],
   });
   if (workload.input !== undefined) {
     child.stdin!.on('error', () => {}); // a command that exits before reading its input
     child.stdin!.end(workload.input);
   }
-  return { child, address };
-}
-
-/** Kills the launched process's whole group (it was started detached); a gone group is fine. */
-export function killLaunched(child: ChildProcess | null, signal: NodeJS.Signals = 'SIGKILL'): void {
-  killProcessGroup(child?.pid, signal);
+  const sandbox = viewed ? sandboxPid(child.stdio[VIEW_INFO_FD] as Readable) : Promise.resolve(null);
+  const kill = (signal: NodeJS.Signals) => {
+    if (!viewed) return killProcessGroup(child.pid, signal);
+    void sandbox.then((pid) => {
+      if (pid) killProcessGroup(pid, signal);
+      if (!pid || signal === 'SIGKILL') killProcessGroup(child.pid, signal);
+    });
+  };
+  return { child, address, kill };
 }
 
 /** Kills a process group by its leader's pid; a gone group is fine. */

@@ -1,0 +1,44 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+
+/** A Debian package the local driver uses, found by one of its binaries. */
+export interface MachinePackage {
+  /** Debian's package name. */
+  pkg: string;
+  /** Its binary, by absolute path: present means installed. */
+  binary: string;
+  /** What it gives, for the line that says it is being installed. */
+  why: string;
+}
+
+/** What the local driver needs of the machine for tenant isolation. */
+export const LOCAL_DRIVER_PACKAGES: MachinePackage[] = [
+  { pkg: 'bubblewrap', binary: '/usr/bin/bwrap', why: "each app's own view of processes and files" },
+];
+
+/**
+ * Installs the missing packages with apt-get (one `apt-get update` first), saying so, when
+ * Berth runs as root on a machine with apt-get; elsewhere it only says what is missing (the
+ * start banner then says which isolation is off). Answers the packages still missing.
+ */
+export function ensureMachinePackages(wanted: MachinePackage[], say: (line: string) => void): MachinePackage[] {
+  const missing = wanted.filter((p) => !existsSync(p.binary));
+  if (missing.length === 0) return [];
+  const names = missing.map((p) => p.pkg).join(' ');
+  if (process.getuid?.() !== 0 || !existsSync('/usr/bin/apt-get')) {
+    say(`berth: ${names} missing (${missing.map((p) => p.why).join('; ')}); install it as root to turn that on`);
+    return missing;
+  }
+  say(`berth: installing ${names} from Debian's packages (${missing.map((p) => p.why).join('; ')})`);
+  const apt = (args: string[]) =>
+    spawnSync('/usr/bin/apt-get', args, {
+      stdio: 'ignore',
+      timeout: 10 * 60_000,
+      env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin', DEBIAN_FRONTEND: 'noninteractive' },
+    });
+  apt(['update', '-q']);
+  apt(['install', '-y', '-q', ...missing.map((p) => p.pkg)]);
+  const still = missing.filter((p) => !existsSync(p.binary));
+  if (still.length > 0) say(`berth: could not install ${still.map((p) => p.pkg).join(' ')} (apt-get failed)`);
+  return still;
+}
