@@ -227,7 +227,7 @@ async function follow(
     if (['completed', 'failed', 'cancelled'].includes(d.state)) {
       if (partial) say(partial);
       if (d.state !== 'completed') return say(`failed: ${d.message ?? `the deployment was ${d.state}`}`);
-      const view = await loadApp(deps.dataSource, session.caller.workspaceUuid, session.appUuid, deps.config.publicUrl);
+      const view = await loadApp(deps.dataSource, session.caller.workspaceUuid, session.appUuid, deps.config);
       return say(`deployed: ${view?.public_url ?? '(the app no longer exists)'}`);
     }
     if (Date.now() > deadline) {

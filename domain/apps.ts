@@ -138,9 +138,12 @@ export function internalUrl(serviceName: string, port: number): string {
   return `${serviceName}:${port}`;
 }
 
-/** Built from the app name (with its suffix) and the region of its compute resource. */
-export function publicUrl(name: string, regionDomain: string): string {
-  return `https://${name}.${regionDomain}`;
+/**
+ * Built from the app name (with its suffix) and the region of its compute resource; the
+ * port is where the ingress answers HTTPS, shown unless it is 443 (so the URL answers as printed).
+ */
+export function publicUrl(name: string, regionDomain: string, httpsPort = 443): string {
+  return `https://${name}.${regionDomain}${httpsPort === 443 ? '' : `:${httpsPort}`}`;
 }
 
 /** Environment variable names (POSIX portable: letters, digits, underscore, not a digit first). */

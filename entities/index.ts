@@ -4,6 +4,7 @@ import * as apiToken from './api-token';
 import * as app from './app';
 import * as auditEvent from './audit-event';
 import * as bucket from './bucket';
+import * as certificate from './certificate';
 import * as computeResource from './compute-resource';
 import * as domain from './domain';
 import * as event from './event';
@@ -31,6 +32,7 @@ const modules: object[] = [
   app,
   auditEvent,
   bucket,
+  certificate,
   computeResource,
   domain,
   event,

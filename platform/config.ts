@@ -59,6 +59,19 @@ export interface Config {
   simIngressPort: number;
   /** Port of the local driver's ingress, the reverse proxy in front of every app (BERTH_PROVIDER=local). */
   ingressPort: number;
+  /** Port of the local ingress's HTTPS listener (BERTH_INGRESS_TLS_PORT; default 443 as root, 8443 as a user). */
+  ingressTlsPort: number;
+  /**
+   * The port apps answer HTTPS at, as `public_url` shows it (BERTH_PUBLIC_HTTPS_PORT; default: the
+   * local ingress's HTTPS port, or 443 when the data plane is not this machine's).
+   */
+  publicHttpsPort: number;
+  /** ACME directory Berth obtains custom domains' certificates from (BERTH_ACME_DIRECTORY; unset: none are obtained). */
+  acmeDirectory: string | undefined;
+  /** Contact address of the platform's ACME account (BERTH_ACME_EMAIL). */
+  acmeEmail: string | undefined;
+  /** CA bundle to trust for the ACME directory's own HTTPS (BERTH_ACME_CA_FILE; a test or private ACME server). */
+  acmeCaFile: string | undefined;
   /** The API's public origin (no trailing slash), shown in links such as an app's `git_url`. */
   publicUrl: string;
   /** The local driver's valkey server binary (BERTH_VALKEY_SERVER); unset: `valkey-server` or `redis-server` on PATH. */
@@ -200,6 +213,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     throw new Error(`BERTH_PROVIDER "${provider}" is not a data-plane driver; choose one of ${PROVIDERS.join(', ')}`);
   }
   const idle = int(env.BERTH_APP_IDLE_TIMEOUT_S, 1800, 'BERTH_APP_IDLE_TIMEOUT_S');
+  // 443 needs root (or CAP_NET_BIND_SERVICE); a user gets the customary unprivileged 8443
+  const ingressTlsPort = int(
+    env.BERTH_INGRESS_TLS_PORT,
+    process.getuid?.() === 0 ? 443 : 8443,
+    'BERTH_INGRESS_TLS_PORT',
+  );
   if (idle < 1) throw new Error('BERTH_APP_IDLE_TIMEOUT_S must be at least 1');
   const faultRate = int(env.BERTH_PROVIDER_FAULT_RATE, 0, 'BERTH_PROVIDER_FAULT_RATE');
   if (faultRate < 0 || faultRate > 1) throw new Error('BERTH_PROVIDER_FAULT_RATE must be between 0 and 1');
@@ -241,6 +260,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     gitCaFile: env.BERTH_GIT_CA_FILE || undefined,
     simIngressPort: int(env.BERTH_SIM_INGRESS_PORT, 8081, 'BERTH_SIM_INGRESS_PORT'),
     ingressPort: int(env.BERTH_INGRESS_PORT, 8081, 'BERTH_INGRESS_PORT'),
+    ingressTlsPort,
+    publicHttpsPort: int(
+      env.BERTH_PUBLIC_HTTPS_PORT,
+      provider === 'local' && ingressTlsPort > 0 ? ingressTlsPort : 443,
+      'BERTH_PUBLIC_HTTPS_PORT',
+    ),
+    acmeDirectory: env.BERTH_ACME_DIRECTORY || undefined,
+    acmeEmail: env.BERTH_ACME_EMAIL || undefined,
+    acmeCaFile: env.BERTH_ACME_CA_FILE ? path.resolve(cwd, env.BERTH_ACME_CA_FILE) : undefined,
     publicUrl: publicOrigin(
       env.BERTH_PUBLIC_URL,
       env.BERTH_HOST || '127.0.0.1',

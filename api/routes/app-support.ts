@@ -75,7 +75,7 @@ export async function appResponse(
   appUuid: string,
   db: Pick<EntityManager, 'query'> = ctx.deps.dataSource.manager,
 ): Promise<AppView> {
-  const view = await loadApp(db, ctx.caller.workspaceUuid, appUuid, ctx.deps.config.publicUrl);
+  const view = await loadApp(db, ctx.caller.workspaceUuid, appUuid, ctx.deps.config);
   if (!view) throw notFound('app');
   return (await withAddons(db, ctx.deps.secretBox, [view]))[0]!;
 }

@@ -99,7 +99,7 @@ export const appRoutes = [
       return withAddons(
         ctx.deps.dataSource,
         ctx.deps.secretBox,
-        found.map((r) => appView(r, ctx.deps.config.publicUrl)),
+        found.map((r) => appView(r, ctx.deps.config)),
       );
     },
   }),
@@ -117,7 +117,7 @@ export const appRoutes = [
         ctx.deps.secretBox,
         ctx.caller.workspaceUuid,
         ctx.params.uuid,
-        ctx.deps.config.publicUrl,
+        ctx.deps.config,
         (restrictions) => canReachProject(ctx.caller, restrictions),
       );
       if (!found) throw notFound('app');

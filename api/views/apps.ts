@@ -14,6 +14,7 @@ import { ComputeResource } from '../../entities/compute-resource';
 import { Region } from '../../entities/region';
 import type { RestrictionRule } from '../../domain/projects';
 import type { Db } from '../../entities/sql';
+import type { Config } from '../../platform/config';
 import { preparedRows, rows } from '../../entities/sql';
 import type { DataSource } from 'typeorm';
 import { APP_STATES, BUILDERS, DEPLOYMENT_METHODS, DEPLOYMENT_STATES, internalUrl, publicUrl } from '../../domain/apps';
@@ -140,8 +141,11 @@ export function gitUrl(origin: string, appName: string): string {
   return `${origin}/git/${appName}.git`;
 }
 
-/** The App response: an allow-list of fields (the basic-auth credentials are never read); `origin` is Config.publicUrl. */
-export function appView(r: JoinedRow, origin: string): AppView {
+/** Where an app's links point: the API's public origin (`git_url`) and the port apps answer HTTPS at (`public_url`). */
+export type AppLinks = Pick<Config, 'publicUrl' | 'publicHttpsPort'>;
+
+/** The App response: an allow-list of fields (the basic-auth credentials are never read). */
+export function appView(r: JoinedRow, links: AppLinks): AppView {
   return {
     uuid: r.uuid,
     name: r.name,
@@ -156,8 +160,8 @@ export function appView(r: JoinedRow, origin: string): AppView {
     private_access: r.private_access,
     service_name: r.service_name,
     internal_url: internalUrl(r.service_name, r.internal_port),
-    public_url: publicUrl(r.name, r.region_domain),
-    git_url: r.deployment_method === 'git_push' ? gitUrl(origin, r.name) : null,
+    public_url: publicUrl(r.name, r.region_domain, links.publicHttpsPort),
+    git_url: r.deployment_method === 'git_push' ? gitUrl(links.publicUrl, r.name) : null,
     allow_connections: r.allow_connections,
     basic_auth_enabled: r.basic_auth_enabled,
     needs_redeploy: r.needs_redeploy,
@@ -182,11 +186,16 @@ export async function withAddons(db: Db, secretBox: SecretBox, views: AppView[])
   return views.map((v) => ({ ...v, ...(byApp.get(v.uuid) ?? { addons: [], cronjobs: [] }) }));
 }
 
-export async function loadApp(db: Db, workspaceUuid: string, appUuid: string, origin: string): Promise<AppView | null> {
+export async function loadApp(
+  db: Db,
+  workspaceUuid: string,
+  appUuid: string,
+  links: AppLinks,
+): Promise<AppView | null> {
   const [row] = joinedRows(
     await rows<JoinedRow>(db, `${APP_SELECT} WHERE a.workspace_uuid = $1 AND a.uuid = $2`, [workspaceUuid, appUuid]),
   );
-  return row ? appView(row, origin) : null;
+  return row ? appView(row, links) : null;
 }
 
 /** A reachable-app row as `row_to_json` answers it: timestamps and numeric sums arrive as JSON. */
@@ -219,7 +228,7 @@ export async function loadReachableApp(
   secretBox: SecretBox,
   workspaceUuid: string,
   appUuid: string,
-  origin: string,
+  links: AppLinks,
   reaches: (restrictions: RestrictionRule[]) => boolean,
 ): Promise<AppView | null> {
   const [found] = await preparedRows<{ app: ReachableJson }>(ds, 'berth_app_show', REACHABLE_APP_SQL, [
@@ -239,7 +248,7 @@ export async function loadReachableApp(
       used_disk: numericText(json.used_disk),
     },
   ]);
-  return Object.assign(appView(row!, origin), appAddonsFromJson(json.addon_rows ?? [], secretBox));
+  return Object.assign(appView(row!, links), appAddonsFromJson(json.addon_rows ?? [], secretBox));
 }
 
 // inside the add-ons' subquery `a` is the add-on (ADDON_COLUMNS); the app is $2

@@ -132,6 +132,7 @@ async function run(stack: TestStack, keyring: string, receiverUrl: string): Prom
       {
         BERTH_DATA_DIR: dataDir,
         BERTH_INGRESS_PORT: String(await freePort()),
+        BERTH_INGRESS_TLS_PORT: String(await freePort()),
         // V8 flags for the worker alone, as a deployment would set them (e.g. --max-semi-space-size=2).
         ...(process.env.BENCH_WORKER_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_WORKER_NODE_OPTIONS } : {}),
       },

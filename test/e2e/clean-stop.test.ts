@@ -81,7 +81,7 @@ interface Berth {
   output(): string;
 }
 
-const ports = { api: 0, pg: 0, temporal: 0, ui: 0, s3: 0, ingress: 0 };
+const ports = { api: 0, pg: 0, temporal: 0, ui: 0, s3: 0, ingress: 0, ingressTls: 0 };
 const repo = gitRepository(['first']);
 let started: ChildProcess | undefined;
 
@@ -96,6 +96,7 @@ async function npmStart(): Promise<Berth> {
     BERTH_TEMPORAL_UI_PORT: String(ports.ui),
     BERTH_S3_PORT: String(ports.s3),
     BERTH_INGRESS_PORT: String(ports.ingress),
+    BERTH_INGRESS_TLS_PORT: String(ports.ingressTls),
     BERTH_SIM_INGRESS_PORT: String(ports.ingress),
     BERTH_WEBHOOK_ALLOW_CIDRS: RECEIVER_ALLOW,
     BERTH_GIT_ALLOW_FILE_URLS: '1',

@@ -1,3 +1,4 @@
+import path from 'node:path';
 import type { Client } from '@temporalio/client';
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
@@ -16,6 +17,8 @@ import { detectIsolation, type Isolation } from './sandbox/isolation';
 import { createLocalStacks } from './stacks';
 import { createLocalData } from './data';
 import { refusingNetwork } from './network';
+import { IngressCertificates } from './tls/certificates';
+import { openLocalCa } from './tls/local-ca';
 
 export interface LocalProviderOptions {
   config: Config;
@@ -55,6 +58,7 @@ export async function startLocalProvider(options: LocalProviderOptions): Promise
   // traffic signals keep a free-plan app awake: several per idle period, at most one a minute
   const trafficSignalIntervalMs = Math.min(60_000, Math.max(500, (config.appIdleTimeoutS * 1000) / 4));
   const storage = createObjectStoreStorage({ db: dataSource, store: options.objectStore });
+  const ca = await openLocalCa(path.join(config.dataDir, 'tls'), secretBox);
   const ingress = await startLocalIngress({
     dataSource,
     secretBox,
@@ -66,6 +70,11 @@ export async function startLocalProvider(options: LocalProviderOptions): Promise
     sites: { domain: config.sitesDomain, storage },
     // only the embedded store knows public_endpoint hosts (a store at BERTH_S3_ENDPOINT has its own)
     bucketEndpoint: options.objectStore?.access ? options.objectStore.endpoint : undefined,
+    tls: {
+      port: config.ingressTlsPort,
+      publicPort: config.publicHttpsPort,
+      certificates: new IngressCertificates(dataSource, secretBox, ca),
+    },
   });
   const builder = createLocalBuilder({
     layout,
@@ -106,7 +115,8 @@ export async function startLocalProvider(options: LocalProviderOptions): Promise
     storage,
     stacks: createLocalStacks({ dataSource, secretBox, builder, apps, data, logger }),
     summary: [
-      `Apps (local)     ${ingress.url}   (Host: <app name>.<region domain>; git push: <api>/git/<app name>.git)`,
+      `Apps (local)     ${ingress.tlsUrl} and ${ingress.url}   (Host: <app name>.<region domain>; git push: <api>/git/<app name>.git)`,
+      `Local CA         ${ca.rootPath}   (curl --cacert ${ca.rootPath} https://<app name>.<region domain>${config.publicHttpsPort === 443 ? '' : `:${config.publicHttpsPort}`}/)`,
       `Isolation        ${isolation.summary}`,
       `App files        ${layout.appsRoot}`,
       'VPC networking   refused (one machine has no VPC fabric; BERTH_PROVIDER=simulated runs the VPC workflows)',

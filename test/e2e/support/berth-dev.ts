@@ -15,6 +15,9 @@ export interface BerthDev {
   apiUrl: string;
   ingressUrl: string;
   ingressPort: number;
+  /** The ingress's HTTPS port, and the root certificate of the local CA it serves `*.localhost` names with. */
+  ingressTlsPort: number;
+  localCaFile: string;
   token: string;
   env: NodeJS.ProcessEnv;
   /** Everything the process printed (stdout and stderr). */
@@ -32,7 +35,8 @@ export interface BerthDev {
  */
 export async function startBerthDev(extraEnv: NodeJS.ProcessEnv = {}): Promise<BerthDev> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'berth-dev-'));
-  const [api, pg, temporal, ui, s3, ingress] = await Promise.all([
+  const [api, pg, temporal, ui, s3, ingress, ingressTls] = await Promise.all([
+    freePort(),
     freePort(),
     freePort(),
     freePort(),
@@ -50,6 +54,7 @@ export async function startBerthDev(extraEnv: NodeJS.ProcessEnv = {}): Promise<B
     BERTH_TEMPORAL_UI_PORT: String(ui),
     BERTH_S3_PORT: String(s3),
     BERTH_INGRESS_PORT: String(ingress),
+    BERTH_INGRESS_TLS_PORT: String(ingressTls),
     BERTH_BOOTSTRAP_TOKEN: token,
     TEMPORAL_CLI: testEnv('cli'),
     LOG_LEVEL: 'warn',
@@ -105,6 +110,8 @@ export async function startBerthDev(extraEnv: NodeJS.ProcessEnv = {}): Promise<B
     apiUrl: `http://127.0.0.1:${api}`,
     ingressUrl: `http://127.0.0.1:${ingress}`,
     ingressPort: ingress,
+    ingressTlsPort: ingressTls,
+    localCaFile: path.join(dataDir, 'tls', 'local-ca.crt'),
     output: () => out,
     cli: (args) =>
       new Promise((resolve) => {

@@ -1,4 +1,5 @@
 import { Agent, createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Http2SecureServer } from 'node:http2';
 import type { Duplex } from 'node:stream';
 import { createProxyServer } from 'http-proxy-3';
 import type { Logger } from 'pino';
@@ -12,6 +13,14 @@ import { hostOf, RouteSettingsCache, type RouteSettings } from './route-settings
 import { serveSiteObject, type SiteStorage } from './site-content';
 import { serveStatic } from './static-files';
 import { TtlCache } from './ttl-cache';
+import {
+  ACME_CHALLENGE_PATH,
+  acmeAnswer,
+  createHttpsListener,
+  httpsLocation,
+  requestAuthority,
+  type IngressTls,
+} from './tls/https';
 
 export interface LocalIngressOptions {
   dataSource: DataSource;
@@ -32,11 +41,16 @@ export interface LocalIngressOptions {
    * bucket's objects and refuses the rest); absent: not served.
    */
   bucketEndpoint?: string;
+  /** The HTTPS listener (absent: plain HTTP only); plain HTTP to a host it has a certificate for is redirected to it. */
+  tls?: IngressTls;
 }
 
 export interface LocalIngress {
   url: string;
   port: number;
+  /** The HTTPS listener's URL and port (null: none). */
+  tlsUrl: string | null;
+  tlsPort: number | null;
   routes: IngressRoutes;
   close(): Promise<void>;
 }
@@ -101,6 +115,8 @@ export async function startLocalIngress(options: LocalIngressOptions): Promise<L
   const bucketStore = options.bucketEndpoint ? new URL(options.bucketEndpoint) : null;
   const siteRoutes = new TtlCache<{ bucket: string; prefix: string } | null>(options.settingsTtlMs ?? 1000);
   const interval = options.trafficSignalIntervalMs ?? 60_000;
+  const tls = options.tls ?? null;
+  let tlsPort: number | null = null;
   const table = new Map<string, { backends: Target[]; next: number }>();
   const lastSignal = new Map<string, number>();
   const upgraded = new Set<Duplex>();
@@ -148,7 +164,7 @@ export async function startLocalIngress(options: LocalIngressOptions): Promise<L
   };
 
   const decide = async (req: IncomingMessage): Promise<Decision> => {
-    const host = hostOf(req.headers.host);
+    const host = hostOf(requestAuthority(req));
     if (sites && host.endsWith(`.${sites.domain}`)) {
       const site = await siteRoutes.get(host, (h) => sites.storage.siteRoute(h));
       return site ? { kind: 'site', ...site } : page(404, 'no site answers at this host');
@@ -194,20 +210,39 @@ export async function startLocalIngress(options: LocalIngressOptions): Promise<L
     });
   };
 
-  const server: Server = createServer((req, res) => {
-    handle(req, res).catch((err: Error) => {
-      options.logger.error({ err: err.message }, 'ingress error');
-      if (!res.headersSent) sendPage(res, page(502, 'ingress error'));
-      else res.destroy();
-    });
-  });
-  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+  /** Plain HTTP only: ACME's HTTP-01 answers, and a redirect to HTTPS for a public app's host the ingress has a certificate for. */
+  const plainHttp = async (req: IncomingMessage): Promise<Page | null> => {
+    const urlPath = req.url ?? '/';
+    if (urlPath.startsWith(ACME_CHALLENGE_PATH)) {
+      const answer = await acmeAnswer(options.dataSource, urlPath);
+      return answer === null ? null : page(200, answer);
+    }
+    if (!tls) return null;
+    const host = hostOf(requestAuthority(req));
+    const app = await settings.lookup(host);
+    if (!app || app.privateAccess || !(await tls.certificates.serves(host))) return null;
+    return page(308, 'use HTTPS', { location: httpsLocation(host, urlPath, tls.publicPort ?? tlsPort ?? 443) });
+  };
+
+  const onRequest = (plain: boolean) => (req: IncomingMessage, res: ServerResponse) => {
+    const answered = plain ? plainHttp(req) : Promise.resolve(null);
+    answered
+      .then((p) => (p ? sendPage(res, p) : handle(req, res)))
+      .catch((err: Error) => {
+        options.logger.error({ err: err.message }, 'ingress error');
+        if (!res.headersSent) sendPage(res, page(502, 'ingress error'));
+        else res.destroy();
+      });
+  };
+  const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     socket.on('error', () => socket.destroy());
     handleUpgrade(req, socket, head).catch((err: Error) => {
       options.logger.error({ err: err.message }, 'ingress upgrade error');
       socket.destroy();
     });
-  });
+  };
+  const server: Server = createServer(onRequest(true));
+  server.on('upgrade', onUpgrade);
   server.on('clientError', (_err, socket) => {
     if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\n\r\n');
     else socket.destroy();
@@ -215,11 +250,20 @@ export async function startLocalIngress(options: LocalIngressOptions): Promise<L
   proxy.on('error', (err: Error) => options.logger.warn({ err: err.message }, 'ingress: proxy error'));
 
   const host = options.host ?? '127.0.0.1';
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port, host, () => resolve());
-  });
-  const port = (server.address() as { port: number }).port;
+  const listen = (s: Server | Http2SecureServer, p: number) =>
+    new Promise<number>((resolve, reject) => {
+      s.once('error', reject);
+      s.listen(p, host, () => resolve((s.address() as { port: number }).port));
+    });
+  const port = await listen(server, options.port);
+  const tlsServer = tls ? createHttpsListener(tls.certificates, onRequest(false), onUpgrade) : null;
+  if (tlsServer) {
+    tlsPort = await listen(tlsServer.server, tls!.port).catch(async (err: Error) => {
+      await new Promise((resolve) => server.close(resolve));
+      throw err;
+    });
+  }
+  const shownHost = host.includes(':') ? `[${host}]` : host;
 
   const routes: IngressRoutes = {
     setBackends(appUuid, backends) {
@@ -233,15 +277,18 @@ export async function startLocalIngress(options: LocalIngressOptions): Promise<L
   };
 
   return {
-    url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
+    url: `http://${shownHost}:${port}`,
     port,
+    tlsUrl: tlsPort === null ? null : `https://${shownHost}:${tlsPort}`,
+    tlsPort,
     routes,
     close: async () => {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      const tlsClosed = tlsServer?.close();
       server.closeAllConnections();
       for (const socket of upgraded) socket.destroy();
       agent.destroy();
-      await Promise.all([closed, forwarder.close()]);
+      await Promise.all([closed, tlsClosed, forwarder.close()]);
     },
   };
 }

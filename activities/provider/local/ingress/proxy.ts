@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import type { TLSSocket } from 'node:tls';
 import { Agent } from 'undici';
 
 /**
@@ -16,24 +17,28 @@ const HOP_BY_HOP = new Set([
   'expect',
 ]);
 
-/** The port the client addressed: from Host, else HTTP's default (as http-proxy-3's xfwd had it). */
-function hostPort(host: string | undefined): string {
+/** The port the client addressed: from Host, else the scheme's default (as http-proxy-3's xfwd had it). */
+function hostPort(host: string | undefined, tls: boolean): string {
   const m = host ? /:(\d+)$/.exec(host) : null;
-  return m ? m[1]! : '80';
+  return m ? m[1]! : tls ? '443' : '80';
 }
 
 /** The ingress is the edge: the client's own X-Forwarded-* are dropped, then set from the connection. */
 function upstreamHeaders(req: IncomingMessage): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};
   const headers = req.headers;
+  // HTTP/2 (over TLS) names the host `:authority`; its pseudo-headers stay on their hop
+  const host = headers.host ?? (headers[':authority'] as string | undefined);
+  const tls = (req.socket as TLSSocket).encrypted === true;
   for (const name in headers) {
-    if (HOP_BY_HOP.has(name) || name.startsWith('x-forwarded-')) continue;
+    if (HOP_BY_HOP.has(name) || name.startsWith('x-forwarded-') || name.startsWith(':')) continue;
     out[name] = headers[name]!;
   }
+  if (host !== undefined) out.host = host;
   out['x-forwarded-for'] = req.socket.remoteAddress ?? '';
-  out['x-forwarded-port'] = hostPort(headers.host);
-  out['x-forwarded-proto'] = 'http';
-  if (headers.host !== undefined) out['x-forwarded-host'] = headers.host;
+  out['x-forwarded-port'] = hostPort(host, tls);
+  out['x-forwarded-proto'] = tls ? 'https' : 'http';
+  if (host !== undefined) out['x-forwarded-host'] = host;
   return out;
 }
 
@@ -54,7 +59,12 @@ export class Forwarder {
   /** Forwards; `onError` runs when the backend does not answer (nothing sent yet: the caller answers 502). */
   forward(req: IncomingMessage, res: ServerResponse, origin: URL, onError: (err: Error) => void): void {
     const method = req.method ?? 'GET';
-    const hasBody = req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined;
+    // an HTTP/2 request has a body unless its headers ended the stream
+    const h2 = (req as { stream?: { endAfterHeaders: boolean } }).stream;
+    const hasBody =
+      req.headers['content-length'] !== undefined ||
+      req.headers['transfer-encoding'] !== undefined ||
+      (h2 !== undefined && !h2.endAfterHeaders);
     this.agent.stream(
       { origin, path: req.url ?? '/', method, headers: upstreamHeaders(req), body: hasBody ? req : null },
       ({ statusCode, headers }) => {

@@ -1,0 +1,20 @@
+/**
+ * Certificates Berth obtains by ACME for custom domains: their states and when one is renewed.
+ * `pending`: not ordered yet; `issuing`: an order is open; `issued`: a certificate is
+ * served; `failed`: the last order failed (its reason is on the domain) and is retried,
+ * while a certificate obtained before, if any, is still served.
+ */
+export const CERTIFICATE_STATES = ['pending', 'issuing', 'issued', 'failed'] as const;
+export type CertificateState = (typeof CERTIFICATE_STATES)[number];
+
+/**
+ * When a certificate valid from `notBefore` to `notAfter` is renewed: once two thirds of its
+ * lifetime have passed (30 days before the end of a 90-day certificate, as Let's Encrypt
+ * advises), or `renewBeforeMs` before its end when that is given and earlier.
+ */
+export function renewalTime(notBefore: Date, notAfter: Date, renewBeforeMs?: number): Date {
+  const life = notAfter.getTime() - notBefore.getTime();
+  const byLife = notBefore.getTime() + Math.floor((life * 2) / 3);
+  const byMargin = renewBeforeMs === undefined ? byLife : notAfter.getTime() - renewBeforeMs;
+  return new Date(Math.min(byLife, byMargin));
+}
