@@ -1,5 +1,6 @@
 import { createAppActivities } from './apps';
 import type { ActivityDeps } from './deps';
+import { createCertificateActivities } from './certificates';
 import { createDomainActivities } from './domains';
 import { createDataActivities } from './data';
 import { createEventActivities } from './events';
@@ -30,6 +31,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createStackActivities(deps),
     ...createStaticSiteActivities(deps),
     ...createDomainActivities(deps),
+    ...createCertificateActivities(deps),
     ...createPreviewActivities(deps),
     ...createDataActivities(deps),
     ...createAppActivities(deps),

@@ -6,6 +6,8 @@ import type { CertificateState } from '../domain/certificates';
 export class DomainCertificate {
   @PrimaryColumn('uuid') domain_uuid: string;
   @Column('text', { default: 'pending' }) state: CertificateState;
+  /** The name the certificate was issued for (a renamed domain's old certificate is not served). */
+  @Column('text', { nullable: true }) name: string | null;
   @Column('text', { nullable: true }) issuer: string | null;
   @Column('timestamptz', { nullable: true }) not_before: Date | null;
   @Column('timestamptz', { nullable: true }) not_after: Date | null;

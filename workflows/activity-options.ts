@@ -81,6 +81,17 @@ export const dataInit: ActivityOptions = {
   heartbeatTimeout: '30 seconds',
   retry: UNTIL_DONE,
 };
+/**
+ * An ACME order (account, order, HTTP-01, finalize): five minutes each, heartbeating while it
+ * waits on the ACME server, retried from a minute apart up to every two hours until it
+ * succeeds (a certificate is needed as long as the domain is; Let's Encrypt allows five
+ * failed validations per name an hour).
+ */
+export const acmeOrder: ActivityOptions = {
+  startToCloseTimeout: '5 minutes',
+  heartbeatTimeout: '1 minute',
+  retry: { initialInterval: '1 minute', backoffCoefficient: 2, maximumInterval: '2 hours' },
+};
 
 /** The preset, with these error types failing at once instead of being retried. */
 export function refusing(options: ActivityOptions, ...nonRetryableErrorTypes: string[]): ActivityOptions {

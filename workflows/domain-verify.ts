@@ -1,10 +1,11 @@
-import { proxyActivities, setHandler, sleep } from '@temporalio/workflow';
+import { patched, proxyActivities, setHandler, sleep } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { VERIFY_MAX_ATTEMPTS, verifyDelayMinutes } from '../domain/domains';
 import { stateQuery } from './common';
 import { quickDb } from './activity-options';
 
-const { checkDomainTxt, completeDomainVerification, failDomainVerification } = proxyActivities<Activities>(quickDb);
+const { checkDomainTxt, completeDomainVerification, failDomainVerification, startDomainCertificate } =
+  proxyActivities<Activities>(quickDb);
 
 export interface DomainVerifyInput {
   domainUuid: string;
@@ -18,7 +19,7 @@ export type DomainVerifyState = 'checking' | 'stopped' | 'verified' | 'waiting' 
 /**
  * Verifies a custom domain (already `in_progress`): checks the TXT record, waiting
  * 1, 1, 2, 3, 5, ... minutes (capped at 60) between checks, until the token is found
- * (`verified`) or VERIFY_MAX_ATTEMPTS checks missed (`failed`). Stops quietly when the
+ * (`verified`, and its certificate workflow started) or VERIFY_MAX_ATTEMPTS checks missed (`failed`). Stops quietly when the
  * domain is deleted or renamed meanwhile.
  */
 export async function domainVerify(input: DomainVerifyInput): Promise<DomainVerifyResult> {
@@ -33,6 +34,8 @@ export async function domainVerify(input: DomainVerifyInput): Promise<DomainVeri
     }
     if (outcome === 'found') {
       state = (await completeDomainVerification(input.domainUuid)) ? 'verified' : 'stopped';
+      // a verified domain gets its certificate (domainCertificate; nothing without an ACME directory)
+      if (state === 'verified' && patched('domain-certificate')) await startDomainCertificate(input.domainUuid);
       return state as DomainVerifyResult;
     }
     if (attempt < VERIFY_MAX_ATTEMPTS) {

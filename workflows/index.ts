@@ -20,6 +20,7 @@ export { stackCleanup } from './stack-cleanup';
 export { staticSiteProvision } from './static-site-provision';
 export { staticSiteDeploy } from './static-site-deploy';
 export { domainVerify } from './domain-verify';
+export { domainCertificate } from './domain-certificate';
 export { previewEnvironment } from './preview-environment';
 export { addonProvision } from './addon-provision';
 export { addonSync } from './addon-sync';

@@ -13,6 +13,8 @@ export class Certificates1733500000000 implements MigrationInterface {
       CREATE TABLE domain_certificates (
         domain_uuid uuid PRIMARY KEY REFERENCES domains(uuid) ON DELETE CASCADE,
         state text NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'issuing', 'issued', 'failed')),
+        -- the name the certificate was issued for (a renamed domain is not served with it)
+        name text,
         issuer text,
         not_before timestamptz,
         not_after timestamptz,

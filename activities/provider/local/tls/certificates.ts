@@ -20,7 +20,7 @@ const BY_NAME = `
     UNION ALL
     SELECT m.certificate_pem, m.private_key_sealed, m.not_after, 1
       FROM domain_certificates m JOIN domains d ON d.uuid = m.domain_uuid
-     WHERE d.name = $1 AND d.verification_status = 'verified'
+     WHERE d.name = $1 AND d.verification_status = 'verified' AND m.name = d.name
        AND m.certificate_pem IS NOT NULL AND m.not_after > now()
   ) found ORDER BY rank, not_after DESC LIMIT 1`;
 
