@@ -1,7 +1,7 @@
 import { X509Certificate } from 'node:crypto';
 import { ApplicationFailure } from '@temporalio/common';
 import { Context } from '@temporalio/activity';
-import { renewalTime } from '../domain/certificates';
+import { CERTIFICATE_OPERATION, renewalTime } from '../domain/certificates';
 import { operationStart } from '../domain/search-attributes';
 import { one, rows } from '../entities/sql';
 import { acmeFailureText, orderCertificate } from './acme';
@@ -9,9 +9,6 @@ import type { ActivityDeps } from './deps';
 
 /** What `obtainDomainCertificate` tells its workflow: identifiers and times only, never key material. */
 export type CertificateOutcome = { kind: 'stopped'; reason: string } | { kind: 'issued'; renewAt: number };
-
-/** The operation name (first part of the workflow id) of a domain's certificate workflow. */
-export const CERTIFICATE_OPERATION = 'domain-certificate';
 
 function beat(): void {
   try {

@@ -4,6 +4,9 @@
  * served; `failed`: the last order failed (its reason is on the domain) and is retried,
  * while a certificate obtained before, if any, is still served.
  */
+/** The operation name (first part of the workflow id `domain-certificate/<domain uuid>`) of a domain's certificate workflow. */
+export const CERTIFICATE_OPERATION = 'domain-certificate';
+
 export const CERTIFICATE_STATES = ['pending', 'issuing', 'issued', 'failed'] as const;
 export type CertificateState = (typeof CERTIFICATE_STATES)[number];
 

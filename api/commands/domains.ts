@@ -1,5 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { EntityManager } from 'typeorm';
+import { CERTIFICATE_OPERATION } from '../../domain/certificates';
 import { dnsTargetOf, domainNameProblem, isUnder, wwwRoot } from '../../domain/domains';
 import type { App } from '../../entities/app';
 import { ComputeResource } from '../../entities/compute-resource';
@@ -83,6 +84,23 @@ async function initialState(
   return { verification_status: 'pending', verification_token: newToken(), dns_target: null };
 }
 
+/**
+ * A domain verified at once (a www subdomain of a verified root) gets its certificate:
+ * its certificate workflow is started, or woken when it runs (a rename), when Berth has an
+ * ACME directory (as the verification workflow does for the others).
+ */
+async function certificateFor(tx: Tx, caller: Caller, domain: CustomDomain): Promise<void> {
+  if (domain.verification_status !== 'verified' || !tx.deps.config.acmeDirectory) return;
+  await tx.enqueue({
+    operation: CERTIFICATE_OPERATION,
+    workflow: 'domainCertificate',
+    workspaceUuid: caller.workspaceUuid,
+    resourceUuid: domain.uuid,
+    args: [{ domainUuid: domain.uuid }],
+    signal: { name: 'renew' },
+  });
+}
+
 /** A write the unique index on the name refused is a 409. */
 function uniqueViolation(err: unknown, name: string): never {
   if ((err as { code?: string }).code === '23505') throw conflict(`the domain ${name} is already in use`);
@@ -105,6 +123,7 @@ export async function createDomain(
     ...(await initialState(tx.m, caller, app, input.name)),
   }).catch((e) => uniqueViolation(e, input.name)))!;
   await tx.audit({ action: 'domain.create', resourceUuid: domain.uuid, before: null, after: snapshotOf(domain) });
+  await certificateFor(tx, caller, domain);
   return domain;
 }
 
@@ -131,6 +150,7 @@ export async function renameDomain(
       last_check_error: null,
       last_checked_at: null,
     }).catch((e) => uniqueViolation(e, input.name)))!;
+    await certificateFor(tx, caller, after);
   }
   await tx.audit({
     action: 'domain.update',

@@ -6,7 +6,7 @@ import { createDomain, deleteDomain, findDomain, renameDomain, verifyDomain } fr
 import { pageOf, type Page } from '../pagination';
 import { route } from '../route';
 import { obj, str } from '../schemas/common';
-import { domainSchema, domainView } from '../views/domains';
+import { domainSchema, domainViews } from '../views/domains';
 
 const TAG = 'domains';
 
@@ -34,7 +34,7 @@ export const domainRoutes = [
           .orderBy('d.created_at', 'DESC')
           .addOrderBy('d.uuid', 'DESC'),
       );
-      return list.map(domainView);
+      return domainViews(ctx.deps.dataSource.manager, list);
     },
   }),
   route<{ uuid: string }, {}, DomainBody>({
@@ -55,7 +55,7 @@ export const domainRoutes = [
           name: ctx.body.domain.name.trim().toLowerCase(),
         });
         ctx.koa.set('Location', `/api/v1/apps/${domain.app_uuid}/domains/${domain.uuid}`);
-        return domainView(domain);
+        return (await domainViews(tx.m, [domain]))[0]!;
       }),
   }),
   route<{ uuid: string; domain_uuid: string }>({
@@ -67,7 +67,8 @@ export const domainRoutes = [
     response: domainSchema,
     async handler(ctx) {
       const app = await findApp(ctx, ctx.params.uuid);
-      return domainView(await findDomain(app, ctx.params.domain_uuid, ctx.deps.dataSource.manager));
+      const m = ctx.deps.dataSource.manager;
+      return (await domainViews(m, [await findDomain(app, ctx.params.domain_uuid, m)]))[0]!;
     },
   }),
   route<{ uuid: string; domain_uuid: string }, {}, DomainBody>({
@@ -80,15 +81,14 @@ export const domainRoutes = [
     summary: 'Rename a custom domain; a new name needs verifying again (409 while a check is in progress)',
     response: domainSchema,
     handler: (ctx) =>
-      write(ctx, async (tx) =>
-        domainView(
-          await renameDomain(tx, ctx.caller, {
-            appUuid: ctx.params.uuid,
-            domainUuid: ctx.params.domain_uuid,
-            name: ctx.body.domain.name.trim().toLowerCase(),
-          }),
-        ),
-      ),
+      write(ctx, async (tx) => {
+        const domain = await renameDomain(tx, ctx.caller, {
+          appUuid: ctx.params.uuid,
+          domainUuid: ctx.params.domain_uuid,
+          name: ctx.body.domain.name.trim().toLowerCase(),
+        });
+        return (await domainViews(tx.m, [domain]))[0]!;
+      }),
   }),
   route<{ uuid: string; domain_uuid: string }>({
     method: 'delete',
@@ -114,10 +114,12 @@ export const domainRoutes = [
       'a verified domain, or one that needs no verification, is returned unchanged and nothing is scheduled',
     response: domainSchema,
     handler: (ctx) =>
-      write(ctx, async (tx) =>
-        domainView(
-          await verifyDomain(tx, ctx.caller, { appUuid: ctx.params.uuid, domainUuid: ctx.params.domain_uuid }),
-        ),
-      ),
+      write(ctx, async (tx) => {
+        const domain = await verifyDomain(tx, ctx.caller, {
+          appUuid: ctx.params.uuid,
+          domainUuid: ctx.params.domain_uuid,
+        });
+        return (await domainViews(tx.m, [domain]))[0]!;
+      }),
   }),
 ];

@@ -73,6 +73,7 @@ describe('custom domains', () => {
       dns_target: '',
       verification_status: 'pending',
       verification_token: expect.stringMatching(/^berth-verify=[A-Za-z0-9_-]{32}$/),
+      certificate: null,
       created_at: expect.any(String),
       updated_at: expect.any(String),
     });
@@ -93,6 +94,7 @@ describe('custom domains', () => {
       verification_token: created.verification_token,
     });
     expect(Object.keys(started).sort()).toEqual([
+      'certificate',
       'created_at',
       'dns_target',
       'name',
