@@ -28,14 +28,15 @@ export function createCertificateActivities({
   return {
     /**
      * Obtains (or renews) the certificate of a verified custom domain by ACME, unless the one
-     * it has is for its current name and not yet due. The record on the domain says where it
+     * it has is for its current name and neither `due` (its workflow's renewal timer fired) nor
+     * past its renewal time. The record on the domain says where it
      * stands: `issuing` while the order is open; `issued` with issuer and expiry; `failed`
      * with the reason in plain words, then this activity fails and is retried with backoff
      * (a certificate obtained before is still served meanwhile). `stopped` when there is
      * nothing to obtain: no ACME directory configured, or the domain gone or not verified.
      * The chain and its sealed key go to the database only; the workflow gets the renewal time.
      */
-    async obtainDomainCertificate(domainUuid: string): Promise<CertificateOutcome> {
+    async obtainDomainCertificate(domainUuid: string, due = false): Promise<CertificateOutcome> {
       if (!config.acmeDirectory) return { kind: 'stopped', reason: 'no ACME directory is configured' };
       const domain = await one<{ name: string; verification_status: string }>(
         dataSource,
@@ -50,8 +51,9 @@ export function createCertificateActivities({
         'SELECT name, renew_at, certificate_pem FROM domain_certificates WHERE domain_uuid = $1',
         [domainUuid],
       );
-      if (held?.certificate_pem && held.name === domain.name && held.renew_at && held.renew_at.getTime() > Date.now()) {
-        return { kind: 'issued', renewAt: held.renew_at.getTime() };
+      const renewAt = held?.certificate_pem && held.name === domain.name ? held.renew_at : null;
+      if (renewAt && !due && renewAt.getTime() > Date.now()) {
+        return { kind: 'issued', renewAt: renewAt.getTime() };
       }
       await dataSource.query(
         `INSERT INTO domain_certificates (domain_uuid, state, attempts, last_attempt_at) VALUES ($1, 'issuing', 1, now())
@@ -83,7 +85,7 @@ export function createCertificateActivities({
       const leaf = new X509Certificate(issued.chainPem);
       const notBefore = new Date(leaf.validFrom);
       const notAfter = new Date(leaf.validTo);
-      const renewAt = renewalTime(notBefore, notAfter);
+      const renewOn = renewalTime(notBefore, notAfter);
       // kept only if the domain still has the name it was ordered for
       const stored = await rows(
         dataSource,
@@ -96,14 +98,14 @@ export function createCertificateActivities({
           leaf.issuer.replace(/\n/g, ', '),
           notBefore,
           notAfter,
-          renewAt,
+          renewOn,
           issued.chainPem,
           secretBox.seal(issued.keyPem),
         ],
       );
       if (stored.length === 0) return { kind: 'stopped', reason: 'the domain was renamed or deleted during the order' };
-      logger.info({ domainUuid, domain: domain.name, notAfter, renewAt }, 'certificate issued');
-      return { kind: 'issued', renewAt: renewAt.getTime() };
+      logger.info({ domainUuid, domain: domain.name, notAfter, renewAt: renewOn }, 'certificate issued');
+      return { kind: 'issued', renewAt: renewOn.getTime() };
     },
 
     /**

@@ -7,6 +7,8 @@ const { obtainDomainCertificate } = proxyActivities<Activities>(acmeOrder);
 
 export interface DomainCertificateInput {
   domainUuid: string;
+  /** Set by the run before, when its renewal timer fired: the certificate is renewed whatever its dates say. */
+  renew?: boolean;
 }
 
 /** Wakes the workflow to look at its domain now (sent when the domain is verified, again after a rename). */
@@ -30,7 +32,7 @@ export async function domainCertificate(input: DomainCertificateInput): Promise<
   setHandler(renewCertificateSignal, () => {
     woken = true;
   });
-  const outcome = await obtainDomainCertificate(input.domainUuid);
+  const outcome = await obtainDomainCertificate(input.domainUuid, input.renew === true);
   if (outcome.kind === 'stopped') {
     state = 'stopped';
     return outcome.reason;
@@ -38,6 +40,6 @@ export async function domainCertificate(input: DomainCertificateInput): Promise<
   state = 'waiting';
   // a signal that came while obtaining was answered by it: only a later one wakes the wait
   woken = false;
-  await condition(() => woken, Math.max(1000, outcome.renewAt - Date.now()));
-  return continueAsNew<typeof domainCertificate>(input);
+  const signalled = await condition(() => woken, Math.max(1000, outcome.renewAt - Date.now()));
+  return continueAsNew<typeof domainCertificate>({ domainUuid: input.domainUuid, renew: !signalled });
 }

@@ -1,0 +1,216 @@
+import { execFile } from 'node:child_process';
+import { randomBytes, randomUUID, X509Certificate } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer, request as httpRequest, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { startLocalIngress, type LocalIngress } from '../../activities/provider/local/ingress';
+import { IngressCertificates } from '../../activities/provider/local/tls/certificates';
+import { openLocalCa } from '../../activities/provider/local/tls/local-ca';
+import { BerthOperation, BerthResource } from '../../domain/search-attributes';
+import { insertApp, type AppRow } from '../support/app-rows';
+import { seedWorkspace, type Workspace } from '../support/fixtures';
+import { freePort } from '../support/global-setup';
+import { hasPebble, startPebble, type Pebble } from '../support/pebble';
+import { startStack, type TestStack } from '../support/stack';
+import { timeSkipping, type TimeSkipping } from '../support/temporal';
+
+/**
+ * The certificate workflow against Debian's pebble: HTTP-01 answered by a real local
+ * ingress, the certificate served by SNI, renewal by the workflow's timer (time skipped),
+ * and failures recorded on the domain and retried.
+ */
+const describeWithPebble = hasPebble() ? describe : describe.skip;
+
+let pebble: Pebble;
+let stack: TestStack;
+let ts: TimeSkipping;
+let ws: Workspace;
+let app: AppRow;
+let ingress: LocalIngress;
+let backend: Server;
+let workDir: string;
+let pebbleRoot: string;
+
+/** curl as a user runs it: the custom domain resolved to the ingress, pebble's root trusted. */
+function curlHttps(name: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    execFile(
+      'curl',
+      [
+        '-sS',
+        '-w',
+        '\n%{http_code}',
+        '--cacert',
+        pebbleRoot,
+        '--resolve',
+        `${name}:${ingress.tlsPort}:127.0.0.1`,
+        `https://${name}:${ingress.tlsPort}/`,
+      ],
+      (err, stdout, stderr) => {
+        if (err) return reject(new Error(stderr || err.message));
+        const cut = stdout.lastIndexOf('\n');
+        resolve({ status: Number(stdout.slice(cut + 1)), body: stdout.slice(0, cut) });
+      },
+    );
+  });
+}
+
+async function certificateRow(domainUuid: string) {
+  const [row] = await stack.ds.query(`SELECT * FROM domain_certificates WHERE domain_uuid = $1`, [domainUuid]);
+  return row;
+}
+
+/** Polls the certificate record until `done` holds (real time: the ACME order is real). */
+async function until(domainUuid: string, done: (row: any) => boolean, what: string) {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const row = await certificateRow(domainUuid);
+    if (row && done(row)) return row;
+    if (Date.now() > deadline) throw new Error(`${what}: ${JSON.stringify(row)}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+async function verifiedDomain(): Promise<{ uuid: string; name: string }> {
+  const uuid = randomUUID();
+  const name = `shop-${randomBytes(3).toString('hex')}.example.test`;
+  await stack.ds.query(
+    `INSERT INTO domains (uuid, workspace_uuid, app_uuid, name, verification_status, dns_target) VALUES ($1, $2, $3, $4, 'verified', $5)`,
+    [uuid, ws.uuid, app.uuid, name, `${app.name}.local.berth.localhost`],
+  );
+  return { uuid, name };
+}
+
+async function startCertificate(domainUuid: string) {
+  const op = await stack.ds.transaction((m) =>
+    ts.outbox.enqueue(m, {
+      operation: 'domain-certificate',
+      workflow: 'domainCertificate',
+      workspaceUuid: ws.uuid,
+      resourceUuid: domainUuid,
+      args: [{ domainUuid }],
+    }),
+  );
+  await ts.outbox.dispatch(op);
+  return ts.client.workflow.getHandle(op.workflowId);
+}
+
+beforeAll(async () => {
+  if (!hasPebble()) return;
+  const httpPort = await freePort();
+  pebble = await startPebble({ httpPort });
+  stack = await startStack({
+    env: { BERTH_ACME_DIRECTORY: pebble.directoryUrl, BERTH_ACME_CA_FILE: pebble.tlsCaFile },
+  });
+  ts = await timeSkipping(stack.activityDeps);
+  ws = await seedWorkspace(stack.ds);
+  app = await insertApp(stack.ds, ws);
+  backend = createServer((_req, res) => res.end('served by the app'));
+  await new Promise<void>((resolve) => backend.listen(0, '127.0.0.1', resolve));
+  workDir = await mkdtemp(path.join(tmpdir(), 'berth-acme-'));
+  const box = stack.activityDeps.secretBox;
+  ingress = await startLocalIngress({
+    dataSource: stack.ds,
+    secretBox: box,
+    logger: stack.activityDeps.logger,
+    events: { health: async () => undefined, liveStatus: async () => undefined, traffic: async () => undefined },
+    port: httpPort,
+    settingsTtlMs: 100,
+    tls: { port: 0, certificates: new IngressCertificates(stack.ds, box, await openLocalCa(workDir, box), 100) },
+  });
+  ingress.routes.setBackends(app.uuid, [
+    { kind: 'process', host: '127.0.0.1', port: (backend.address() as AddressInfo).port },
+  ]);
+  pebbleRoot = path.join(workDir, 'pebble-root.pem');
+  await writeFile(pebbleRoot, await pebble.issuingRoot());
+}, 120_000);
+
+afterAll(async () => {
+  await ts?.close();
+  await ingress?.close();
+  backend?.closeAllConnections();
+  backend?.close();
+  await stack?.close();
+  await pebble?.close();
+  if (workDir) await rm(workDir, { recursive: true, force: true });
+});
+
+describeWithPebble('domainCertificate workflow (ACME against pebble)', () => {
+  // first: the renewal test skips years of server time, after which a fresh certificate's dates lie in the server's past
+  it('an ACME failure shows on the domain with the reason, the app keeps serving over HTTP, and the order is retried until it succeeds', async () => {
+    const domain = await verifiedDomain();
+    // pebble's validation goes where nothing answers
+    await pebble.setAddress(domain.name, '127.0.0.2');
+    await ts.withWorker(async () => {
+      const handle = await startCertificate(domain.uuid);
+      const failed = await until(domain.uuid, (r) => r.state === 'failed', 'the failure was not recorded');
+      expect(failed.last_error).toMatch(/127\.0\.0\.2|connection refused|Connection refused|connect/i);
+      expect(failed.attempts).toBe(1);
+      const shown = await stack.http
+        .get(`/api/v1/apps/${app.uuid}/domains/${domain.uuid}`)
+        .set('authorization', `Bearer ${ws.ownerToken}`);
+      expect(shown.body.certificate).toMatchObject({ state: 'failed', attempts: 1, last_error: failed.last_error });
+      // no certificate yet: plain HTTP serves the app (no redirect to an HTTPS that cannot answer)
+      const plain = await new Promise<number>((resolve, reject) =>
+        httpRequest(`${ingress.url}/`, { headers: { host: domain.name } }, (res) => {
+          res.resume();
+          resolve(res.statusCode!);
+        })
+          .on('error', reject)
+          .end(),
+      );
+      expect(plain).toBe(200);
+      // the reason goes away; the retry (after a minute's backoff, skipped) succeeds
+      await pebble.setAddress(domain.name, null);
+      await ts.env.sleep(61_000);
+      const issued = await until(domain.uuid, (r) => r.state === 'issued', 'the retry did not succeed');
+      expect(issued.attempts).toBe(0);
+      expect(issued.last_error).toBeNull();
+      await handle.terminate('test done');
+    });
+  });
+
+  it('a verified custom domain gets its certificate by HTTP-01; curl --cacert <pebble root> reaches the app by that name; its timer renews it for real', async () => {
+    const domain = await verifiedDomain();
+    await ts.withWorker(async () => {
+      const handle = await startCertificate(domain.uuid);
+      const first = await until(domain.uuid, (r) => r.state === 'issued', 'no certificate was issued');
+      expect(first).toMatchObject({ name: domain.name, attempts: 0, last_error: null });
+      expect(first.issuer).toMatch(/Pebble/);
+      expect(first.private_key_sealed).not.toContain('PRIVATE KEY');
+      expect(new X509Certificate(first.certificate_pem).subjectAltName).toBe(`DNS:${domain.name}`);
+      // renewal at two thirds of the lifetime
+      const life = first.not_after.getTime() - first.not_before.getTime();
+      expect(first.renew_at.getTime() - first.not_before.getTime()).toBeCloseTo((life * 2) / 3, -4);
+
+      await new Promise((r) => setTimeout(r, 200)); // the ingress's certificate cache (100 ms)
+      expect(await curlHttps(domain.name)).toEqual({ status: 200, body: 'served by the app' });
+      expect(await handle.query('state')).toBe('waiting');
+      const description = await handle.describe();
+      expect(description.typedSearchAttributes.get(BerthResource)).toBe(domain.uuid);
+      expect(description.typedSearchAttributes.get(BerthOperation)).toBe('domain-certificate');
+      // the history holds the renewal time, never the key or the certificate
+      const history = JSON.stringify(await handle.fetchHistory());
+      expect(history).not.toContain('PRIVATE KEY');
+      expect(history).not.toContain(first.private_key_sealed);
+      expect(history).not.toContain('BEGIN CERTIFICATE');
+
+      // the timer: skip to just past the renewal time (no further: time skipped while the real
+      // order runs would time out its heartbeat); the next run renews for real
+      await ts.env.sleep(first.renew_at.getTime() - (await ts.env.currentTimeMs()) + 1000);
+      const renewed = await until(
+        domain.uuid,
+        (r) => r.state === 'issued' && r.certificate_pem !== first.certificate_pem,
+        'the certificate was not renewed',
+      );
+      expect(new X509Certificate(renewed.certificate_pem).serialNumber).not.toBe(
+        new X509Certificate(first.certificate_pem).serialNumber,
+      );
+      await new Promise((r) => setTimeout(r, 200));
+      expect((await curlHttps(domain.name)).status).toBe(200);
+      await handle.terminate('test done');
+    });
+  });
+});
