@@ -1,14 +1,15 @@
 import { execFile } from 'node:child_process';
-import { randomBytes, randomUUID, X509Certificate } from 'node:crypto';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer, request as httpRequest, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { startLocalIngress, type LocalIngress } from '../../activities/provider/local/ingress';
-import { IngressCertificates } from '../../activities/provider/local/tls/certificates';
-import { openLocalCa } from '../../activities/provider/local/tls/local-ca';
+import { request as httpRequest } from 'node:http';
+import { X509Certificate } from 'node:crypto';
 import { BerthOperation, BerthResource } from '../../domain/search-attributes';
+import {
+  acmeEnv,
+  certificateUntil,
+  insertVerifiedDomain,
+  startAcmeIngress,
+  startCertificateWorkflow,
+  type AcmeIngress,
+} from '../support/acme';
 import { insertApp, type AppRow } from '../support/app-rows';
 import { seedWorkspace, type Workspace } from '../support/fixtures';
 import { freePort } from '../support/global-setup';
@@ -28,13 +29,11 @@ let stack: TestStack;
 let ts: TimeSkipping;
 let ws: Workspace;
 let app: AppRow;
-let ingress: LocalIngress;
-let backend: Server;
-let workDir: string;
-let pebbleRoot: string;
+let rig: AcmeIngress;
 
 /** curl as a user runs it: the custom domain resolved to the ingress, pebble's root trusted. */
 function curlHttps(name: string): Promise<{ status: number; body: string }> {
+  const port = rig.ingress.tlsPort;
   return new Promise((resolve, reject) => {
     execFile(
       'curl',
@@ -43,10 +42,10 @@ function curlHttps(name: string): Promise<{ status: number; body: string }> {
         '-w',
         '\n%{http_code}',
         '--cacert',
-        pebbleRoot,
+        rig.pebbleRootFile,
         '--resolve',
-        `${name}:${ingress.tlsPort}:127.0.0.1`,
-        `https://${name}:${ingress.tlsPort}/`,
+        `${name}:${port}:127.0.0.1`,
+        `https://${name}:${port}/`,
       ],
       (err, stdout, stderr) => {
         if (err) return reject(new Error(stderr || err.message));
@@ -57,84 +56,27 @@ function curlHttps(name: string): Promise<{ status: number; body: string }> {
   });
 }
 
-async function certificateRow(domainUuid: string) {
-  const [row] = await stack.ds.query(`SELECT * FROM domain_certificates WHERE domain_uuid = $1`, [domainUuid]);
-  return row;
-}
-
-/** Polls the certificate record until `done` holds (real time: the ACME order is real). */
-async function until(domainUuid: string, done: (row: any) => boolean, what: string) {
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    const row = await certificateRow(domainUuid);
-    if (row && done(row)) return row;
-    if (Date.now() > deadline) throw new Error(`${what}: ${JSON.stringify(row)}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
-
-async function verifiedDomain(): Promise<{ uuid: string; name: string }> {
-  const uuid = randomUUID();
-  const name = `shop-${randomBytes(3).toString('hex')}.example.test`;
-  await stack.ds.query(
-    `INSERT INTO domains (uuid, workspace_uuid, app_uuid, name, verification_status, dns_target) VALUES ($1, $2, $3, $4, 'verified', $5)`,
-    [uuid, ws.uuid, app.uuid, name, `${app.name}.local.berth.localhost`],
-  );
-  return { uuid, name };
-}
-
-async function startCertificate(domainUuid: string) {
-  const op = await stack.ds.transaction((m) =>
-    ts.outbox.enqueue(m, {
-      operation: 'domain-certificate',
-      workflow: 'domainCertificate',
-      workspaceUuid: ws.uuid,
-      resourceUuid: domainUuid,
-      args: [{ domainUuid }],
-    }),
-  );
-  await ts.outbox.dispatch(op);
-  return ts.client.workflow.getHandle(op.workflowId);
-}
+const until = (domainUuid: string, done: (row: Record<string, any>) => boolean, what: string) =>
+  certificateUntil(stack.ds, domainUuid, done, what);
+const verifiedDomain = () => insertVerifiedDomain(stack.ds, ws, app);
+const startCertificate = (domainUuid: string) => startCertificateWorkflow(stack.ds, ts, ws, domainUuid);
 
 beforeAll(async () => {
   if (!hasPebble()) return;
   const httpPort = await freePort();
   pebble = await startPebble({ httpPort });
-  stack = await startStack({
-    env: { BERTH_ACME_DIRECTORY: pebble.directoryUrl, BERTH_ACME_CA_FILE: pebble.tlsCaFile },
-  });
+  stack = await startStack({ env: acmeEnv(pebble) });
   ts = await timeSkipping(stack.activityDeps);
   ws = await seedWorkspace(stack.ds);
   app = await insertApp(stack.ds, ws);
-  backend = createServer((_req, res) => res.end('served by the app'));
-  await new Promise<void>((resolve) => backend.listen(0, '127.0.0.1', resolve));
-  workDir = await mkdtemp(path.join(tmpdir(), 'berth-acme-'));
-  const box = stack.activityDeps.secretBox;
-  ingress = await startLocalIngress({
-    dataSource: stack.ds,
-    secretBox: box,
-    logger: stack.activityDeps.logger,
-    events: { health: async () => undefined, liveStatus: async () => undefined, traffic: async () => undefined },
-    port: httpPort,
-    settingsTtlMs: 100,
-    tls: { port: 0, certificates: new IngressCertificates(stack.ds, box, await openLocalCa(workDir, box), 100) },
-  });
-  ingress.routes.setBackends(app.uuid, [
-    { kind: 'process', host: '127.0.0.1', port: (backend.address() as AddressInfo).port },
-  ]);
-  pebbleRoot = path.join(workDir, 'pebble-root.pem');
-  await writeFile(pebbleRoot, await pebble.issuingRoot());
+  rig = await startAcmeIngress({ ds: stack.ds, deps: stack.activityDeps, pebble, httpPort, app });
 }, 120_000);
 
 afterAll(async () => {
   await ts?.close();
-  await ingress?.close();
-  backend?.closeAllConnections();
-  backend?.close();
+  await rig?.close();
   await stack?.close();
   await pebble?.close();
-  if (workDir) await rm(workDir, { recursive: true, force: true });
 });
 
 describeWithPebble('domainCertificate workflow (ACME against pebble)', () => {
@@ -154,7 +96,7 @@ describeWithPebble('domainCertificate workflow (ACME against pebble)', () => {
       expect(shown.body.certificate).toMatchObject({ state: 'failed', attempts: 1, last_error: failed.last_error });
       // no certificate yet: plain HTTP serves the app (no redirect to an HTTPS that cannot answer)
       const plain = await new Promise<number>((resolve, reject) =>
-        httpRequest(`${ingress.url}/`, { headers: { host: domain.name } }, (res) => {
+        httpRequest(`${rig.ingress.url}/`, { headers: { host: domain.name } }, (res) => {
           res.resume();
           resolve(res.statusCode!);
         })

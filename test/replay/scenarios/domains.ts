@@ -1,5 +1,8 @@
 import { randomBytes } from 'node:crypto';
+import { certificateUntil, insertVerifiedDomain, startAcmeIngress, startCertificateWorkflow } from '../../support/acme';
 import { insertApp } from '../../support/app-rows';
+import { freePort } from '../../support/global-setup';
+import { startPebble } from '../../support/pebble';
 import { startDnsServer } from '../../support/dns-server';
 import { seedWorkspace } from '../../support/fixtures';
 import { timeSkipping } from '../../support/temporal';
@@ -46,6 +49,46 @@ export const domainScenarios: ReplayScenario[] = [
       } finally {
         await ts.close();
         await dns.close();
+      }
+    },
+  },
+  {
+    // Recorded against Debian's pebble on the time-skipping server: the certificate is
+    // obtained by HTTP-01 through a real ingress, then the renewal timer fires (time skipped)
+    // and the run continues as new. The first run's history.
+    name: 'domain-certificate',
+    async record(stack) {
+      const httpPort = await freePort();
+      const pebble = await startPebble({ httpPort });
+      const config = { ...stack.config, acmeDirectory: pebble.directoryUrl, acmeCaFile: pebble.tlsCaFile };
+      const ts = await timeSkipping({ ...stack.activityDeps, config });
+      try {
+        const ws = await seedWorkspace(stack.ds);
+        const app = await insertApp(stack.ds, ws);
+        const rig = await startAcmeIngress({ ds: stack.ds, deps: stack.activityDeps, pebble, httpPort, app });
+        try {
+          const domain = await insertVerifiedDomain(stack.ds, ws, app);
+          return await ts.withWorker(async () => {
+            const handle = await startCertificateWorkflow(stack.ds, ts, ws, domain.uuid);
+            const issued = await certificateUntil(stack.ds, domain.uuid, (r) => r.state === 'issued', 'not issued');
+            const firstRun = (await handle.describe()).runId;
+            await ts.env.sleep(issued.renew_at.getTime() - (await ts.env.currentTimeMs()) + 1000);
+            await certificateUntil(
+              stack.ds,
+              domain.uuid,
+              (r) => r.certificate_pem !== issued.certificate_pem,
+              'not renewed',
+            );
+            const history = await ts.client.workflow.getHandle(handle.workflowId, firstRun).fetchHistory();
+            await handle.terminate('recorded');
+            return history;
+          });
+        } finally {
+          await rig.close();
+        }
+      } finally {
+        await ts.close();
+        await pebble.close();
       }
     },
   },
