@@ -61,7 +61,7 @@ const seconds = (ms: number) => (ms / 1000).toFixed(1);
 
 /** GET through the ingress with the app's public host name. */
 function viaIngress(plane: LocalPlane, app: { public_url: string }, pathname: string) {
-  return request(plane.berth.ingressUrl).get(pathname).set('Host', new URL(app.public_url).host).timeout(5000);
+  return plane.berth.viaPublicUrl(app.public_url, pathname).timeout(5000);
 }
 
 /**

@@ -24,9 +24,9 @@ function repo(files: Record<string, string>): LocalRepo {
   return r;
 }
 
-/** A request through the ingress with the public host of the app. */
+/** A request to the app's public URL (HTTPS through the ingress). */
 function viaIngress(app: { public_url: string }) {
-  return request(berth.ingressUrl).get('/').set('Host', new URL(app.public_url).host);
+  return berth.viaPublicUrl(app.public_url);
 }
 
 /** Whether something accepts TCP connections on the loopback port. */

@@ -99,10 +99,14 @@ async function deployments(uuid: string): Promise<any[]> {
   return (await api.get(`/api/v1/apps/${uuid}/deployments`).set(auth).expect(200)).body;
 }
 
-/** A request through the ingress with the app's public host name. */
+/** curl as a user runs it (it resolves `*.localhost` to loopback itself): the body. */
+function curl(args: string[]): string {
+  return execFileSync('curl', ['-sS', '--fail', ...args], { encoding: 'utf8' });
+}
+
+/** A request to the app's public URL (HTTPS through the ingress, the local CA trusted). */
 function viaIngress(app: { url?: string; name: string; public_url?: string }, pathname = '/') {
-  const host = new URL(app.public_url ?? app.url ?? `https://${app.name}.invalid`).host;
-  return request(berth.ingressUrl).get(pathname).set('Host', host);
+  return berth.viaPublicUrl(app.public_url ?? app.url ?? `https://${app.name}.invalid`, pathname);
 }
 
 function eventsOf(type: string, appUuid: string): any[] {
@@ -161,6 +165,14 @@ describe('the local driver hosts pushed apps', () => {
     await eventually(async () => (await appState(web.uuid)) === 'running', { what: 'running', timeoutMs: 60_000 });
     const res = await viaIngress(web).expect(200);
     expect(res.text).toBe('hello from e2e-web v1\n');
+    // the URL answers exactly as printed, as a user's curl reaches it; plain HTTP redirects to it
+    expect(out.split('\n').some((l) => l.trim() === `remote: deployed: ${web.public_url}`)).toBe(true);
+    expect(web.public_url).toBe(`https://${web.name}.local.berth.localhost:${berth.ingressTlsPort}`);
+    expect(curl(['--cacert', berth.localCaFile, web.public_url])).toBe('hello from e2e-web v1\n');
+    const plain = await request(berth.ingressUrl).get('/x?y=1').set('Host', new URL(web.public_url).hostname);
+    expect(plain.status).toBe(308);
+    expect(plain.headers.location).toBe(`${web.public_url}/x?y=1`);
+    expect(berth.output()).toContain(berth.localCaFile);
     const logs = (await api.get(`/api/v1/apps/${web.uuid}/logs`).query({ tail: 50 }).set(auth).expect(200)).body;
     expect(logs.map((l: any) => l.message)).toEqual(
       expect.arrayContaining([expect.stringMatching(/^e2e-web listening on \d+$/)]),

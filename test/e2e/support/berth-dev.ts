@@ -1,8 +1,9 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import request from 'supertest';
 import { systemAppsDir } from '../../../platform/local-layout';
 import { ROOT, testEnv } from '../../support/env';
 import { freePort } from '../../support/ports';
@@ -18,6 +19,11 @@ export interface BerthDev {
   /** The ingress's HTTPS port, and the root certificate of the local CA it serves `*.localhost` names with. */
   ingressTlsPort: number;
   localCaFile: string;
+  /**
+   * GET of an app's public URL as a browser makes it: HTTPS to the URL's port on loopback
+   * (`*.localhost` names are loopback), SNI and Host the URL's, the local CA trusted.
+   */
+  viaPublicUrl(publicUrl: string, pathname?: string): request.Test;
   token: string;
   env: NodeJS.ProcessEnv;
   /** Everything the process printed (stdout and stderr). */
@@ -112,6 +118,13 @@ export async function startBerthDev(extraEnv: NodeJS.ProcessEnv = {}): Promise<B
     ingressPort: ingress,
     ingressTlsPort: ingressTls,
     localCaFile: path.join(dataDir, 'tls', 'local-ca.crt'),
+    viaPublicUrl(publicUrl, pathname = '/') {
+      const url = new URL(publicUrl);
+      return request(`https://127.0.0.1:${url.port || 443}`)
+        .get(pathname)
+        .set('Host', url.host)
+        .ca(readFileSync(path.join(dataDir, 'tls', 'local-ca.crt')));
+    },
     output: () => out,
     cli: (args) =>
       new Promise((resolve) => {
