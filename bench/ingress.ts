@@ -7,7 +7,10 @@
  * Rounds alternate straight and through, after a warm-up of each; each round's ratio pairs
  * two measurements taken seconds apart, so a change in the machine's load hits both. It
  * also prints the CPU each process spent per request (load generator, app, ingress): on a
- * shared machine that says more than requests per second. Goal: through/straight >= 0.7.
+ * shared machine that says more than requests per second. Each round also measures the
+ * same requests over HTTPS through the ingress (TLS 1.3, HTTP/1.1 keep-alive, the local CA's
+ * certificate chosen by SNI). Goals: through/straight >= 0.7 for HTTP; HTTPS/HTTP through
+ * the ingress >= 0.8.
  *
  * Options (env): BENCH_SECONDS (per round, default 5), BENCH_ROUNDS (default 5), BENCH_CONCURRENCY (default 16),
  * BENCH_APP_WORK_MS (CPU the app spends per request, default 0: the proxy's worst case),
@@ -15,9 +18,12 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { loadavg } from 'node:os';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { startLocalIngress } from '../activities/provider/local/ingress/ingress';
+import { IngressCertificates } from '../activities/provider/local/tls/certificates';
+import { openLocalCa } from '../activities/provider/local/tls/local-ca';
 import { SecretBox } from '../domain/secret-box';
 import { createWorkspace } from '../bin/bootstrap';
 import { createLogger } from '../platform/logger';
@@ -29,6 +35,7 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
 const TSX = path.join(__dirname, '..', 'node_modules', '.bin', 'tsx');
 const GOAL = 0.7;
+const TLS_GOAL = 0.8;
 const APP_WORK_MS = Number(process.env.BENCH_APP_WORK_MS ?? 0);
 
 function run(file: string, args: string[], env: NodeJS.ProcessEnv = {}): ChildProcess {
@@ -62,10 +69,10 @@ async function appCpu(appUrl: string): Promise<number> {
 }
 
 /** One round of load from its own process: requests per second, and each process's CPU per request. */
-async function load(url: string, host: string, seconds: number, appUrl: string): Promise<Round> {
+async function load(url: string, host: string, seconds: number, appUrl: string, caFile?: string): Promise<Round> {
   const app0 = await appCpu(appUrl);
   const own0 = process.cpuUsage();
-  const result = await loadFromProcess(url, { host }, seconds, CONCURRENCY);
+  const result = await loadFromProcess(url, { host }, seconds, CONCURRENCY, caFile);
   const own = process.cpuUsage(own0);
   const app = (await appCpu(appUrl)) - app0;
   if (result.bad > 0) throw new Error(`${result.bad} requests to ${url} (Host ${host}) did not answer 200`);
@@ -96,52 +103,71 @@ async function main(): Promise<void> {
   const app = run('app.ts', [], { PORT: String(appPort), WORK_MS: String(APP_WORK_MS) });
   await firstLine(app);
   const logger = createLogger('error');
+  const secretBox = new SecretBox([{ kid: 'bench', key: Buffer.alloc(32, 7) }]);
+  const caDir = mkdtempSync(path.join(tmpdir(), 'berth-bench-ca-'));
+  const ca = await openLocalCa(caDir, secretBox);
   const ingress = await startLocalIngress({
     dataSource: db.ds,
-    secretBox: new SecretBox([{ kid: 'bench', key: Buffer.alloc(32, 7) }]),
+    secretBox,
     logger,
     port: 0,
     events: { health: async () => undefined, liveStatus: async () => undefined, traffic: async () => undefined },
+    tls: { port: 0, certificates: new IngressCertificates(db.ds, secretBox, ca) },
   });
   ingress.routes.setBackends(appUuid, [{ kind: 'process', host: '127.0.0.1', port: appPort }]);
 
   const straight = `http://127.0.0.1:${appPort}/`;
   const through = `${ingress.url}/`;
+  const throughTls = `${ingress.tlsUrl}/`;
   const host = `${name}.bench.localhost`;
   const out = (text: string) => process.stdout.write(`${text}\n`);
   const us = (n: number) => n.toFixed(0).padStart(4);
   try {
     await load(straight, host, 2, straight);
     await load(through, host, 2, straight);
+    await load(throughTls, host, 2, straight, ca.rootPath);
     out(
       `GET / of a Node HTTP app (${APP_WORK_MS} ms of CPU per request), ${CONCURRENCY} concurrent keep-alive clients from another process, ${ROUNDS} rounds of ${SECONDS} s each way`,
     );
-    out('CPU us per request of each process: gen = load generator');
-    out('round  straight req/s  through req/s  ratio  load avg | straight: gen  app | through: gen  app  ingress');
-    const rounds: Array<{ straight: Round; through: Round }> = [];
+    out('CPU us per request of each process: gen = load generator; HTTPS: HTTP/1.1 over TLS through the ingress');
+    out(
+      'round  straight req/s  through req/s  ratio  HTTPS req/s  HTTPS/HTTP  load avg | straight: gen  app | through: gen  app  ingress | HTTPS: gen  ingress',
+    );
+    const rounds: Array<{ straight: Round; through: Round; tls: Round }> = [];
     for (let i = 0; i < ROUNDS; i++) {
       const r = {
         straight: await load(straight, host, SECONDS, straight),
         through: await load(through, host, SECONDS, straight),
+        tls: await load(throughTls, host, SECONDS, straight, ca.rootPath),
       };
       rounds.push(r);
       out(
         `${String(i + 1).padStart(5)}  ${r.straight.rps.toFixed(0).padStart(14)}  ${r.through.rps.toFixed(0).padStart(13)}  ${(r.through.rps / r.straight.rps).toFixed(2).padStart(5)}  ` +
-          `${loadavg()[0]!.toFixed(1).padStart(8)} |       ${us(r.straight.loadUs)} ${us(r.straight.appUs)} |      ${us(r.through.loadUs)} ${us(r.through.appUs)} ${us(r.through.ingressUs).padStart(8)}`,
+          `${r.tls.rps.toFixed(0).padStart(11)}  ${(r.tls.rps / r.through.rps).toFixed(2).padStart(10)}  ` +
+          `${loadavg()[0]!.toFixed(1).padStart(8)} |       ${us(r.straight.loadUs)} ${us(r.straight.appUs)} |      ${us(r.through.loadUs)} ${us(r.through.appUs)} ${us(r.through.ingressUs).padStart(8)} |    ${us(r.tls.loadUs)} ${us(r.tls.ingressUs).padStart(8)}`,
       );
     }
     const best = {
       straight: Math.max(...rounds.map((r) => r.straight.rps)),
       through: Math.max(...rounds.map((r) => r.through.rps)),
+      tls: Math.max(...rounds.map((r) => r.tls.rps)),
     };
     const ratio = best.through / best.straight;
-    out(`best: straight ${best.straight.toFixed(0)} req/s, through the local ingress ${best.through.toFixed(0)} req/s`);
+    const tlsRatio = best.tls / best.through;
+    out(
+      `best: straight ${best.straight.toFixed(0)} req/s, through the local ingress ${best.through.toFixed(0)} req/s, over HTTPS ${best.tls.toFixed(0)} req/s`,
+    );
     out(`median of the rounds' ratios: ${median(rounds.map((r) => r.through.rps / r.straight.rps)).toFixed(2)}`);
+    out(`median of the rounds' HTTPS/HTTP ratios: ${median(rounds.map((r) => r.tls.rps / r.through.rps)).toFixed(2)}`);
     out(
       `ratio ingress/straight (best of each): ${ratio.toFixed(2)} (goal >= ${GOAL}: ${ratio >= GOAL ? 'met' : 'NOT met'})`,
     );
+    out(
+      `ratio HTTPS/HTTP through the ingress (best of each): ${tlsRatio.toFixed(2)} (goal >= ${TLS_GOAL}: ${tlsRatio >= TLS_GOAL ? 'met' : 'NOT met'})`,
+    );
   } finally {
     await ingress.close();
+    rmSync(caDir, { recursive: true, force: true });
     app.kill('SIGTERM');
     await db.stop();
   }

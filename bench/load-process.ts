@@ -32,14 +32,16 @@ function fromProcess<T>(script: string, args: string[], url: string): Promise<T>
   });
 }
 
-/** One round of closed-loop load from a process of its own (bench/load.ts). */
+/** One round of closed-loop load from a process of its own (bench/load.ts); with `caFile`, over HTTPS trusting it. */
 export function loadFromProcess(
   url: string,
   headers: Record<string, string>,
   seconds: number,
   concurrency: number,
+  caFile?: string,
 ): Promise<LoadResult> {
-  return fromProcess('load.ts', [url, String(seconds), String(concurrency), JSON.stringify(headers)], url);
+  const args = [url, String(seconds), String(concurrency), JSON.stringify(headers), ...(caFile ? [caFile] : [])];
+  return fromProcess('load.ts', args, url);
 }
 
 /** Fixed-rate GETs for `seconds` from a process of its own (bench/paced-load.ts), with their latencies. */
