@@ -90,12 +90,18 @@ async function main(): Promise<void> {
   const db = await benchDatabase();
   const appUuid = randomUUID();
   const name = `bench-${randomUUID().slice(0, 6)}`;
+  const plainHost = `${name}.example.test`;
   await db.ds.transaction(async (m) => {
     const ws = await createWorkspace(m, `bench-${randomUUID().slice(0, 8)}`);
     const resource = await benchResource(m, ws);
     await m.query(
       `INSERT INTO apps (uuid, workspace_uuid, resource_uuid, name, service_name, label, state) VALUES ($1, $2, $3, $4, 'bench', 'Bench', 'running')`,
       [appUuid, ws, resource, name],
+    );
+    // plain HTTP to the app's own host is redirected to HTTPS; this custom domain (no certificate) is served over HTTP
+    await m.query(
+      `INSERT INTO domains (uuid, workspace_uuid, app_uuid, name, verification_status, dns_target) VALUES ($1, $2, $3, $4, 'verified', $5)`,
+      [randomUUID(), ws, appUuid, plainHost, `${name}.bench.localhost`],
     );
   });
 
@@ -124,7 +130,7 @@ async function main(): Promise<void> {
   const us = (n: number) => n.toFixed(0).padStart(4);
   try {
     await load(straight, host, 2, straight);
-    await load(through, host, 2, straight);
+    await load(through, plainHost, 2, straight);
     await load(throughTls, host, 2, straight, ca.rootPath);
     out(
       `GET / of a Node HTTP app (${APP_WORK_MS} ms of CPU per request), ${CONCURRENCY} concurrent keep-alive clients from another process, ${ROUNDS} rounds of ${SECONDS} s each way`,
@@ -137,7 +143,7 @@ async function main(): Promise<void> {
     for (let i = 0; i < ROUNDS; i++) {
       const r = {
         straight: await load(straight, host, SECONDS, straight),
-        through: await load(through, host, SECONDS, straight),
+        through: await load(through, plainHost, SECONDS, straight),
         tls: await load(throughTls, host, SECONDS, straight, ca.rootPath),
       };
       rounds.push(r);

@@ -17,7 +17,7 @@ import { localDataPlane } from './scenarios/local-data-plane';
 import { manyEvents } from './scenarios/many-events';
 import { postgresRestarted } from './scenarios/postgres-restarted';
 import { sameEventConcurrently, sameIdempotencyKeyConcurrently } from './scenarios/races';
-import { secretsNeverLeave, SECRETS_ENV } from './scenarios/secrets';
+import { secretsNeverLeave, SECRETS_ENV, startSecretsAcme } from './scenarios/secrets';
 import { soak, warmUpMinutes } from './scenarios/soak';
 import { temporalRestarted } from './scenarios/temporal-restarted';
 import { workerKilled } from './scenarios/worker-killed';
@@ -50,7 +50,18 @@ const soakMinutes = Number(arg('soak-minutes') ?? arg('minutes') ?? 5);
 const SCENARIOS: Scenario[] = [
   { name: 'races: one event 50x', limitMs: 60_000, run: onStack(sameEventConcurrently) },
   { name: 'races: one Idempotency-Key 50x', limitMs: 60_000, run: onStack(sameIdempotencyKeyConcurrently) },
-  { name: 'secrets', limitMs: 180_000, run: onStack(secretsNeverLeave, SECRETS_ENV) },
+  {
+    name: 'secrets',
+    limitMs: 180_000,
+    run: async (receiver) => {
+      const acme = await startSecretsAcme();
+      try {
+        return await onStack((s, r) => secretsNeverLeave(s, r, acme), { ...SECRETS_ENV, ...acme?.env })(receiver);
+      } finally {
+        await acme?.close();
+      }
+    },
+  },
   { name: 'worker killed', limitMs: 300_000, run: workerKilled },
   { name: 'temporal restarted', limitMs: 300_000, run: temporalRestarted },
   { name: 'postgres restarted', limitMs: 300_000, run: postgresRestarted },

@@ -1,4 +1,11 @@
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { openLocalCa } from '../../activities/provider/local/tls/local-ca';
+import { acmeEnv, certificateUntil, insertVerifiedDomain, startAcmeIngress } from '../../test/support/acme';
+import { freePort } from '../../test/support/global-setup';
+import { hasPebble, startPebble, type Pebble } from '../../test/support/pebble';
 import type { DataSource } from 'typeorm';
 import { createApp } from '../../test/support/apps';
 import { eventually, expectNoSecretLeaks, type TestStack } from '../../test/support/stack';
@@ -8,6 +15,86 @@ import { allArrived, check, deliveriesCompleted, emitEvents, subscribe, type Out
 
 /** The env a stack needs for this scenario (site connections take a public IPv4 of the pool). */
 export const SECRETS_ENV = { BERTH_PUBLIC_IPV4_POOLS: 'local=192.0.2.10/31' };
+
+/**
+ * Debian's pebble for the scenario's certificates (absent when pebble is not installed: the
+ * scenario then leaves ACME out): start it before the stack, whose env then points at it.
+ */
+export interface SecretsAcme {
+  pebble: Pebble;
+  httpPort: number;
+  env: NodeJS.ProcessEnv;
+  close(): Promise<void>;
+}
+
+export async function startSecretsAcme(): Promise<SecretsAcme | null> {
+  if (!hasPebble()) return null;
+  const httpPort = await freePort();
+  const pebble = await startPebble({ httpPort });
+  return { pebble, httpPort, env: acmeEnv(pebble), close: () => pebble.close() };
+}
+
+/** A PEM's base64 body on one line, the part that would show if a key leaked. */
+function pemBody(pem: string): string {
+  return pem
+    .split('\n')
+    .filter((l) => l && !l.startsWith('-----'))
+    .join('');
+}
+
+/**
+ * Keys of certificates: one uploaded through the API (its private key the secret), and,
+ * with pebble, the platform's ACME account key and a custom domain's certificate key that
+ * its workflow obtained (read back by opening their sealed columns). Their base64 bodies.
+ */
+async function certificateKeys(
+  stack: TestStack,
+  app: { uuid: string; name: string },
+  auth: Record<string, string>,
+  workspaceUuid: string,
+  acme: SecretsAcme | null,
+): Promise<string[]> {
+  const own = await openLocalCa(mkdtempSync(path.join(tmpdir(), 'berth-secrets-ca-')), stack.activityDeps.secretBox);
+  const uploaded = await own.issue(`chaos-${randomBytes(3).toString('hex')}.example.test`);
+  const res = await stack.http
+    .post(`/api/v1/apps/${app.uuid}/tls_certificates`)
+    .set(auth)
+    .send({ certificate: uploaded.cert, private_key: uploaded.key });
+  check(res.status === 201, `TLS certificate upload: ${res.status} ${res.text}`);
+  if (!acme) return [pemBody(uploaded.key)];
+  const ingress = await startAcmeIngress({
+    ds: stack.ds,
+    deps: stack.activityDeps,
+    pebble: acme.pebble,
+    httpPort: acme.httpPort,
+    app,
+  });
+  try {
+    const domain = await insertVerifiedDomain(stack.ds, workspaceUuid, app);
+    const op = await stack.ds.transaction((m) =>
+      stack.outbox.enqueue(m, {
+        operation: 'domain-certificate',
+        workflow: 'domainCertificate',
+        workspaceUuid,
+        resourceUuid: domain.uuid,
+        args: [{ domainUuid: domain.uuid }],
+      }),
+    );
+    await stack.outbox.dispatch(op);
+    const issued = await certificateUntil(stack.ds, domain.uuid, (r) => r.state === 'issued', 'no certificate');
+    await stack.http.get(`/api/v1/apps/${app.uuid}/domains/${domain.uuid}`).set(auth);
+    const [account] = await stack.ds.query('SELECT account_key_sealed FROM acme_accounts');
+    const box = stack.activityDeps.secretBox;
+    await stack.temporal.workflow.getHandle(op.workflowId).terminate('scenario done');
+    return [
+      pemBody(uploaded.key),
+      pemBody(box.open(issued.private_key_sealed)),
+      pemBody(box.open(account.account_key_sealed)),
+    ];
+  } finally {
+    await ingress.close();
+  }
+}
 
 const plain = (what: string) => `${what.replace(/-/g, '_')}_${randomBytes(12).toString('hex')}`;
 
@@ -54,7 +141,11 @@ async function plainInDatabase(
  * answer), log line, or Temporal history of the stack's task queue; the database holds
  * none of them in plain text.
  */
-export async function secretsNeverLeave(stack: TestStack, receiver: Receiver): Promise<Outcome> {
+export async function secretsNeverLeave(
+  stack: TestStack,
+  receiver: Receiver,
+  acme: SecretsAcme | null = null,
+): Promise<Outcome> {
   const { ws, auth, secret: webhookSecret, webhookUuid } = await subscribe(stack, receiver);
   const secrets = {
     registry: plain('registry-token'),
@@ -149,6 +240,7 @@ export async function secretsNeverLeave(stack: TestStack, receiver: Receiver): P
       }),
     'site connection',
   );
+  const keys = await certificateKeys(stack, app, auth, ws.uuid, acme);
   const ids = await emitEvents(stack, ws.uuid, 10);
   await allArrived(receiver, ids, 60_000);
   await deliveriesCompleted(stack, ids.length, 60_000);
@@ -163,12 +255,14 @@ export async function secretsNeverLeave(stack: TestStack, receiver: Receiver): P
     `/api/v1/vpcs/${vpc.uuid}/vpn_gateways`,
     `/api/v1/vpcs/${vpc.uuid}/site_connections`,
     '/api/v1/webhooks',
+    `/api/v1/apps/${app.uuid}/tls_certificates`,
+    `/api/v1/apps/${app.uuid}/domains`,
   ]) {
     await ok(stack.http.get(path).set(auth), `GET ${path}`);
   }
 
   const webhookKey = webhookSecret.slice('whsec_'.length);
-  const values = [...Object.values(secrets), webhookSecret, webhookKey];
+  const values = [...Object.values(secrets), webhookSecret, webhookKey, ...keys];
   expectNoSecretLeaks(stack, values, { allowInResponses: [webhookSecret, webhookKey] });
   const answersWithWebhookSecret = stack.responseBodies.filter((b) => b.includes(webhookKey)).length;
   check(answersWithWebhookSecret === 1, `the webhook secret appears in ${answersWithWebhookSecret} responses`);
@@ -191,7 +285,7 @@ export async function secretsNeverLeave(stack: TestStack, receiver: Receiver): P
   check(control.hits.length > 0, 'the database scan finds nothing, not even a plain value it should');
   return {
     figure:
-      `${values.length} secret values (${Object.keys(secrets).length + 1} kinds) created through the API: 0 in ${stack.responseBodies.length} responses ` +
+      `${values.length} secret values (${Object.keys(secrets).length + 1 + keys.length} kinds; certificate keys: ${keys.length}) created through the API: 0 in ${stack.responseBodies.length} responses ` +
       `(webhook secret only in its creation answer), 0 in ${stack.logLines.length} log lines, 0 in ${histories} workflow histories, 0 in ${db.columns} text columns`,
   };
 }

@@ -35,7 +35,7 @@ export async function startAcmeIngress(options: {
   deps: Pick<ActivityDeps, 'secretBox' | 'logger'>;
   pebble: Pebble;
   httpPort: number;
-  app: AppRow;
+  app: Pick<AppRow, 'uuid'>;
 }): Promise<AcmeIngress> {
   const { ds, deps } = options;
   const dir = await mkdtemp(path.join(tmpdir(), 'berth-acme-'));
@@ -73,14 +73,14 @@ export async function startAcmeIngress(options: {
 /** A verified custom domain of `app`, as verification leaves it. */
 export async function insertVerifiedDomain(
   ds: DataSource,
-  ws: Workspace,
-  app: AppRow,
+  workspaceUuid: string,
+  app: Pick<AppRow, 'uuid' | 'name'>,
 ): Promise<{ uuid: string; name: string }> {
   const uuid = randomUUID();
   const name = `shop-${randomBytes(3).toString('hex')}.example.test`;
   await ds.query(
     `INSERT INTO domains (uuid, workspace_uuid, app_uuid, name, verification_status, dns_target) VALUES ($1, $2, $3, $4, 'verified', $5)`,
-    [uuid, ws.uuid, app.uuid, name, `${app.name}.local.berth.localhost`],
+    [uuid, workspaceUuid, app.uuid, name, `${app.name}.local.berth.localhost`],
   );
   return { uuid, name };
 }

@@ -58,7 +58,7 @@ function curlHttps(name: string): Promise<{ status: number; body: string }> {
 
 const until = (domainUuid: string, done: (row: Record<string, any>) => boolean, what: string) =>
   certificateUntil(stack.ds, domainUuid, done, what);
-const verifiedDomain = () => insertVerifiedDomain(stack.ds, ws, app);
+const verifiedDomain = () => insertVerifiedDomain(stack.ds, ws.uuid, app);
 const startCertificate = (domainUuid: string) => startCertificateWorkflow(stack.ds, ts, ws, domainUuid);
 
 beforeAll(async () => {

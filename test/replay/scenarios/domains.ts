@@ -67,7 +67,7 @@ export const domainScenarios: ReplayScenario[] = [
         const app = await insertApp(stack.ds, ws);
         const rig = await startAcmeIngress({ ds: stack.ds, deps: stack.activityDeps, pebble, httpPort, app });
         try {
-          const domain = await insertVerifiedDomain(stack.ds, ws, app);
+          const domain = await insertVerifiedDomain(stack.ds, ws.uuid, app);
           return await ts.withWorker(async () => {
             const handle = await startCertificateWorkflow(stack.ds, ts, ws, domain.uuid);
             const issued = await certificateUntil(stack.ds, domain.uuid, (r) => r.state === 'issued', 'not issued');
