@@ -19,7 +19,7 @@ import { LocalStackAddons1733250000000 } from './1733250000000-local-stack-addon
 import { AuthNotify1733300000000 } from './1733300000000-auth-notify';
 import { ProjectUuidColumns1733400000000 } from './1733400000000-project-uuid-columns';
 import { LocalAppRunSpecs1733500000000 } from './1733500000000-local-app-run-specs';
-import { Certificates1733500000000 } from './1733500000000-certificates';
+import { Certificates1733600000000 } from './1733600000000-certificates';
 
 /** Every migration, in timestamp order (one entry per line). */
 export const migrations = [
@@ -44,5 +44,5 @@ export const migrations = [
   AuthNotify1733300000000,
   ProjectUuidColumns1733400000000,
   LocalAppRunSpecs1733500000000,
-  Certificates1733500000000,
+  Certificates1733600000000,
 ];

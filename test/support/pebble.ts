@@ -4,7 +4,7 @@ import { Agent, request } from 'node:https';
 import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { freePort } from './global-setup';
+import { freePort } from './ports';
 
 /**
  * Debian's `pebble` (a small ACME server for tests, RFC 8555) and its `pebble-challtestsrv`

@@ -12,7 +12,7 @@ import {
 } from '../support/acme';
 import { insertApp, type AppRow } from '../support/app-rows';
 import { seedWorkspace, type Workspace } from '../support/fixtures';
-import { freePort } from '../support/global-setup';
+import { freePort } from '../support/ports';
 import { hasPebble, startPebble, type Pebble } from '../support/pebble';
 import { startStack, type TestStack } from '../support/stack';
 import { timeSkipping, type TimeSkipping } from '../support/temporal';

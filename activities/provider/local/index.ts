@@ -17,8 +17,8 @@ import { detectIsolation, type Isolation } from './sandbox/isolation';
 import { createLocalStacks } from './stacks';
 import { createLocalData } from './data';
 import { refusingNetwork } from './network';
-import { IngressCertificates } from './tls/certificates';
-import { openLocalCa } from './tls/local-ca';
+import { IngressCertificates } from './ingress/tls/certificates';
+import { openLocalCa } from './ingress/tls/local-ca';
 
 export interface LocalProviderOptions {
   config: Config;

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { certificateUntil, insertVerifiedDomain, startAcmeIngress, startCertificateWorkflow } from '../../support/acme';
 import { insertApp } from '../../support/app-rows';
-import { freePort } from '../../support/global-setup';
+import { freePort } from '../../support/ports';
 import { startPebble } from '../../support/pebble';
 import { startDnsServer } from '../../support/dns-server';
 import { seedWorkspace } from '../../support/fixtures';

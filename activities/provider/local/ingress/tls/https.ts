@@ -3,7 +3,7 @@ import { createSecureServer, type Http2SecureServer } from 'node:http2';
 import type { Duplex } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
 import type { DataSource } from 'typeorm';
-import { one } from '../../../../entities/sql';
+import { one } from '../../../../../entities/sql';
 import type { IngressCertificates } from './certificates';
 
 /** Where ACME servers fetch HTTP-01 answers (RFC 8555 8.3); never redirected. */

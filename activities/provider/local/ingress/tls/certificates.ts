@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import { createSecureContext, type SecureContext } from 'node:tls';
 import type { DataSource } from 'typeorm';
-import type { SecretBox } from '../../../../domain/secret-box';
-import { one } from '../../../../entities/sql';
+import type { SecretBox } from '../../../../../domain/secret-box';
+import { one } from '../../../../../entities/sql';
 import { TtlCache } from '../ttl-cache';
 import { isLocalName, type KeyPair, type LocalCa } from './local-ca';
 

@@ -3,7 +3,7 @@ import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import path from 'node:path';
 import * as x509 from '@peculiar/x509';
-import type { SecretBox } from '../../../../domain/secret-box';
+import type { SecretBox } from '../../../../../domain/secret-box';
 
 type CryptoKey = webcrypto.CryptoKey;
 type CryptoKeyPair = webcrypto.CryptoKeyPair;

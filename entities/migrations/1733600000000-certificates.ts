@@ -5,8 +5,8 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
  * renewal state, the certificate, its private key sealed), the platform's ACME account per
  * directory (its key sealed), and the HTTP-01 answers the ingress serves while an order is open.
  */
-export class Certificates1733500000000 implements MigrationInterface {
-  name = 'Certificates1733500000000';
+export class Certificates1733600000000 implements MigrationInterface {
+  name = 'Certificates1733600000000';
 
   async up(q: QueryRunner): Promise<void> {
     await q.query(`
