@@ -10,8 +10,9 @@ export function siteHost(name: string, sitesDomain: string): string {
   return `${name}.${sitesDomain}`;
 }
 
-export function siteUrl(name: string, sitesDomain: string): string {
-  return `https://${siteHost(name, sitesDomain)}`;
+/** The site's URL; `httpsPort` where the ingress answers HTTPS, shown unless it is 443 (as an app's public_url). */
+export function siteUrl(name: string, sitesDomain: string, httpsPort = 443): string {
+  return `https://${siteHost(name, sitesDomain)}${httpsPort === 443 ? '' : `:${httpsPort}`}`;
 }
 
 /** Where the published files live inside the site's content bucket. */

@@ -53,7 +53,7 @@ async function findSite(ctx: Ctx, uuid: string): Promise<StaticSite> {
 }
 
 async function view(ctx: Ctx, m: EntityManager, site: StaticSite) {
-  return (await siteViews(m, [site], ctx.deps.config.sitesDomain))[0]!;
+  return (await siteViews(m, [site], ctx.deps.config))[0]!;
 }
 
 export const staticSiteRoutes = [
@@ -67,7 +67,7 @@ export const staticSiteRoutes = [
     response: siteListSchema,
     async handler(ctx) {
       const list = await pageOf(ctx, await newestVisible(ctx, StaticSite, 'project_uuid'));
-      return siteViews(ctx.deps.dataSource.manager, list, ctx.deps.config.sitesDomain);
+      return siteViews(ctx.deps.dataSource.manager, list, ctx.deps.config);
     },
   }),
   route<{}, {}, yup.InferType<typeof createBody>>({

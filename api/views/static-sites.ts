@@ -1,4 +1,5 @@
 import { In, type EntityManager } from 'typeorm';
+import type { Config } from '../../platform/config';
 import * as yup from 'yup';
 import { SITE_STATES, siteUrl } from '../../domain/static-sites';
 import { Region } from '../../entities/region';
@@ -39,13 +40,16 @@ export const siteDeploymentSchema = obj({
 export const siteListSchema = yup.array(siteSchema);
 
 /** A site as the contract shows it; never the content bucket: a site's storage is not exposed (SIT-05). */
-function siteView(s: StaticSite, regionCode: string, sitesDomain: string) {
+/** Where sites are served: their domain and the port the ingress answers HTTPS at. */
+export type SiteLinks = Pick<Config, 'sitesDomain' | 'publicHttpsPort'>;
+
+function siteView(s: StaticSite, regionCode: string, links: SiteLinks) {
   return {
     uuid: s.uuid,
     name: s.name,
     label: s.label,
     state: s.state,
-    url: siteUrl(s.name, sitesDomain),
+    url: siteUrl(s.name, links.sitesDomain, links.publicHttpsPort),
     region: regionCode,
     project_id: s.project_uuid,
     deployment_config: {
@@ -62,12 +66,12 @@ function siteView(s: StaticSite, regionCode: string, sitesDomain: string) {
 }
 
 /** Sites with their regions' codes, in one more query for any number. */
-export async function siteViews(m: EntityManager, sites: readonly StaticSite[], sitesDomain: string) {
+export async function siteViews(m: EntityManager, sites: readonly StaticSite[], links: SiteLinks) {
   const ids = [...new Set(sites.map((s) => s.region_id))];
   const regions =
     ids.length === 0 ? [] : await m.find(Region, { where: { id: In(ids) }, select: { id: true, code: true } });
   const code = new Map(regions.map((r) => [r.id, r.code]));
-  return sites.map((s) => siteView(s, code.get(s.region_id)!, sitesDomain));
+  return sites.map((s) => siteView(s, code.get(s.region_id)!, links));
 }
 
 export function siteDeploymentView(d: StaticSiteDeployment) {

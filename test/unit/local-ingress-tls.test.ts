@@ -5,6 +5,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { Readable } from 'node:stream';
 import { connect as tlsConnect } from 'node:tls';
 import { startLocalIngress, type LocalIngress } from '../../activities/provider/local/ingress/ingress';
 import type { AppEventSink } from '../../activities/provider/local/contracts';
@@ -275,5 +276,66 @@ describe('local ingress over HTTPS (local CA, SNI, ALPN, redirect)', () => {
     expect((await curl(['-H', `Host: ${name}`, `${ingress.url}/`])).status).toBe(308);
     await expect(peerCertificate(ingress.tlsPort!, 'nothing-here.example.test', ca.rootPem)).rejects.toThrow();
     await rm(ownDir, { recursive: true, force: true });
+  });
+});
+
+describe('local ingress over HTTPS: static sites', () => {
+  let db: TestDatabase;
+  let ingress: LocalIngress;
+  let caDir: string;
+  let ca: LocalCa;
+  const box = new SecretBox([{ kid: 't', key: randomBytes(32) }]);
+  const page = '<h1>docs</h1>';
+  // the storage driver's two calls the ingress makes, over one published site (the object store itself is tested with the driver)
+  const storage = {
+    siteRoute: async (host: string) =>
+      host === 'docs.sites.berth.localhost' ? { bucket: 'b', prefix: 'site/' } : null,
+    readObject: async (_bucket: string, key: string) =>
+      key === 'site/index.html'
+        ? {
+            body: Readable.from([Buffer.from(page)]),
+            size: page.length,
+            contentType: 'text/html',
+            etag: null,
+            lastModified: null,
+          }
+        : null,
+  };
+
+  beforeAll(async () => {
+    db = await freshDatabase();
+    caDir = await mkdtemp(path.join(tmpdir(), 'berth-ca-'));
+    ca = await openLocalCa(caDir, box);
+    ingress = await startLocalIngress({
+      dataSource: db.ds,
+      secretBox: box,
+      logger: captureLogger().logger,
+      events: { health: async () => undefined, liveStatus: async () => undefined, traffic: async () => undefined },
+      port: 0,
+      sites: { domain: 'sites.berth.localhost', storage },
+      tls: { port: 0, publicPort: 8443, certificates: new IngressCertificates(db.ds, box, ca) },
+    });
+  });
+  afterAll(async () => {
+    await ingress?.close();
+    await rm(caDir, { recursive: true, force: true });
+    await db?.drop();
+  });
+
+  it('SIT-08 serves a site at its host over HTTPS with the local CA; plain HTTP redirects to the public HTTPS port, an unknown site does not', async () => {
+    const host = 'docs.sites.berth.localhost';
+    const res = await curl([
+      '--cacert',
+      ca.rootPath,
+      '--resolve',
+      `${host}:${ingress.tlsPort}:127.0.0.1`,
+      `https://${host}:${ingress.tlsPort}/`,
+    ]);
+    expect(res.status).toBe(200);
+    expect(res.body).toBe(page);
+    const plain = await curl(['-H', `Host: ${host}`, `${ingress.url}/`]);
+    expect(plain.status).toBe(308);
+    expect(plain.headers.location).toBe(`https://${host}:8443/`);
+    expect((await curl(['-H', 'Host: nope.sites.berth.localhost', `${ingress.url}/`])).status).toBe(404);
   });
 });

@@ -210,7 +210,7 @@ export async function startLocalIngress(options: LocalIngressOptions): Promise<L
     });
   };
 
-  /** Plain HTTP only: ACME's HTTP-01 answers, and a redirect to HTTPS for a public app's host the ingress has a certificate for. */
+  /** Plain HTTP only: ACME's HTTP-01 answers, and a redirect to HTTPS for a public app's or a site's host the ingress has a certificate for. */
   const plainHttp = async (req: IncomingMessage): Promise<Page | null> => {
     const urlPath = req.url ?? '/';
     if (urlPath.startsWith(ACME_CHALLENGE_PATH)) {
@@ -219,8 +219,11 @@ export async function startLocalIngress(options: LocalIngressOptions): Promise<L
     }
     if (!tls) return null;
     const host = hostOf(requestAuthority(req));
-    const app = await settings.lookup(host);
-    if (!app || app.privateAccess || !(await tls.certificates.serves(host))) return null;
+    const served =
+      sites && host.endsWith(`.${sites.domain}`)
+        ? (await siteRoutes.get(host, (h) => sites.storage.siteRoute(h))) !== null
+        : await settings.lookup(host).then((app) => app !== null && !app.privateAccess);
+    if (!served || !(await tls.certificates.serves(host))) return null;
     return page(308, 'use HTTPS', { location: httpsLocation(host, urlPath, tls.publicPort ?? tlsPort ?? 443) });
   };
 
