@@ -12,12 +12,9 @@ export type CertificateState = (typeof CERTIFICATE_STATES)[number];
 
 /**
  * When a certificate valid from `notBefore` to `notAfter` is renewed: once two thirds of its
- * lifetime have passed (30 days before the end of a 90-day certificate, as Let's Encrypt
- * advises), or `renewBeforeMs` before its end when that is given and earlier.
+ * lifetime have passed (30 days before the end of a 90-day certificate, as Let's Encrypt advises).
  */
-export function renewalTime(notBefore: Date, notAfter: Date, renewBeforeMs?: number): Date {
+export function renewalTime(notBefore: Date, notAfter: Date): Date {
   const life = notAfter.getTime() - notBefore.getTime();
-  const byLife = notBefore.getTime() + Math.floor((life * 2) / 3);
-  const byMargin = renewBeforeMs === undefined ? byLife : notAfter.getTime() - renewBeforeMs;
-  return new Date(Math.min(byLife, byMargin));
+  return new Date(notBefore.getTime() + Math.floor((life * 2) / 3));
 }
