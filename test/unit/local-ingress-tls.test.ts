@@ -40,6 +40,18 @@ function curl(args: string[]): Promise<CurlAnswer> {
   });
 }
 
+/** curl over HTTPS to `host` at the ingress's TLS port (the name resolved to loopback), trusting `caFile`. */
+function curlHttps(ingress: LocalIngress, caFile: string, host: string, urlPath = '/', extra: string[] = []) {
+  return curl([
+    '--cacert',
+    caFile,
+    '--resolve',
+    `${host}:${ingress.tlsPort}:127.0.0.1`,
+    ...extra,
+    `https://${host}:${ingress.tlsPort}${urlPath}`,
+  ]);
+}
+
 /** A backend answering what it saw: path, host, forwarding headers, the request body; echoes upgraded bytes. */
 async function backend(): Promise<{ server: Server; port: number }> {
   const server = createServer((req, res) => {
@@ -98,14 +110,7 @@ describe('local ingress over HTTPS (local CA, SNI, ALPN, redirect)', () => {
     return app;
   };
   const https = (host: string, urlPath = '/', extra: string[] = []) =>
-    curl([
-      '--cacert',
-      ca.rootPath,
-      '--resolve',
-      `${host}:${ingress.tlsPort}:127.0.0.1`,
-      ...extra,
-      `https://${host}:${ingress.tlsPort}${urlPath}`,
-    ]);
+    curlHttps(ingress, ca.rootPath, host, urlPath, extra);
   const addDomain = async (app: AppRow, name: string) => {
     const uuid = randomUUID();
     await db.ds.query(
@@ -264,13 +269,7 @@ describe('local ingress over HTTPS (local CA, SNI, ALPN, redirect)', () => {
     );
     const shown = await peerCertificate(ingress.tlsPort!, name, own.rootPem);
     expect(shown.fingerprint256).toBe(cert.fingerprint256);
-    const res = await curl([
-      '--cacert',
-      own.rootPath,
-      '--resolve',
-      `${name}:${ingress.tlsPort}:127.0.0.1`,
-      `https://${name}:${ingress.tlsPort}/`,
-    ]);
+    const res = await curlHttps(ingress, own.rootPath, name);
     expect(res.status).toBe(200);
     // plain HTTP to the domain now redirects too
     expect((await curl(['-H', `Host: ${name}`, `${ingress.url}/`])).status).toBe(308);
@@ -324,13 +323,7 @@ describe('local ingress over HTTPS: static sites', () => {
 
   it('SIT-08 serves a site at its host over HTTPS with the local CA; plain HTTP redirects to the public HTTPS port, an unknown site does not', async () => {
     const host = 'docs.sites.berth.localhost';
-    const res = await curl([
-      '--cacert',
-      ca.rootPath,
-      '--resolve',
-      `${host}:${ingress.tlsPort}:127.0.0.1`,
-      `https://${host}:${ingress.tlsPort}/`,
-    ]);
+    const res = await curlHttps(ingress, ca.rootPath, host);
     expect(res.status).toBe(200);
     expect(res.body).toBe(page);
     const plain = await curl(['-H', `Host: ${host}`, `${ingress.url}/`]);
