@@ -203,7 +203,7 @@ describe('the local driver hosts pushed apps', () => {
     await eventually(async () => (await viaIngress(web)).status === 200, { what: 'served again', timeoutMs: 60_000 });
   });
 
-  it('an add-on attached to a running app is in the environment of the release the next git push rolls out', async () => {
+  it('an add-on attached to a running app is in its environment after a restart and in the release the next git push rolls out', async () => {
     const created = (
       await api.post(`/api/v1/apps/${web.uuid}/addons`).set(auth).send({ type: 'postgres', label: 'main' }).expect(201)
     ).body;
@@ -216,16 +216,20 @@ describe('the local driver hosts pushed apps', () => {
     );
     const url = addon.connection_details.internal.connection_url as string;
     expect(url).toMatch(/^postgres(ql)?:\/\//);
+    const databaseUrl = async (what: string) =>
+      eventually(
+        async () => {
+          const r = await viaIngress(web, '/env?key=DATABASE_URL');
+          return r.status === 200 && r.text.trim() ? r.text.trim() : undefined;
+        },
+        { what, timeoutMs: 60_000 },
+      );
+    // a restart runs the environment the control plane holds now, not one sealed at the last rollout
+    await api.patch(`/api/v1/apps/${web.uuid}/state`).set(auth).send({ action: 'restart' }).expect(202);
+    expect(await databaseUrl('DATABASE_URL inside the restarted app')).toBe(url);
     wc.commit({ 'RELEASE_NOTE.txt': 'with a database\n' }, 'a release after the add-on');
     expect(push(wc.dir, web.git_url)).toMatch(/deployed: /);
-    const served = await eventually(
-      async () => {
-        const r = await viaIngress(web, '/env?key=DATABASE_URL');
-        return r.status === 200 && r.text.trim() ? r.text.trim() : undefined;
-      },
-      { what: 'DATABASE_URL inside the app', timeoutMs: 60_000 },
-    );
-    expect(served).toBe(url);
+    expect(await databaseUrl('DATABASE_URL inside the pushed release')).toBe(url);
     await api.delete(`/api/v1/apps/${web.uuid}/addons/${created.uuid}`).set(auth).expect(202);
   });
 
