@@ -101,7 +101,7 @@ export function refusing(options: ActivityOptions, ...nonRetryableErrorTypes: st
 /**
  * Activities with options per call: the steps named in `sized` get theirs, every other
  * step `rest`. One table per workflow family says which steps do real work and how long it
- * may take (a Proxy: deterministic, it only picks which stub to hand out).
+ * may take (a Proxy: deterministic, it only picks which proxy answers the name).
  */
 export function activitiesSizedPerCall<A extends object>(
   proxy: (options: ActivityOptions) => A,
@@ -110,15 +110,15 @@ export function activitiesSizedPerCall<A extends object>(
 ): A {
   const base = proxy(rest);
   const byOptions = new Map<ActivityOptions, A>();
-  const stubFor = (options: ActivityOptions) => {
-    let stub = byOptions.get(options);
-    if (!stub) byOptions.set(options, (stub = proxy(options)));
-    return stub;
+  const proxyFor = (options: ActivityOptions) => {
+    let found = byOptions.get(options);
+    if (!found) byOptions.set(options, (found = proxy(options)));
+    return found;
   };
   return new Proxy(base, {
     get(target, name, receiver) {
       const options = typeof name === 'string' ? sized[name as keyof A] : undefined;
-      return Reflect.get(options ? stubFor(options) : target, name, receiver);
+      return Reflect.get(options ? proxyFor(options) : target, name, receiver);
     },
   });
 }
