@@ -4,7 +4,7 @@ import type { SecretBox } from '../domain/secret-box';
 import type { AppQuota, HealthCheck } from '../entities/app';
 import type { Db } from '../entities/sql';
 import { one, rows } from '../entities/sql';
-import type { AppMount, AppRunSpec } from '../platform/drivers/apps';
+import { DEFAULT_APP_RUN, type AppMount, type AppRunSpec } from '../platform/drivers/apps';
 
 /**
  * The connection variables (`var`) of the add-ons an app uses: its own add-ons (no cron
@@ -86,9 +86,6 @@ export async function appMounts(db: Db, appUuid: string): Promise<AppMount[]> {
     .filter((m) => m.mountPath !== '/');
 }
 
-/** A replica's size when the app records no quota. */
-const DEFAULT_RUN = { cpuSize: 1, ramSize: 512 * 2 ** 20, replicas: 1, internalPort: 8080 };
-
 /**
  * How the app's processes run now, as the control plane holds it: the effective
  * environment, the web port, the quota, the health checks and the volumes. Built inside
@@ -102,10 +99,10 @@ export async function appRunSpec(db: Db, box: SecretBox, appUuid: string): Promi
   }>(db, `SELECT internal_port, quota, health_checks FROM apps WHERE uuid = $1`, [appUuid]);
   return {
     env: await effectiveEnvironment(db, box, appUuid),
-    internalPort: app?.internal_port ?? DEFAULT_RUN.internalPort,
-    cpuSize: app?.quota?.cpu_size ?? DEFAULT_RUN.cpuSize,
-    ramSize: app?.quota?.ram_size ?? DEFAULT_RUN.ramSize,
-    replicas: Math.max(1, app?.quota?.replicas ?? DEFAULT_RUN.replicas),
+    internalPort: app?.internal_port ?? DEFAULT_APP_RUN.internalPort,
+    cpuSize: app?.quota?.cpu_size ?? DEFAULT_APP_RUN.cpuSize,
+    ramSize: app?.quota?.ram_size ?? DEFAULT_APP_RUN.ramSize,
+    replicas: Math.max(1, app?.quota?.replicas ?? DEFAULT_APP_RUN.replicas),
     healthChecks: app?.health_checks ?? [],
     mounts: await appMounts(db, appUuid),
   };

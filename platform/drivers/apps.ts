@@ -38,6 +38,16 @@ export interface AppRunSpec {
   mounts: AppMount[];
 }
 
+/** What an app runs with where its record names nothing: one replica of 1 core and 512 MiB on 8080, no checks, no volumes. */
+export const DEFAULT_APP_RUN: Omit<AppRunSpec, 'env'> = {
+  internalPort: 8080,
+  cpuSize: 1,
+  ramSize: 512 * 2 ** 20,
+  replicas: 1,
+  healthChecks: [],
+  mounts: [],
+};
+
 export interface BuildRequest {
   appUuid: string;
   deploymentUuid: string;

@@ -1,6 +1,6 @@
 import { chmod, chown, mkdir, rename, rm } from 'node:fs/promises';
 import { appUid } from '../../../../platform/local-layout';
-import { launch } from '../sandbox/launcher';
+import { run } from '../data/commands';
 import type { AppsContext } from './context';
 
 /** The app's own volume: `layout.volumeDir(<app uuid>)`, 0700 owned by the app's uid. */
@@ -10,22 +10,6 @@ export async function ensureAppVolume(ctx: Pick<AppsContext, 'layout' | 'isolati
   if (ctx.isolation.uidSwitch) await chown(dir, appUid(appUuid), appUid(appUuid));
   await chmod(dir, 0o700);
   return dir;
-}
-
-/** Runs one of Berth's own tools to its end; rejects with its last output lines. */
-async function tool(ctx: Pick<AppsContext, 'isolation'>, argv: string[], started?: (stop: () => void) => void) {
-  const launched = await launch(ctx.isolation, { sandbox: null, command: argv });
-  const { child } = launched;
-  started?.(() => launched.kill('SIGKILL'));
-  let output = '';
-  child.stdout!.on('data', (b: Buffer) => (output = (output + b.toString()).slice(-2000)));
-  child.stderr!.on('data', (b: Buffer) => (output = (output + b.toString()).slice(-2000)));
-  const code = await new Promise<number | null>((resolve) => {
-    child.once('error', () => resolve(127));
-    child.once('close', (c) => resolve(c));
-  });
-  if (code !== 0) throw new Error(`${argv[0]} exited with ${code}: ${output.trim().split('\n').slice(-3).join(' | ')}`);
-  return output;
 }
 
 /**
@@ -69,13 +53,12 @@ export class VolumeCopies {
     const staging = `${target}.copying`;
     await rm(staging, { recursive: true, force: true });
     await mkdir(staging, { recursive: true, mode: 0o700 });
-    await tool(this.ctx, [this.copyTool, '-a', `${layout.volumeDir(sourceAppUuid)}/.`, staging], started).catch(
+    await run([this.copyTool, '-a', `${layout.volumeDir(sourceAppUuid)}/.`, staging], { started }).catch(
       (err: Error) => {
         if (!/No such file/.test(err.message)) throw err;
       },
     );
-    if (isolation.uidSwitch)
-      await tool(this.ctx, ['chown', '-R', `${appUid(targetAppUuid)}:${appUid(targetAppUuid)}`, staging]);
+    if (isolation.uidSwitch) await run(['chown', '-R', `${appUid(targetAppUuid)}:${appUid(targetAppUuid)}`, staging]);
     await chmod(staging, 0o700);
     await rm(target, { recursive: true, force: true });
     await rename(staging, target);

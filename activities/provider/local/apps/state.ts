@@ -1,7 +1,7 @@
 import type { DataSource } from 'typeorm';
 import type { SecretBox } from '../../../../domain/secret-box';
 import { one, rows } from '../../../../entities/sql';
-import type { AppRunSpec, PortSpec } from '../../../../platform/drivers/apps';
+import { DEFAULT_APP_RUN, type AppRunSpec, type PortSpec } from '../../../../platform/drivers/apps';
 
 /** The local apps driver's durable record of one app (table local_apps). */
 export interface AppStateRow {
@@ -17,16 +17,6 @@ export interface AppStateRow {
   replicas: number;
   ports: PortSpec[];
 }
-
-/** What a row sealed before run specs runs with besides its environment (until its next start or rollout). */
-const LEGACY_RUN: Omit<AppRunSpec, 'env'> = {
-  internalPort: 8080,
-  cpuSize: 1,
-  ramSize: 512 * 2 ** 20,
-  replicas: 1,
-  healthChecks: [],
-  mounts: [],
-};
 
 type Change = Partial<Omit<AppStateRow, 'app_uuid' | 'gave_up_at'>> & { gave_up_at?: 'now' | null };
 
@@ -80,7 +70,7 @@ export class AppStateStore {
     if (!sealed) return null;
     const found = JSON.parse(this.box.open(sealed)) as AppRunSpec | Record<string, string>;
     if (typeof found.env === 'object' && typeof found.internalPort === 'number') return found as AppRunSpec;
-    return { ...LEGACY_RUN, env: found as Record<string, string> };
+    return { ...DEFAULT_APP_RUN, env: found as Record<string, string> };
   }
 
   /** A build the driver settles itself (refused, or a release copied from the parent). */

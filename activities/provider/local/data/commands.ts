@@ -16,21 +16,24 @@ export const OWN_TOOL: Isolation = { uidSwitch: false, cgroups: false, cgroupRoo
 
 /**
  * Runs one of Berth's own tools (argv) or a cluster's command to its end through the
- * launcher; rejects with the command's last output lines when it fails.
+ * launcher; rejects with the command's last output lines when it fails. `started` receives
+ * a way to stop it while it runs.
  */
 export async function run(
   command: string[] | ClusterCommand,
-  options: { env?: NodeJS.ProcessEnv; okCodes?: number[]; input?: string } = {},
+  options: { env?: NodeJS.ProcessEnv; okCodes?: number[]; input?: string; started?(stop: () => void): void } = {},
 ): Promise<string> {
   const { iso, workload } = Array.isArray(command)
     ? { iso: OWN_TOOL, workload: { sandbox: null, command } satisfies Workload }
     : command;
   const argv = workload.command;
-  const { child } = await launch(iso, {
+  const launched = await launch(iso, {
     ...workload,
     env: options.env ?? workload.env,
     input: options.input ?? '',
   });
+  const { child } = launched;
+  options.started?.(() => launched.kill('SIGKILL'));
   return new Promise((resolve, reject) => {
     const out: Buffer[] = [];
     child.stdout!.on('data', (b: Buffer) => out.push(b));

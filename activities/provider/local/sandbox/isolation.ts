@@ -234,9 +234,10 @@ export function isolatedArgv(
   command: string[],
 ): string[] {
   if (!iso.uidSwitch) return command;
-  if (iso.view && options.view) {
+  const { view } = options;
+  if (view && viewApplies(iso, view)) {
     // bubblewrap, run by the app's uid, makes the mounts itself: nothing to mount as root
-    const inside = [BWRAP, ...viewArgs(options.view, options.binds ?? [], VIEW_INFO_FD), '--', ...command];
+    const inside = [BWRAP, ...viewArgs(view, options.binds ?? [], VIEW_INFO_FD), '--', ...command];
     return isolatedArgv({ ...iso, mountNamespaces: false }, { ...options, view: undefined }, inside);
   }
   const steps = iso.cgroups
@@ -266,6 +267,10 @@ export function isolatedArgv(
 }
 
 const BWRAP = '/usr/bin/bwrap';
+
+/** Whether a workload asking for `view` gets it here (root, and bubblewrap works). */
+export const viewApplies = (iso: Isolation, view: SandboxView | undefined): boolean =>
+  Boolean(view && iso.uidSwitch && iso.view);
 /** The descriptor bubblewrap writes the sandbox's pid to (`{"child-pid": N}`): the launcher opens it. */
 export const VIEW_INFO_FD = 3;
 

@@ -10,6 +10,7 @@ import {
   type SandboxOwner,
   type SandboxView,
   VIEW_INFO_FD,
+  viewApplies,
 } from './isolation';
 
 /**
@@ -138,7 +139,7 @@ export async function launch(iso: Isolation, workload: Workload): Promise<Launch
       given,
     ));
   }
-  const viewed = Boolean(box?.view && iso.uidSwitch && iso.view);
+  const viewed = viewApplies(iso, box?.view);
   const out = workload.output ?? 'pipe';
   const child = spawn(argv[0]!, argv.slice(1), {
     cwd: workload.cwd,
