@@ -16,7 +16,7 @@ import { startLocalIngress } from './ingress/ingress';
 import { detectIsolation, type Isolation } from './sandbox/isolation';
 import { createLocalStacks } from './stacks';
 import { createLocalData } from './data';
-import { refusingNetwork } from './network';
+import { refusingNetwork } from './vpcs';
 import { IngressCertificates } from './ingress/tls/certificates';
 import { openLocalCa } from './ingress/tls/local-ca';
 
