@@ -1,6 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, lstatSync, mkdirSync, readFileSync, readlinkSync, rmdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import type { WorkloadNetwork } from '../network/fabric';
 
 /**
  * How far the local driver can fence off code it runs for users (builds, app replicas, cron
@@ -29,6 +30,8 @@ export interface Isolation {
   mountNamespaces?: boolean;
   /** bubblewrap gives app code a process and filesystem view of its own (absent: false). */
   view?: boolean;
+  /** The workload network (namespaces, routes, policy) when this machine has it: a live object, made at start. */
+  network?: WorkloadNetwork;
   /** One line for the start banner. */
   summary: string;
 }

@@ -1,0 +1,75 @@
+/**
+ * The workload network's policy as one nftables table per Berth instance (`inet berth_<tag>`),
+ * rewritten whole, in one transaction, whenever a workload joins or leaves. The kernel
+ * enforces it; nothing here inspects traffic.
+ *
+ * What a workload (an address of the instance's block) may do:
+ * - answer what reached it (established and related traffic, both ways);
+ * - ask the resolver at the gateway (DNS, UDP and TCP 53);
+ * - reach an add-on server at the gateway on that server's port, when the add-on is
+ *   attached to its app (`services`);
+ * - reach another workload only when the pair is allowed (`peers`: an app of the same
+ *   workspace whose target has `allow_connections`), on any port;
+ * - go out to the world through NAT (masquerade), but never to another workload of the
+ *   platform range and never to the host itself: the Temporal ports, the control database,
+ *   the object store, the API's listeners and the machine's own services all live on the
+ *   host, and everything a workload sends to the host but the above is dropped.
+ *
+ * The host reaches workloads freely (the ingress, public ports, health checks): that is
+ * not forwarded traffic, and replies come back as established.
+ *
+ * Other tables on the same hooks (another Berth instance's, the machine's own) see every
+ * packet too: this table only drops what concerns its own block, and accepts nothing for
+ * anyone else (an accept here is not final for other tables).
+ */
+
+export interface PolicyState {
+  /** `berth_<tag>`: the instance's table. */
+  table: string;
+  /** The instance's block (CIDR text) and the whole platform range. */
+  block: string;
+  range: string;
+  gateway: string;
+  /** Allowed workload -> workload pairs (any port). */
+  peers: Array<[string, string]>;
+  /** Allowed workload -> gateway:port pairs (add-on servers). */
+  services: Array<[string, number]>;
+  /** Host-side interfaces' common prefix (never NAT'ed towards them). */
+  interfacePrefix: string;
+}
+
+const elements = (items: string[]) => (items.length === 0 ? '' : ` elements = { ${items.join(', ')} };`);
+
+/** The nft script that replaces the instance's table with `state`, atomically. */
+export function policyScript(s: PolicyState): string {
+  const peers = s.peers.map(([a, b]) => `${a} . ${b}`);
+  const services = s.services.map(([a, port]) => `${a} . ${port}`);
+  return [
+    `add table inet ${s.table}`,
+    `delete table inet ${s.table}`,
+    `table inet ${s.table} {`,
+    `  set peers { type ipv4_addr . ipv4_addr;${elements(peers)} }`,
+    `  set services { type ipv4_addr . inet_service;${elements(services)} }`,
+    '  chain input {',
+    '    type filter hook input priority filter; policy accept;',
+    `    ip saddr ${s.block} ct state established,related accept`,
+    `    ip saddr ${s.block} ip daddr ${s.gateway} meta l4proto { tcp, udp } th dport 53 accept`,
+    `    ip saddr ${s.block} ip daddr ${s.gateway} ip saddr . tcp dport @services accept`,
+    `    ip saddr ${s.block} drop`,
+    '  }',
+    '  chain forward {',
+    '    type filter hook forward priority filter; policy accept;',
+    `    ip daddr ${s.block} ct state established,related accept`,
+    `    ip saddr ${s.block} ct state established,related accept`,
+    `    ip saddr ${s.block} ip saddr . ip daddr @peers accept`,
+    `    ip daddr ${s.block} drop`,
+    `    ip saddr ${s.block} ip daddr ${s.range} drop`,
+    '  }',
+    '  chain postrouting {',
+    '    type nat hook postrouting priority srcnat; policy accept;',
+    `    ip saddr ${s.block} ip daddr != ${s.range} oifname != "${s.interfacePrefix}*" masquerade`,
+    '  }',
+    '}',
+    '',
+  ].join('\n');
+}
