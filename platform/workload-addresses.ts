@@ -33,7 +33,9 @@ export function parseCidr(text: string): Cidr {
   const [ip, len] = text.split('/');
   const prefix = Number(len);
   if (!ip || !Number.isInteger(prefix) || prefix < 8 || prefix > BLOCK_PREFIX)
-    throw new Error(`workload network ${text}: expected an IPv4 range from /8 to /${BLOCK_PREFIX}, such as 10.200.0.0/13`);
+    throw new Error(
+      `workload network ${text}: expected an IPv4 range from /8 to /${BLOCK_PREFIX}, such as 10.200.0.0/13`,
+    );
   return { base: (ipToNumber(ip) & mask(prefix)) >>> 0, prefix };
 }
 
@@ -49,7 +51,7 @@ export const blockAt = (range: Cidr, index: number): Cidr => ({
 });
 
 /** Whether `ip` lies in `net`. */
-export const contains = (net: Cidr, ip: string): boolean => ((ipToNumber(ip) & mask(net.prefix)) >>> 0) === net.base;
+export const contains = (net: Cidr, ip: string): boolean => (ipToNumber(ip) & mask(net.prefix)) >>> 0 === net.base;
 
 /** The block's gateway: its first host address (on the host's loopback; the workloads' resolver and add-on servers' address). */
 export const gatewayOf = (block: Cidr): string => numberToIp(block.base + 1);

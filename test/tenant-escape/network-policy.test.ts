@@ -119,7 +119,7 @@ describeIf('tenant escape: the workload network (kernel policy)', () => {
     expect(await connectFrom(a2Path, a1, 9999)).toBe('open');
   });
 
-  it("an app reaches another app of its workspace only when that app allows connections", async () => {
+  it('an app reaches another app of its workspace only when that app allows connections', async () => {
     expect(await connectFrom(a1Path, b, 9999)).toBe('open');
     expect(await connectFrom(a1Path, c, 9999)).toBe('timeout');
   });

@@ -63,7 +63,13 @@ function newReleaseId(sha: string, at: Date): string {
 }
 
 /** A build on the workload network: on no workspace's network, it reaches nothing of the platform and only goes out. */
-const BUILD_MEMBER: NetworkMember = { workspace: null, app: null, allowConnections: false, clusters: [], serviceName: null };
+const BUILD_MEMBER: NetworkMember = {
+  workspace: null,
+  app: null,
+  allowConnections: false,
+  clusters: [],
+  serviceName: null,
+};
 
 /** A build's sandbox: its own cgroup (the app's quota is not known here), as the app's uid. */
 const buildOwner = (deploymentUuid: string): SandboxOwner => ({ kind: 'build', id: deploymentUuid });

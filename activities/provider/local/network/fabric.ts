@@ -73,8 +73,18 @@ const ip = (args: string[], input?: string) => run(['ip', ...args], input === un
 /** Whether this machine can build the fabric: root, iproute2, nftables and nsenter. The reason when not. */
 export async function fabricUnavailable(): Promise<string | null> {
   if (process.getuid?.() !== 0) return 'Berth does not run as root';
-  for (const tool of [['ip', '-V'], ['nft', '--version'], ['nsenter', '--version']])
-    if (!(await run(tool).then(() => true, () => false))) return `${tool[0]} is missing (install iproute2, nftables, util-linux)`;
+  for (const tool of [
+    ['ip', '-V'],
+    ['nft', '--version'],
+    ['nsenter', '--version'],
+  ])
+    if (
+      !(await run(tool).then(
+        () => true,
+        () => false,
+      ))
+    )
+      return `${tool[0]} is missing (install iproute2, nftables, util-linux)`;
   return null;
 }
 
@@ -109,7 +119,8 @@ export class WorkloadNetwork {
     const blockFile = path.join(stateDir, 'block');
     const label = `lo:${IF_PREFIX}${tag}`;
     const remembered = existsSync(blockFile) ? Number(readFileSync(blockFile, 'utf8')) : NaN;
-    const ours = async (b: Cidr) => (await ip(['-4', 'addr', 'show', 'dev', 'lo', 'label', label])).includes(`${gatewayOf(b)}/32`);
+    const ours = async (b: Cidr) =>
+      (await ip(['-4', 'addr', 'show', 'dev', 'lo', 'label', label])).includes(`${gatewayOf(b)}/32`);
     const claim = async (b: Cidr) => {
       try {
         await ip(['route', 'add', 'blackhole', formatCidr(b)]);
@@ -214,7 +225,15 @@ export class WorkloadNetwork {
       this.used.delete(ipToNumber(address));
       throw err;
     }
-    const joined: Joined = { name, ns, hostIf, netnsPath: path.join(NETNS_DIR, ns), address, gateway: this.gateway, member };
+    const joined: Joined = {
+      name,
+      ns,
+      hostIf,
+      netnsPath: path.join(NETNS_DIR, ns),
+      address,
+      gateway: this.gateway,
+      member,
+    };
     this.joined.set(name, joined);
     await this.apply();
     return joined;
@@ -286,7 +305,9 @@ export class WorkloadNetwork {
   /** Writes the policy for the workloads and servers known now (serialized; the last write wins). */
   private apply(): Promise<void> {
     const next = this.applying.then(() => run(['nft', '-f', '-'], { input: policyScript(this.policyState()) }));
-    this.applying = next.catch((err: Error) => this.logger.error({ err: err.message }, 'workload network: policy not written'));
+    this.applying = next.catch((err: Error) =>
+      this.logger.error({ err: err.message }, 'workload network: policy not written'),
+    );
     return next.then(() => {});
   }
 
