@@ -93,17 +93,17 @@ export class InternalResolver {
   private async open(host: string, port: number): Promise<Listener> {
     // With port 0 the UDP port is picked first and TCP takes the same one, which may be taken.
     for (let attempt = 1; ; attempt++) {
-      const udp = await bindUdp(host, port);
+      const onError = (err: Error) => this.options.logger?.warn({ err, host }, 'internal DNS: socket error');
+      const udp = await bindUdp(host, port, onError);
       const bound = udp.address().port;
       try {
         const connections = new Set<Socket>();
-        const tcp = await listenTcp(host, bound, (socket) => this.serveTcp(host, socket, connections));
+        const tcp = await listenTcp(host, bound, (socket) => this.serveTcp(host, socket, connections), onError);
         udp.on('message', (message, from) => {
           void this.answer(host, message, 'udp').then((reply) => {
             if (reply) sendQuietly(udp, reply, from.port, from.address);
           });
         });
-        udp.on('error', (err) => this.options.logger?.warn({ err, host }, 'internal DNS: UDP socket error'));
         this.options.logger?.info({ host, port: bound }, 'internal DNS listening');
         return { port: bound, udp, tcp, connections };
       } catch (err) {
@@ -295,23 +295,31 @@ function sendQuietly(udp: UdpSocket, reply: Buffer, port: number, address: strin
   }
 }
 
-function bindUdp(host: string, port: number): Promise<UdpSocket> {
+/** A bound socket; errors after binding go to `onError` (an 'error' event with no listener would end the process). */
+function bindUdp(host: string, port: number, onError: (err: Error) => void): Promise<UdpSocket> {
   const udp = createSocket({ type: isIP(host) === 6 ? 'udp6' : 'udp4' });
   return new Promise((resolve, reject) => {
     udp.once('error', reject);
     udp.bind({ address: host, port, exclusive: true }, () => {
       udp.off('error', reject);
+      udp.on('error', onError);
       resolve(udp);
     });
   });
 }
 
-function listenTcp(host: string, port: number, serve: (socket: Socket) => void): Promise<Server> {
+function listenTcp(
+  host: string,
+  port: number,
+  serve: (socket: Socket) => void,
+  onError: (err: Error) => void,
+): Promise<Server> {
   const server = createServer(serve);
   return new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen({ host, port, exclusive: true }, () => {
       server.off('error', reject);
+      server.on('error', onError);
       resolve(server);
     });
   });
