@@ -25,6 +25,11 @@ s.setTimeout(1500, () => done('timeout'));
 s.once('connect', () => done('open'));
 s.once('error', (e) => done(e.code === 'ECONNREFUSED' ? 'refused' : e.code));
 `;
+const RESOLVE = `
+const r = new (require('node:dns').promises.Resolver)({ timeout: 1500, tries: 1 });
+r.setServers([process.argv[1]]);
+r.resolve4(process.argv[2]).then((a) => console.log(a.sort().join(',')), (e) => console.log(e.code));
+`;
 const LISTEN = `
 const port = Number(process.argv[1]);
 require('node:net').createServer((c) => c.on('error', () => {}).end('hi')).listen(port, () => console.log('listening'));
@@ -81,7 +86,7 @@ describeIf('tenant escape: the workload network (kernel policy)', () => {
   const ws1 = 'ws-one';
   const ws2 = 'ws-two';
   let a1: string, a2: string, b: string, c: string, d: string;
-  let a1Path: string, a2Path: string, cPath: string;
+  let a1Path: string, a2Path: string, cPath: string, dPath: string;
 
   beforeAll(async () => {
     const reason = await fabricUnavailable();
@@ -90,11 +95,11 @@ describeIf('tenant escape: the workload network (kernel policy)', () => {
     net = await WorkloadNetwork.open({ dataDir, range: DEFAULT_WORKLOAD_RANGE, logger: pino({ level: 'silent' }) });
     const A1 = await net.attach('a-1', member(ws1, 'app-a', { clusters: ['db-1'] }));
     const A2 = await net.attach('a-2', member(ws1, 'app-a', { clusters: ['db-1'] }));
-    const B = await net.attach('b-1', member(ws1, 'app-b', { allowConnections: true }));
+    const B = await net.attach('b-1', member(ws1, 'app-b', { allowConnections: true, serviceName: 'web' }));
     const C = await net.attach('c-1', member(ws1, 'app-c'));
-    const D = await net.attach('d-1', member(ws2, 'app-d', { allowConnections: true }));
+    const D = await net.attach('d-1', member(ws2, 'app-d', { allowConnections: true, serviceName: 'web' }));
     [a1, a2, b, c, d] = [A1, A2, B, C, D].map((x) => x.address);
-    [a1Path, a2Path, cPath] = [A1, A2, C].map((x) => x.netnsPath);
+    [a1Path, a2Path, cPath, dPath] = [A1, A2, C, D].map((x) => x.netnsPath);
     // every app listens on the same fixed port: each has a port space of its own
     for (const w of [A1, A2, B, C, D]) await listenIn(w.netnsPath, 9999);
     // a machine service listening on every interface, and an add-on server at the gateway
@@ -138,6 +143,19 @@ describeIf('tenant escape: the workload network (kernel policy)', () => {
     expect(await connectFrom(a1Path, '127.0.0.1', hostPort)).toBe('refused');
   });
 
+  it("the resolver at the gateway answers an app's service name with its addresses, within the asker's workspace only", async () => {
+    const resolve = async (from: string, name: string) => {
+      const child = inside(from, RESOLVE, [net.gateway, name]);
+      let out = '';
+      child.stdout!.on('data', (buf: Buffer) => (out += buf.toString()));
+      await new Promise((r) => child.once('close', r));
+      return out.trim();
+    };
+    expect(await resolve(a1Path, 'web')).toBe(b);
+    expect(await resolve(dPath, 'web')).toBe(d);
+    expect(await resolve(a1Path, 'nothing-here')).toBe('ENOTFOUND');
+  });
+
   it('a workload that leaves takes its namespace and interface with it; close leaves nothing', async () => {
     const before = counts();
     const e = await net.attach('e-1', member(ws1, 'app-e'));
@@ -155,7 +173,9 @@ describeIf('the workload network after a crash of Berth', () => {
     const first = await WorkloadNetwork.open({ dataDir: dir, range: DEFAULT_WORKLOAD_RANGE, logger });
     await first.attach('x-1', member('ws', 'app-x'));
     await first.attach('x-2', member('ws', 'app-x'));
-    // SIGKILL: nothing closed. The next start finds its block and its namespaces.
+    // SIGKILL: nothing closed but the sockets (the kernel closes them with the process). The
+    // next start finds its block and its namespaces.
+    await (first as unknown as { resolver: { close(): Promise<void> } }).resolver.close();
     const second = await WorkloadNetwork.open({ dataDir: dir, range: DEFAULT_WORKLOAD_RANGE, logger });
     expect(second.gateway).toBe(first.gateway);
     expect(await second.sweep()).toBe(2);

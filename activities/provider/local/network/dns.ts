@@ -21,11 +21,12 @@ const TCP_IDLE_MS = 10_000;
 
 export interface ResolverOptions {
   /**
-   * Answers for a name asked through the listener at `listener` (its host): the name's IPv4
+   * Answers for a name asked through the listener at `listener` (its host) by `client` (the
+   * asker's address, which names its workspace): the name's IPv4
    * addresses ([] for a name of ours with nothing running), or null when the name is not
    * ours. `name` is lower case, without a trailing dot.
    */
-  lookup(listener: string, name: string): string[] | null;
+  lookup(listener: string, name: string, client: string): string[] | null;
   /** Resolvers for names that are not ours, `host` or `host:port` (default: the system's, /etc/resolv.conf). */
   upstream?: string[];
   /** How long forwarding may take before the client gets SERVFAIL. */
@@ -100,7 +101,7 @@ export class InternalResolver {
         const connections = new Set<Socket>();
         const tcp = await listenTcp(host, bound, (socket) => this.serveTcp(host, socket, connections), onError);
         udp.on('message', (message, from) => {
-          void this.answer(host, message, 'udp').then((reply) => {
+          void this.answer(host, message, 'udp', from.address).then((reply) => {
             if (reply) sendQuietly(udp, reply, from.port, from.address);
           });
         });
@@ -125,7 +126,7 @@ export class InternalResolver {
       while (buffered.length >= 2 && buffered.length >= 2 + buffered.readUInt16BE(0)) {
         const message = buffered.subarray(2, 2 + buffered.readUInt16BE(0));
         buffered = buffered.subarray(2 + message.length);
-        void this.answer(host, message, 'tcp').then((reply) => {
+        void this.answer(host, message, 'tcp', socket.remoteAddress ?? '').then((reply) => {
           if (!reply || socket.destroyed) return;
           const length = Buffer.alloc(2);
           length.writeUInt16BE(reply.length);
@@ -136,7 +137,7 @@ export class InternalResolver {
   }
 
   /** The reply to a message received by the listener at `host`, or null to drop it. Never throws. */
-  private async answer(host: string, message: Buffer, transport: Transport): Promise<Buffer | null> {
+  private async answer(host: string, message: Buffer, transport: Transport, client: string): Promise<Buffer | null> {
     try {
       let query: dnsPacket.DecodedPacket;
       try {
@@ -146,7 +147,7 @@ export class InternalResolver {
       }
       const local = answerLocally(query, (name) => {
         try {
-          return this.options.lookup(host, name);
+          return this.options.lookup(host, name, client.replace(/^::ffff:/, ''));
         } catch (err) {
           this.options.logger?.warn({ err, host, name }, 'internal DNS: lookup failed');
           throw err;

@@ -14,6 +14,7 @@ import {
   workloadAddresses,
   type Cidr,
 } from '../../../../platform/workload-addresses';
+import { InternalResolver } from './dns';
 import { policyScript } from './policy';
 
 /**
@@ -54,6 +55,8 @@ export interface Attachment {
   netnsPath: string;
   address: string;
   gateway: string;
+  /** The workload's /etc/resolv.conf: the resolver at the gateway. */
+  resolvConf: string;
 }
 
 interface Joined extends Attachment {
@@ -101,10 +104,23 @@ export class WorkloadNetwork {
     readonly range: Cidr,
     readonly block: Cidr,
     private readonly logger: Logger,
+    readonly resolvConf: string,
   ) {
     this.gateway = gatewayOf(block);
     this.table = `berth_${tag}`;
+    this.resolver = new InternalResolver({
+      lookup: (_listener, name, client) => {
+        const workspace = this.workspaceAt(client);
+        if (!workspace || name.includes('.')) return null;
+        const found = this.addressesOf(workspace, name);
+        return found.length > 0 ? found : null;
+      },
+      logger,
+    });
   }
+
+  /** Answers workloads' names at the gateway: an app's service_name, within the asker's workspace. */
+  private readonly resolver: InternalResolver;
 
   /**
    * Claims (or takes back, after a restart) the instance's block, turns on IPv4 forwarding
@@ -147,9 +163,12 @@ export class WorkloadNetwork {
     }
     if (!block) throw new Error(`workload network: every /22 block of ${options.range} is taken on this machine`);
     await run(['sysctl', '-q', '-w', 'net.ipv4.ip_forward=1']);
-    const net = new WorkloadNetwork(tag, range, block, options.logger);
+    const resolvConf = path.join(stateDir, 'resolv.conf');
+    writeFileSync(resolvConf, `# written by Berth: the workload network's resolver\nnameserver ${gatewayOf(block)}\n`);
+    const net = new WorkloadNetwork(tag, range, block, options.logger, resolvConf);
     await net.adopt();
     await net.apply();
+    await net.resolver.listen(net.gateway);
     return net;
   }
 
@@ -232,6 +251,7 @@ export class WorkloadNetwork {
       netnsPath: path.join(NETNS_DIR, ns),
       address,
       gateway: this.gateway,
+      resolvConf: this.resolvConf,
       member,
     };
     this.joined.set(name, joined);
@@ -294,6 +314,7 @@ export class WorkloadNetwork {
 
   /** Everything this instance made goes: namespaces, interfaces, routes, the table, the block. */
   async close(): Promise<void> {
+    await this.resolver.close();
     for (const name of [...this.joined.keys()]) await this.detach(name).catch(() => {});
     await this.sweep().catch(() => {});
     await this.applying.catch(() => {});

@@ -282,6 +282,8 @@ export interface SandboxView {
   /** Folders bound read-write at their own path (the release, the app's home). */
   writable: string[];
   cwd: string;
+  /** Seen as /etc/resolv.conf (the workload network's resolver); absent: the machine's. */
+  resolvConf?: string;
 }
 
 /** The top-level system folders, as they are on this machine: merged-/usr links stay links. */
@@ -313,6 +315,7 @@ function viewArgs(view: SandboxView, binds: BindMount[], infoFd?: number): strin
     '--cap-drop',
     'ALL',
     ...systemFolders(),
+    ...(view.resolvConf ? ['--ro-bind', view.resolvConf, '/etc/resolv.conf'] : []),
     '--proc',
     '/proc',
     '--dev',

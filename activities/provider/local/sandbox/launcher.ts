@@ -164,7 +164,14 @@ export async function launch(iso: Isolation, workload: Workload): Promise<Launch
     if (box.limits) applyLimits(iso, box.owner, box.limits);
     ({ argv, env } = isolatedCommand(
       iso,
-      { owner: box.owner, uid: box.uid, binds: box.binds, extraGids: box.extraGids, umask: box.umask, view: box.view },
+      {
+        owner: box.owner,
+        uid: box.uid,
+        binds: box.binds,
+        extraGids: box.extraGids,
+        umask: box.umask,
+        view: box.view && network ? { ...box.view, resolvConf: network.resolvConf } : box.view,
+      },
       workload.command,
       given,
     ));
