@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import { run } from '../data/commands';
@@ -66,6 +66,8 @@ interface Joined extends Attachment {
 }
 
 const NETNS_DIR = '/run/netns';
+/** Files workloads see (their resolv.conf), one per instance. */
+const RUN_DIR = '/run/berth';
 const IF_PREFIX = 'bw';
 
 /** The host end of a namespace's veth pair (interface names have 15 characters at most). */
@@ -163,8 +165,12 @@ export class WorkloadNetwork {
     }
     if (!block) throw new Error(`workload network: every /22 block of ${options.range} is taken on this machine`);
     await run(['sysctl', '-q', '-w', 'net.ipv4.ip_forward=1']);
-    const resolvConf = path.join(stateDir, 'resolv.conf');
-    writeFileSync(resolvConf, `# written by Berth: the workload network's resolver\nnameserver ${gatewayOf(block)}\n`);
+    // readable by every app's uid (bubblewrap, run as the app, binds it): not under the data directory
+    mkdirSync(RUN_DIR, { recursive: true, mode: 0o755 });
+    const resolvConf = path.join(RUN_DIR, `${tag}.resolv.conf`);
+    writeFileSync(resolvConf, `# written by Berth: the workload network's resolver\nnameserver ${gatewayOf(block)}\n`, {
+      mode: 0o644,
+    });
     const net = new WorkloadNetwork(tag, range, block, options.logger, resolvConf);
     await net.adopt();
     await net.apply();
@@ -321,6 +327,7 @@ export class WorkloadNetwork {
     await run(['nft', 'delete', 'table', 'inet', this.table]).catch(() => {});
     await ip(['addr', 'del', `${this.gateway}/32`, 'dev', 'lo']).catch(() => {});
     await ip(['route', 'del', 'blackhole', formatCidr(this.block)]).catch(() => {});
+    rmSync(this.resolvConf, { force: true });
   }
 
   /** Writes the policy for the workloads and servers known now (serialized; the last write wins). */
@@ -355,6 +362,7 @@ export class WorkloadNetwork {
       gateway: this.gateway,
       peers,
       services,
+      interfaces: all.map((j): [string, string] => [j.hostIf, j.address]),
       interfacePrefix: IF_PREFIX,
     };
   }

@@ -34,6 +34,8 @@ export interface PolicyState {
   peers: Array<[string, string]>;
   /** Allowed workload -> gateway:port pairs (add-on servers). */
   services: Array<[string, number]>;
+  /** The instance's host-side interfaces and the one address each may send from. */
+  interfaces: Array<[string, string]>;
   /** Host-side interfaces' common prefix (never NAT'ed towards them). */
   interfacePrefix: string;
 }
@@ -44,18 +46,28 @@ const elements = (items: string[]) => (items.length === 0 ? '' : ` elements = { 
 export function policyScript(s: PolicyState): string {
   const peers = s.peers.map(([a, b]) => `${a} . ${b}`);
   const services = s.services.map(([a, port]) => `${a} . ${port}`);
+  const ours = s.interfaces.map(([name]) => `"${name}"`);
+  const sources = s.interfaces.map(([name, address]) => `"${name}" . ${address}`);
   return [
     `add table inet ${s.table}`,
     `delete table inet ${s.table}`,
     `table inet ${s.table} {`,
     `  set peers { type ipv4_addr . ipv4_addr;${elements(peers)} }`,
     `  set services { type ipv4_addr . inet_service;${elements(services)} }`,
+    `  set ours { type ifname;${elements(ours)} }`,
+    `  set sources { type ifname . ipv4_addr;${elements(sources)} }`,
+    // a workload sends from its own address only: every rule below may trust the source
+    '  chain prerouting {',
+    '    type filter hook prerouting priority raw; policy accept;',
+    '    iifname @ours iifname . ip saddr != @sources drop',
+    '    iifname @ours meta protocol != ip drop',
+    '  }',
     '  chain input {',
     '    type filter hook input priority filter; policy accept;',
-    `    ip saddr ${s.block} ct state established,related accept`,
-    `    ip saddr ${s.block} ip daddr ${s.gateway} meta l4proto { tcp, udp } th dport 53 accept`,
-    `    ip saddr ${s.block} ip daddr ${s.gateway} ip saddr . tcp dport @services accept`,
-    `    ip saddr ${s.block} drop`,
+    '    iifname @ours ct state established,related accept',
+    `    iifname @ours ip daddr ${s.gateway} meta l4proto { tcp, udp } th dport 53 accept`,
+    `    iifname @ours ip daddr ${s.gateway} ip saddr . tcp dport @services accept`,
+    '    iifname @ours drop',
     '  }',
     '  chain forward {',
     '    type filter hook forward priority filter; policy accept;',
