@@ -14,6 +14,8 @@ export interface MachinePackage {
 /** What the local driver needs of the machine for tenant isolation. */
 export const LOCAL_DRIVER_PACKAGES: MachinePackage[] = [
   { pkg: 'bubblewrap', binary: '/usr/bin/bwrap', why: "each app's own view of processes and files" },
+  { pkg: 'nftables', binary: '/usr/sbin/nft', why: "the workload network's policy, enforced by the kernel" },
+  { pkg: 'iproute2', binary: '/usr/sbin/ip', why: 'a network namespace for every workload' },
 ];
 
 /**

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readdirSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -44,7 +44,8 @@ const member = (workspace: string | null, app: string | null, extra: Partial<Net
   ...extra,
 });
 
-const unavailable = process.getuid?.() === 0 ? null : 'not root';
+// what the fabric needs (root, nftables, iproute2); `.ci/run` installs them
+const unavailable = process.getuid?.() !== 0 ? 'not root' : existsSync('/usr/sbin/nft') ? null : 'no nftables';
 const describeIf = unavailable ? describe.skip : describe;
 
 let net: WorkloadNetwork;
