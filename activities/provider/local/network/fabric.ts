@@ -301,13 +301,16 @@ export class WorkloadNetwork {
     return null;
   }
 
-  /** Namespaces this instance made that nothing uses (no attachment, no process): removed. */
-  async sweep(): Promise<number> {
+  /**
+   * Namespaces this instance made that nothing uses (no attachment, no process): removed.
+   * `all`: those with processes too (Berth stops; what runs there is being stopped).
+   */
+  async sweep(options: { all?: boolean } = {}): Promise<number> {
     let removed = 0;
     const attached = new Set([...this.joined.values()].map((j) => j.ns));
     for (const ns of this.ownNamespaces()) {
       if (attached.has(ns)) continue;
-      const pids = await ip(['netns', 'pids', ns]).catch(() => '');
+      const pids = options.all ? '' : await ip(['netns', 'pids', ns]).catch(() => '');
       if (pids.trim()) continue;
       await this.remove(ns, hostInterface(ns));
       removed++;
@@ -322,7 +325,7 @@ export class WorkloadNetwork {
   async close(): Promise<void> {
     await this.resolver.close();
     for (const name of [...this.joined.keys()]) await this.detach(name).catch(() => {});
-    await this.sweep().catch(() => {});
+    await this.sweep({ all: true }).catch(() => {});
     await this.applying.catch(() => {});
     await run(['nft', 'delete', 'table', 'inet', this.table]).catch(() => {});
     await ip(['addr', 'del', `${this.gateway}/32`, 'dev', 'lo']).catch(() => {});
