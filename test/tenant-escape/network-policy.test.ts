@@ -30,6 +30,14 @@ const r = new (require('node:dns').promises.Resolver)({ timeout: 1500, tries: 1 
 r.setServers([process.argv[1]]);
 r.resolve4(process.argv[2]).then((a) => console.log(a.sort().join(',')), (e) => console.log(e.code));
 `;
+const READ = `
+const s = require('node:net').connect({ host: process.argv[1], port: Number(process.argv[2]) });
+let got = '';
+s.on('data', (b) => (got += b));
+s.on('end', () => { console.log(got); process.exit(0); });
+s.on('error', (e) => console.log(e.code));
+setTimeout(() => { console.log('timeout'); process.exit(0); }, 1500);
+`;
 const LISTEN = `
 const port = Number(process.argv[1]);
 require('node:net').createServer((c) => c.on('error', () => {}).end('hi')).listen(port, () => console.log('listening'));
@@ -55,6 +63,8 @@ let hostService: Server;
 let hostPort: number;
 let serverStandIn: Server;
 const SERVER_PORT = 25_999;
+const PLATFORM_PORT = 24_999;
+let platformService: Server;
 
 function inside(netnsPath: string, script: string, args: string[]): ChildProcess {
   const child = spawn('/usr/bin/nsenter', [`--net=${netnsPath}`, '--', process.execPath, '-e', script, ...args], {
@@ -93,7 +103,15 @@ describeIf('tenant escape: the workload network (kernel policy)', () => {
     const reason = await fabricUnavailable();
     if (reason) throw new Error(`the workload network cannot be built here: ${reason}`);
     dataDir = mkdtempSync(path.join(tmpdir(), 'berth-net-'));
-    net = await WorkloadNetwork.open({ dataDir, range: DEFAULT_WORKLOAD_RANGE, logger: pino({ level: 'silent' }) });
+    // a platform service on the machine's loopback that workloads may use (the object store's S3 side)
+    platformService = createServer((s) => s.on('error', () => {}).end('store'));
+    await new Promise<void>((r) => platformService.listen(PLATFORM_PORT, '127.0.0.1', () => r()));
+    net = await WorkloadNetwork.open({
+      dataDir,
+      range: DEFAULT_WORKLOAD_RANGE,
+      logger: pino({ level: 'silent' }),
+      platformPorts: [PLATFORM_PORT],
+    });
     const A1 = await net.attach('a-1', member(ws1, 'app-a', { clusters: ['db-1'] }));
     const A2 = await net.attach('a-2', member(ws1, 'app-a', { clusters: ['db-1'] }));
     const B = await net.attach('b-1', member(ws1, 'app-b', { allowConnections: true, serviceName: 'web' }));
@@ -116,6 +134,7 @@ describeIf('tenant escape: the workload network (kernel policy)', () => {
     for (const c of children) c.kill('SIGKILL');
     hostService?.close();
     serverStandIn?.close();
+    platformService?.close();
     await net?.close();
     rmSync(dataDir, { recursive: true, force: true });
   });
@@ -155,6 +174,19 @@ describeIf('tenant escape: the workload network (kernel policy)', () => {
     expect(await resolve(a1Path, 'web')).toBe(b);
     expect(await resolve(dPath, 'web')).toBe(d);
     expect(await resolve(a1Path, 'nothing-here')).toBe('ENOTFOUND');
+  });
+
+  it("the platform service workloads may use answers at its own loopback address inside, and nothing else of the machine's loopback does", async () => {
+    const read = async (from: string, port: number) => {
+      const child = inside(from, READ, ['127.0.0.1', String(port)]);
+      let out = '';
+      child.stdout!.on('data', (buf: Buffer) => (out += buf.toString()));
+      await new Promise((r) => child.once('close', r));
+      return out.trim();
+    };
+    expect(await read(cPath, PLATFORM_PORT)).toBe('store');
+    expect(await connectFrom(cPath, '127.0.0.1', hostPort)).toBe('refused');
+    expect(await connectFrom(cPath, net.gateway, hostPort)).toBe('timeout');
   });
 
   it('a workload that leaves takes its namespace and interface with it; close leaves nothing', async () => {

@@ -124,12 +124,11 @@ describeIf('tenant escape: a pushed app tries its way out', () => {
     );
   });
 
-  it("never the platform: Temporal, the API, the object store, the control database and the machine's services are out of reach", async () => {
+  it("never the platform: Temporal and its UI, the API, the control database, the ingress and the machine's services are out of reach", async () => {
     const platformPorts = [
       'PORT',
       'BERTH_TEMPORAL_PORT',
       'BERTH_TEMPORAL_UI_PORT',
-      'BERTH_S3_PORT',
       'BERTH_PG_PORT',
       'BERTH_INGRESS_PORT',
     ].map((k) => Number(berth.env[k]));
@@ -148,6 +147,12 @@ describeIf('tenant escape: a pushed app tries its way out', () => {
       });
       s.once('error', reject);
     });
+  });
+
+  it('the object store at the endpoint buckets show, from inside too: it refuses an anonymous request (AccessDenied)', async () => {
+    const endpoint = `http://127.0.0.1:${berth.env.BERTH_S3_PORT}/`;
+    const got = await ask(probe, `/fetch?url=${encodeURIComponent(endpoint)}`);
+    expect(got).toMatch(/^403 .*AccessDenied/s);
   });
 
   it("another app's port only when it allows connections, found by its service name through the workspace's resolver", async () => {

@@ -54,7 +54,12 @@ export function localLayoutFor(
 export async function startLocalProvider(options: LocalProviderOptions): Promise<Provider> {
   const { config, dataSource, secretBox, temporal, logger } = options;
   const isolation = options.isolation ?? detectIsolation();
-  const network = await openWorkloadNetwork(config, logger);
+  // the embedded store (not one at BERTH_S3_ENDPOINT) is offered to workloads at its own address
+  const network = await openWorkloadNetwork(
+    config,
+    logger,
+    options.objectStore?.access ? options.objectStore.endpoint : undefined,
+  );
   if (network.fabric) isolation.network = network.fabric;
   const layout = localLayoutFor(config, isolation);
   const events = temporalAppEvents(temporal, logger);

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import type { Server } from 'node:net';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import { run } from '../data/commands';
@@ -15,7 +16,8 @@ import {
   type Cidr,
 } from '../../../../platform/workload-addresses';
 import { InternalResolver } from './dns';
-import { policyScript } from './policy';
+import { forwardAtGateway } from './forwarder';
+import { loopbackForwardScript, policyScript } from './policy';
 
 /**
  * The workload network of the local driver: every workload (an app replica, a cron run, a
@@ -107,6 +109,7 @@ export class WorkloadNetwork {
     readonly block: Cidr,
     private readonly logger: Logger,
     readonly resolvConf: string,
+    readonly platformPorts: number[],
   ) {
     this.gateway = gatewayOf(block);
     this.table = `berth_${tag}`;
@@ -123,13 +126,24 @@ export class WorkloadNetwork {
 
   /** Answers workloads' names at the gateway: an app's service_name, within the asker's workspace. */
   private readonly resolver: InternalResolver;
+  private readonly forwarders: Server[] = [];
 
   /**
    * Claims (or takes back, after a restart) the instance's block, turns on IPv4 forwarding
    * (the forward hook is where the policy applies; workloads' egress is NAT'ed) and writes
    * the policy. `dataDir` names the instance.
    */
-  static async open(options: { dataDir: string; range: string; logger: Logger }): Promise<WorkloadNetwork> {
+  static async open(options: {
+    dataDir: string;
+    range: string;
+    logger: Logger;
+    /**
+     * Loopback ports of the machine that workloads use at the same address inside their
+     * namespace (the embedded object store's endpoint, 127.0.0.1:<port>): led to the gateway,
+     * where Berth forwards them to the machine's loopback.
+     */
+    platformPorts?: number[];
+  }): Promise<WorkloadNetwork> {
     const tag = createHash('sha256').update(path.resolve(options.dataDir)).digest('hex').slice(0, 8);
     const range = parseCidr(options.range);
     const stateDir = path.join(options.dataDir, 'network');
@@ -171,10 +185,11 @@ export class WorkloadNetwork {
     writeFileSync(resolvConf, `# written by Berth: the workload network's resolver\nnameserver ${gatewayOf(block)}\n`, {
       mode: 0o644,
     });
-    const net = new WorkloadNetwork(tag, range, block, options.logger, resolvConf);
+    const net = new WorkloadNetwork(tag, range, block, options.logger, resolvConf, options.platformPorts ?? []);
     await net.adopt();
     await net.apply();
     await net.resolver.listen(net.gateway);
+    for (const port of net.platformPorts) net.forwarders.push(await forwardAtGateway(net.gateway, port, '127.0.0.1'));
     return net;
   }
 
@@ -245,6 +260,12 @@ export class WorkloadNetwork {
           '',
         ].join('\n'),
       );
+      if (this.platformPorts.length > 0) {
+        const inside = (argv: string[], input?: string) =>
+          run(['nsenter', `--net=${path.join(NETNS_DIR, ns)}`, '--', ...argv], input === undefined ? {} : { input });
+        await inside(['sysctl', '-q', '-w', 'net.ipv4.conf.eth0.route_localnet=1']);
+        await inside(['nft', '-f', '-'], loopbackForwardScript(this.gateway, this.platformPorts));
+      }
     } catch (err) {
       await this.remove(ns, hostIf);
       this.used.delete(ipToNumber(address));
@@ -324,6 +345,7 @@ export class WorkloadNetwork {
   /** Everything this instance made goes: namespaces, interfaces, routes, the table, the block. */
   async close(): Promise<void> {
     await this.resolver.close();
+    for (const f of this.forwarders) f.close();
     for (const name of [...this.joined.keys()]) await this.detach(name).catch(() => {});
     await this.sweep({ all: true }).catch(() => {});
     await this.applying.catch(() => {});
@@ -366,6 +388,7 @@ export class WorkloadNetwork {
       peers,
       services,
       interfaces: all.map((j): [string, string] => [j.hostIf, j.address]),
+      platformPorts: this.platformPorts,
       interfacePrefix: IF_PREFIX,
     };
   }

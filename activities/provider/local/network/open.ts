@@ -10,6 +10,8 @@ import { fabricUnavailable, WorkloadNetwork } from './fabric';
 export async function openWorkloadNetwork(
   config: Pick<Config, 'dataDir' | 'workloadNetwork'>,
   logger: Logger,
+  /** The embedded object store's endpoint: on loopback, workloads reach it at the same address. */
+  objectStoreEndpoint?: string,
 ): Promise<{ fabric: WorkloadNetwork | null; summary: string }> {
   const off = (why: string) => ({
     fabric: null,
@@ -18,9 +20,18 @@ export async function openWorkloadNetwork(
   if (!config.workloadNetwork) return off('BERTH_WORKLOAD_NETWORK=off');
   const reason = await fabricUnavailable();
   if (reason) return off(reason);
-  const fabric = await WorkloadNetwork.open({ dataDir: config.dataDir, range: config.workloadNetwork, logger });
+  const store = objectStoreEndpoint ? new URL(objectStoreEndpoint) : null;
+  const platformPorts = store && isLoopback(store.hostname) ? [Number(store.port || 80)] : [];
+  const fabric = await WorkloadNetwork.open({
+    dataDir: config.dataDir,
+    range: config.workloadNetwork,
+    logger,
+    platformPorts,
+  });
   return {
     fabric,
     summary: `each workload in a network namespace of its own, ${fabric.gateway} its gateway and resolver; policy in nftables table inet ${fabric.table}`,
   };
 }
+
+const isLoopback = (host: string) => host === 'localhost' || host.startsWith('127.');

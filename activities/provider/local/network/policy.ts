@@ -36,6 +36,8 @@ export interface PolicyState {
   services: Array<[string, number]>;
   /** The instance's host-side interfaces and the one address each may send from. */
   interfaces: Array<[string, string]>;
+  /** Platform services every workload may use at the gateway (the object store's S3 side). */
+  platformPorts: number[];
   /** Host-side interfaces' common prefix (never NAT'ed towards them). */
   interfacePrefix: string;
 }
@@ -67,6 +69,9 @@ export function policyScript(s: PolicyState): string {
     '    iifname @ours ct state established,related accept',
     `    iifname @ours ip daddr ${s.gateway} meta l4proto { tcp, udp } th dport 53 accept`,
     `    iifname @ours ip daddr ${s.gateway} ip saddr . tcp dport @services accept`,
+    ...(s.platformPorts.length > 0
+      ? [`    iifname @ours ip daddr ${s.gateway} tcp dport { ${s.platformPorts.join(', ')} } accept`]
+      : []),
     '    iifname @ours drop',
     '  }',
     '  chain forward {',
@@ -80,6 +85,29 @@ export function policyScript(s: PolicyState): string {
     '  chain postrouting {',
     '    type nat hook postrouting priority srcnat; policy accept;',
     `    ip saddr ${s.block} ip daddr != ${s.range} oifname != "${s.interfacePrefix}*" masquerade`,
+    '  }',
+    '}',
+    '',
+  ].join('\n');
+}
+
+/**
+ * Inside a workload's namespace: connections to `127.0.0.1:<port>` of a platform service go
+ * to the gateway (where Berth forwards them to the machine's loopback), so the endpoint the
+ * API shows (the object store's, on loopback) works unchanged from inside. The packets leave
+ * from the workload's own address (route_localnet lets them out of loopback; masquerade
+ * gives them the address).
+ */
+export function loopbackForwardScript(gateway: string, ports: number[]): string {
+  return [
+    'table ip berth_platform {',
+    '  chain output {',
+    '    type nat hook output priority -100; policy accept;',
+    `    ip daddr 127.0.0.1 tcp dport { ${ports.join(', ')} } dnat to ${gateway}`,
+    '  }',
+    '  chain postrouting {',
+    '    type nat hook postrouting priority srcnat; policy accept;',
+    '    ip saddr 127.0.0.0/8 oifname "eth0" masquerade',
     '  }',
     '}',
     '',
