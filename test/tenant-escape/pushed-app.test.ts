@@ -111,8 +111,11 @@ describeIf('tenant escape: a pushed app tries its way out', () => {
     open = await deployProbe('open-app', { allow_connections: true });
   });
 
-  it('two apps and two replicas of the same code, all on the same fixed extra port, all serve', async () => {
-    for (const app of [probe, closed, open])
+  it('two apps, a clone and two replicas of the same code, all on the same fixed extra port, all serve', async () => {
+    const copy = (
+      await api.post(`/api/v1/apps/${closed.uuid}/clone`).set(auth).send({ name: 'closed-copy' }).expect(201)
+    ).body;
+    for (const app of [probe, closed, open, copy])
       expect(await ask(app, `/connect?host=127.0.0.1&port=${EXTRA_PORT}`)).toBe('open');
     const boots = new Set<string>();
     await eventually(
