@@ -1,12 +1,10 @@
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import type { Server } from 'node:net';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import { run } from '../data/commands';
 import {
-  blockAt,
-  blockCount,
   formatCidr,
   gatewayOf,
   ipToNumber,
@@ -16,8 +14,10 @@ import {
   type Cidr,
 } from '../../../../platform/workload-addresses';
 import { InternalResolver } from './dns';
+import { claimBlock, releaseBlock } from './block';
 import { forwardAtGateway } from './forwarder';
-import { loopbackForwardScript, policyScript } from './policy';
+import { hostInterface, IF_PREFIX, makeNamespace, NETNS_DIR, removeNamespace } from './namespace';
+import { policyScript } from './policy';
 
 /**
  * The workload network of the local driver: every workload (an app replica, a cron run, a
@@ -67,15 +67,10 @@ interface Joined extends Attachment {
   member: NetworkMember;
 }
 
-const NETNS_DIR = '/run/netns';
 /** Files workloads see (their resolv.conf), one per instance. */
 const RUN_DIR = '/run/berth';
-const IF_PREFIX = 'bw';
 
-/** The host end of a namespace's veth pair (interface names have 15 characters at most). */
-const hostInterface = (ns: string) => `${IF_PREFIX}${createHash('sha256').update(ns).digest('hex').slice(0, 13)}`;
-
-const ip = (args: string[], input?: string) => run(['ip', ...args], input === undefined ? {} : { input });
+const ip = (args: string[]) => run(['ip', ...args]);
 
 /** Whether this machine can build the fabric: root, iproute2, nftables and nsenter. The reason when not. */
 export async function fabricUnavailable(): Promise<string | null> {
@@ -146,38 +141,7 @@ export class WorkloadNetwork {
   }): Promise<WorkloadNetwork> {
     const tag = createHash('sha256').update(path.resolve(options.dataDir)).digest('hex').slice(0, 8);
     const range = parseCidr(options.range);
-    const stateDir = path.join(options.dataDir, 'network');
-    mkdirSync(stateDir, { recursive: true });
-    const blockFile = path.join(stateDir, 'block');
-    const label = `lo:${IF_PREFIX}${tag}`;
-    const remembered = existsSync(blockFile) ? Number(readFileSync(blockFile, 'utf8')) : NaN;
-    const ours = async (b: Cidr) =>
-      (await ip(['-4', 'addr', 'show', 'dev', 'lo', 'label', label])).includes(`${gatewayOf(b)}/32`);
-    const claim = async (b: Cidr) => {
-      try {
-        await ip(['route', 'add', 'blackhole', formatCidr(b)]);
-      } catch (err) {
-        if (/File exists/.test((err as Error).message)) return false;
-        throw err;
-      }
-      await ip(['addr', 'add', `${gatewayOf(b)}/32`, 'dev', 'lo', 'label', label]);
-      return true;
-    };
-    let block: Cidr | null = null;
-    if (Number.isInteger(remembered) && remembered >= 0 && remembered < blockCount(range)) {
-      const b = blockAt(range, remembered);
-      if ((await ours(b)) || (await claim(b))) block = b;
-    }
-    const count = blockCount(range);
-    const start = Number.parseInt(tag, 16) % count;
-    for (let i = 0; !block && i < count; i++) {
-      const index = (start + i) % count;
-      if (await claim(blockAt(range, index))) {
-        block = blockAt(range, index);
-        writeFileSync(blockFile, String(index));
-      }
-    }
-    if (!block) throw new Error(`workload network: every /22 block of ${options.range} is taken on this machine`);
+    const block = await claimBlock(options.dataDir, range, tag);
     await run(['sysctl', '-q', '-w', 'net.ipv4.ip_forward=1']);
     // readable by every app's uid (bubblewrap, run as the app, binds it): not under the data directory
     mkdirSync(RUN_DIR, { recursive: true, mode: 0o755 });
@@ -241,33 +205,10 @@ export class WorkloadNetwork {
     }
     const ns = this.nsName(name);
     const hostIf = hostInterface(ns);
-    // a leftover of the same name (a previous run's) goes first
-    if (existsSync(path.join(NETNS_DIR, ns)) || existsSync(`/sys/class/net/${hostIf}`)) await this.remove(ns, hostIf);
     const address = this.allocate();
     try {
-      await ip(['netns', 'add', ns]);
-      await ip(['link', 'add', hostIf, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', ns]);
-      await ip(['link', 'set', hostIf, 'up']);
-      await ip(['route', 'add', `${address}/32`, 'dev', hostIf, 'src', this.gateway]);
-      await ip(
-        ['-n', ns, '-batch', '-'],
-        [
-          'link set lo up',
-          `addr add ${address}/32 dev eth0`,
-          'link set eth0 up',
-          `route add ${this.gateway} dev eth0 scope link`,
-          `route add default via ${this.gateway} dev eth0 src ${address}`,
-          '',
-        ].join('\n'),
-      );
-      if (this.platformPorts.length > 0) {
-        const inside = (argv: string[], input?: string) =>
-          run(['nsenter', `--net=${path.join(NETNS_DIR, ns)}`, '--', ...argv], input === undefined ? {} : { input });
-        await inside(['sysctl', '-q', '-w', 'net.ipv4.conf.eth0.route_localnet=1']);
-        await inside(['nft', '-f', '-'], loopbackForwardScript(this.gateway, this.platformPorts));
-      }
+      await makeNamespace({ ns, hostIf, address, gateway: this.gateway, platformPorts: this.platformPorts });
     } catch (err) {
-      await this.remove(ns, hostIf);
       this.used.delete(ipToNumber(address));
       throw err;
     }
@@ -291,15 +232,9 @@ export class WorkloadNetwork {
     const joined = this.joined.get(name);
     if (!joined) return;
     this.joined.delete(name);
-    await this.remove(joined.ns, joined.hostIf);
+    await removeNamespace(joined.ns, joined.hostIf);
     this.used.delete(ipToNumber(joined.address));
     await this.apply();
-  }
-
-  /** Deleting the host end removes the pair and its route even while a process still holds the namespace. */
-  private async remove(ns: string, hostIf: string): Promise<void> {
-    await ip(['link', 'del', hostIf]).catch(() => {});
-    await ip(['netns', 'del', ns]).catch(() => {});
   }
 
   /** An add-on server of `cluster` listens at the gateway on `port` (null: it stopped). */
@@ -333,7 +268,7 @@ export class WorkloadNetwork {
       if (attached.has(ns)) continue;
       const pids = options.all ? '' : await ip(['netns', 'pids', ns]).catch(() => '');
       if (pids.trim()) continue;
-      await this.remove(ns, hostInterface(ns));
+      await removeNamespace(ns, hostInterface(ns));
       removed++;
     }
     this.used.clear();
@@ -350,8 +285,7 @@ export class WorkloadNetwork {
     await this.sweep({ all: true }).catch(() => {});
     await this.applying.catch(() => {});
     await run(['nft', 'delete', 'table', 'inet', this.table]).catch(() => {});
-    await ip(['addr', 'del', `${this.gateway}/32`, 'dev', 'lo']).catch(() => {});
-    await ip(['route', 'del', 'blackhole', formatCidr(this.block)]).catch(() => {});
+    await releaseBlock(this.block);
     rmSync(this.resolvConf, { force: true });
   }
 
