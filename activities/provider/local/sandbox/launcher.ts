@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import { randomBytes } from 'node:crypto';
+import { closeSync, openSync } from 'node:fs';
 import type { Readable } from 'node:stream';
 import type { Attachment, NetworkMember } from '../network/fabric';
 import {
@@ -180,12 +181,21 @@ export async function launch(iso: Isolation, workload: Workload): Promise<Launch
   if (network) argv = [NSENTER, `--net=${network.netnsPath}`, '--', ...argv];
   const viewed = viewApplies(iso, box?.view);
   const out = workload.output ?? 'pipe';
+  // the compiled filter, read by bubblewrap at VIEW_SECCOMP_FD (after the info pipe at 3)
+  const seccompFd = viewed && iso.seccomp ? openSync(iso.seccomp, 'r') : null;
   const child = spawn(argv[0]!, argv.slice(1), {
     cwd: workload.cwd,
     env,
     detached: true,
-    stdio: [workload.input === undefined ? 'ignore' : 'pipe', out, out, ...(viewed ? (['pipe'] as const) : [])],
+    stdio: [
+      workload.input === undefined ? 'ignore' : 'pipe',
+      out,
+      out,
+      ...(viewed ? (['pipe'] as const) : []),
+      ...(seccompFd !== null ? [seccompFd] : []),
+    ],
   });
+  if (seccompFd !== null) closeSync(seccompFd); // the child has its own copy
   if (workload.input !== undefined) {
     child.stdin!.on('error', () => {}); // a command that exits before reading its input
     child.stdin!.end(workload.input);
