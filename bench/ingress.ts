@@ -28,6 +28,8 @@ import { SecretBox } from '../domain/secret-box';
 import { createWorkspace } from '../bin/bootstrap';
 import { createLogger } from '../platform/logger';
 import { benchDatabase, benchResource, freePort } from './database';
+import { fabricUnavailable, WorkloadNetwork } from '../activities/provider/local/network/fabric';
+import { DEFAULT_WORKLOAD_RANGE } from '../platform/workload-addresses';
 import { loadFromProcess } from './load-process';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
@@ -38,11 +40,40 @@ const GOAL = 0.7;
 const TLS_GOAL = 0.8;
 const APP_WORK_MS = Number(process.env.BENCH_APP_WORK_MS ?? 0);
 
-function run(file: string, args: string[], env: NodeJS.ProcessEnv = {}): ChildProcess {
-  return spawn(TSX, [path.join(__dirname, 'ingress', file), ...args], {
+function run(file: string, args: string[], env: NodeJS.ProcessEnv = {}, netnsPath?: string): ChildProcess {
+  const argv = [TSX, path.join(__dirname, 'ingress', file), ...args];
+  // inside a workload's network namespace, as the local driver runs a replica
+  const command = netnsPath ? ['/usr/bin/nsenter', `--net=${netnsPath}`, '--', ...argv] : argv;
+  return spawn(command[0]!, command.slice(1), {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
+}
+
+/**
+ * The app's place: a namespace of the workload network, as the local driver gives every
+ * replica (when the machine has it; BENCH_NETNS=0: the machine's loopback, as before).
+ */
+async function appNetwork(): Promise<{ host: string; netnsPath?: string; close(): Promise<void> }> {
+  const loopback = { host: '127.0.0.1', close: async () => {} };
+  if (process.env.BENCH_NETNS === '0' || (await fabricUnavailable())) return loopback;
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'berth-bench-net-'));
+  const net = await WorkloadNetwork.open({ dataDir, range: DEFAULT_WORKLOAD_RANGE, logger: createLogger('error') });
+  const place = await net.attach('bench-ingress-app', {
+    workspace: 'bench',
+    app: 'bench',
+    allowConnections: false,
+    clusters: [],
+    serviceName: null,
+  });
+  return {
+    host: place.address,
+    netnsPath: place.netnsPath,
+    close: async () => {
+      await net.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
 }
 
 function firstLine(child: ChildProcess): Promise<string> {
@@ -105,8 +136,14 @@ async function main(): Promise<void> {
     );
   });
 
-  const appPort = await freePort();
-  const app = run('app.ts', [], { PORT: String(appPort), WORK_MS: String(APP_WORK_MS) });
+  const place = await appNetwork();
+  const appPort = place.netnsPath ? 8080 : await freePort();
+  const app = run(
+    'app.ts',
+    [],
+    { PORT: String(appPort), HOST: place.netnsPath ? '0.0.0.0' : '127.0.0.1', WORK_MS: String(APP_WORK_MS) },
+    place.netnsPath,
+  );
   await firstLine(app);
   const logger = createLogger('error');
   const secretBox = new SecretBox([{ kid: 'bench', key: Buffer.alloc(32, 7) }]);
@@ -120,13 +157,14 @@ async function main(): Promise<void> {
     events: { health: async () => undefined, liveStatus: async () => undefined, traffic: async () => undefined },
     tls: { port: 0, certificates: new IngressCertificates(db.ds, secretBox, ca) },
   });
-  ingress.routes.setBackends(appUuid, [{ kind: 'process', host: '127.0.0.1', port: appPort }]);
+  ingress.routes.setBackends(appUuid, [{ kind: 'process', host: place.host, port: appPort }]);
 
-  const straight = `http://127.0.0.1:${appPort}/`;
+  const straight = `http://${place.host}:${appPort}/`;
   const through = `${ingress.url}/`;
   const throughTls = `${ingress.tlsUrl}/`;
   const host = `${name}.bench.localhost`;
   const out = (text: string) => process.stdout.write(`${text}\n`);
+  out(`the app: ${place.netnsPath ? `in a workload namespace of its own, at ${place.host}` : 'on loopback'}`);
   const us = (n: number) => n.toFixed(0).padStart(4);
   try {
     await load(straight, host, 2, straight);
@@ -175,6 +213,7 @@ async function main(): Promise<void> {
     await ingress.close();
     rmSync(caDir, { recursive: true, force: true });
     app.kill('SIGTERM');
+    await place.close().catch(() => {});
     await db.stop();
   }
 }

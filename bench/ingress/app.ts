@@ -19,5 +19,5 @@ const server = createServer((req, res) => {
   res.end(body);
 });
 server.keepAliveTimeout = 65_000;
-server.listen(Number(process.env.PORT), '127.0.0.1', () => process.stdout.write('ready\n'));
+server.listen(Number(process.env.PORT), process.env.HOST ?? '127.0.0.1', () => process.stdout.write('ready\n'));
 process.on('SIGTERM', () => server.close(() => process.exit(0)));
