@@ -47,15 +47,15 @@ async function startOnce(iso: Isolation, dir: string, name: string | null): Prom
       uid: 40_123,
       limits: { memoryBytes: 256 * 2 ** 20, cpus: 1 },
       view: { writable: [dir], cwd: dir },
-      ...(name
-        ? {
-            network: {
-              name,
-              member: { workspace: 'bench', app: 'bench', allowConnections: false, clusters: [], serviceName: null },
-            },
-          }
-        : {}),
     },
+    ...(name
+      ? {
+          network: {
+            name,
+            member: { workspace: 'bench', app: 'bench', allowConnections: false, clusters: [], serviceName: null },
+          },
+        }
+      : {}),
     command: [process.execPath, '-e', SERVER],
     cwd: dir,
     listens: true,

@@ -137,11 +137,11 @@ export async function runCronJob(
         binds,
         extraGids: gids,
         umask,
-        network: {
-          name: `job-${input.appUuid}`,
-          member: networkMember(input.appUuid, input.run, false),
-          ephemeral: true,
-        },
+      },
+      network: {
+        name: `job-${input.appUuid}`,
+        member: networkMember(input.appUuid, input.run, false),
+        ephemeral: true,
       },
       command: ['/bin/sh', '-c', input.command],
       cwd: run.releaseDir,

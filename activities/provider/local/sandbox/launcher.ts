@@ -60,18 +60,19 @@ export interface Sandbox {
   /** Supplementary groups (shared volumes' gids); none otherwise. */
   extraGids?: number[];
   umask?: number;
-  /**
-   * The workload's own network namespace (when the machine has the fabric, `iso.network`):
-   * `name` identifies it (the same name is the same namespace and address, e.g. a replica
-   * restarted after a crash); `ephemeral` ones (a cron run, a build step) are removed when
-   * the process ends, the others by their owner (`releaseNetwork`).
-   */
-  network?: { name: string; member: NetworkMember; ephemeral?: boolean };
 }
 
 export interface Workload {
   /** null: a tool Berth runs for itself (as Berth, no sandbox), e.g. git fetch with a credential. */
   sandbox: Sandbox | null;
+  /**
+   * The workload's own network namespace (when the machine has the fabric, `iso.network`):
+   * `name` identifies it (the same name is the same namespace and address, e.g. a replica
+   * restarted after a crash); `ephemeral` ones (a cron run, a build step) are removed when
+   * the process ends, the others by their owner (`releaseNetwork`). A container's `podman
+   * run` (no sandbox of the launcher's) has one too: the container shares it.
+   */
+  network?: { name: string; member: NetworkMember; ephemeral?: boolean };
   command: string[];
   cwd?: string;
   /** The whole environment (default: PATH with the system folders); unset values are left out. */
@@ -148,7 +149,7 @@ export async function releaseNetwork(iso: Isolation, name: string): Promise<void
 
 export async function launch(iso: Isolation, workload: Workload): Promise<Launched> {
   const box = workload.sandbox;
-  const wanted = box?.network && iso.network ? box.network : null;
+  const wanted = workload.network && iso.network ? workload.network : null;
   const netName = wanted && (wanted.ephemeral ? `${wanted.name}-${randomBytes(3).toString('hex')}` : wanted.name);
   const network = wanted && netName ? await iso.network!.attach(netName, wanted.member) : null;
   const address = !workload.listens
