@@ -3,6 +3,7 @@ import { Client } from 'pg';
 import request from 'supertest';
 import { appFixture, localRepo, stackFixture, type LocalRepo } from '../support/git';
 import { eventually } from '../support/stack';
+import { healthyAddon } from './support/addons';
 import { startBerthDev, type BerthDev } from './support/berth-dev';
 
 /**
@@ -80,16 +81,7 @@ describe('issue 14 on the local driver', () => {
         .expect(201)
     ).body;
     await deploymentsDone(app.uuid, 1);
-    const created = (
-      await api.post(`/api/v1/apps/${app.uuid}/addons`).set(auth).send({ type: 'postgres', label: 'notes' }).expect(201)
-    ).body;
-    const addon = await eventually(
-      async () => {
-        const res = await api.get(`/api/v1/apps/${app.uuid}/addons/${created.uuid}`).set(auth).expect(200);
-        return res.body.state === 'healthy' ? res.body : undefined;
-      },
-      { what: 'the add-on healthy', timeoutMs: 120_000 },
-    );
+    const addon = await healthyAddon(api, auth, app.uuid, { type: 'postgres', label: 'notes' });
 
     const client = new Client({ connectionString: addon.connection_details.internal.connection_url });
     await client.connect();

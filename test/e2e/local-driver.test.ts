@@ -6,6 +6,7 @@ import path from 'node:path';
 import request from 'supertest';
 import { eventually } from '../support/stack';
 import { RECEIVER_ALLOW, startReceiver, type Receiver } from '../support/webhooks';
+import { healthyAddon } from './support/addons';
 import { startBerthDev, type BerthDev } from './support/berth-dev';
 import { detectIsolation } from '../../activities/provider/local/sandbox/isolation';
 
@@ -204,16 +205,7 @@ describe('the local driver hosts pushed apps', () => {
   });
 
   it('an add-on attached to a running app is in its environment after a restart and in the release the next git push rolls out', async () => {
-    const created = (
-      await api.post(`/api/v1/apps/${web.uuid}/addons`).set(auth).send({ type: 'postgres', label: 'main' }).expect(201)
-    ).body;
-    const addon = await eventually(
-      async () => {
-        const res = await api.get(`/api/v1/apps/${web.uuid}/addons/${created.uuid}`).set(auth).expect(200);
-        return res.body.state === 'healthy' ? res.body : undefined;
-      },
-      { what: 'the add-on healthy', timeoutMs: 120_000 },
-    );
+    const addon = await healthyAddon(api, auth, web.uuid, { type: 'postgres', label: 'main' });
     const url = addon.connection_details.internal.connection_url as string;
     expect(url).toMatch(/^postgres(ql)?:\/\//);
     const databaseUrl = async (what: string) =>
@@ -230,7 +222,7 @@ describe('the local driver hosts pushed apps', () => {
     wc.commit({ 'RELEASE_NOTE.txt': 'with a database\n' }, 'a release after the add-on');
     expect(push(wc.dir, web.git_url)).toMatch(/deployed: /);
     expect(await databaseUrl('DATABASE_URL inside the pushed release')).toBe(url);
-    await api.delete(`/api/v1/apps/${web.uuid}/addons/${created.uuid}`).set(auth).expect(202);
+    await api.delete(`/api/v1/apps/${web.uuid}/addons/${addon.uuid}`).set(auth).expect(202);
   });
 
   it('EVT-02 a pushed release that exits at boot fails its deployment with the reason, and the previous release still serves', async () => {

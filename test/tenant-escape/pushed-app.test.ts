@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import request from 'supertest';
 import { eventually } from '../support/stack';
+import { healthyAddon } from '../e2e/support/addons';
 import { startBerthDev, type BerthDev } from '../e2e/support/berth-dev';
 
 /**
@@ -169,20 +170,7 @@ describeIf('tenant escape: a pushed app tries its way out', () => {
   });
 
   it('its attached add-on by the hostname in connection_details, and no one else', async () => {
-    const created = (
-      await api
-        .post(`/api/v1/apps/${probe.uuid}/addons`)
-        .set(auth)
-        .send({ type: 'postgres', label: 'main' })
-        .expect(201)
-    ).body;
-    const addon = await eventually(
-      async () => {
-        const r = await api.get(`/api/v1/apps/${probe.uuid}/addons/${created.uuid}`).set(auth).expect(200);
-        return r.body.state === 'healthy' ? r.body : undefined;
-      },
-      { what: 'the add-on healthy', timeoutMs: 120_000 },
-    );
+    const addon = await healthyAddon(api, auth, probe.uuid, { type: 'postgres', label: 'main' });
     const { hostname, port } = addon.connection_details.internal;
     await api.patch(`/api/v1/apps/${probe.uuid}/state`).set(auth).send({ action: 'restart' }).expect(202);
     await eventually(
