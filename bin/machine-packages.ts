@@ -1,5 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { IMAGE_RUNTIME_PACKAGES } from '../activities/provider/local/images/runtime';
 
 /** A Debian package the local driver uses, found by one of its binaries. */
 export interface MachinePackage {
@@ -11,9 +12,10 @@ export interface MachinePackage {
   why: string;
 }
 
-/** What the local driver needs of the machine for tenant isolation. */
+/** What the local driver needs of the machine: tenant isolation, and the runtime of container images. */
 export const LOCAL_DRIVER_PACKAGES: MachinePackage[] = [
   { pkg: 'bubblewrap', binary: '/usr/bin/bwrap', why: "each app's own view of processes and files" },
+  ...IMAGE_RUNTIME_PACKAGES.map((p) => ({ ...p, why: 'container images (container_registry apps)' })),
 ];
 
 /**

@@ -15,6 +15,7 @@ import type {
 } from '../../../../platform/drivers/apps';
 import type { JobRequest, JobRun } from '../../../../platform/drivers/data';
 import { localBuildRefusal } from '../builds/refusal';
+import { imageRuntimeRefusal } from '../images/runtime';
 import type { AppEventSink, IngressRoutes, LocalBuilder } from '../contracts';
 import { groupProcesses, removeLimits, type Isolation } from '../sandbox/isolation';
 import { ensureAppVolume, VolumeCopies } from './clone';
@@ -45,6 +46,8 @@ export interface LocalAppsDriverDeps {
   jobTimeLimitMs?: number;
   /** The program that copies a clone's volume (default cp; tests give a slower one). */
   copyTool?: string;
+  /** Why container images do not run here (default: imageRuntimeRefusal(), the missing packages); null: they do. */
+  imagesRefusal?: string | null;
 }
 
 /**
@@ -62,8 +65,10 @@ export class LocalAppsDriver implements AppsDriver {
   private readonly rollouts: Rollouts;
   private readonly ports: PublicPorts;
   private readonly volumes: VolumeCopies;
+  private readonly imagesRefusal: string | null;
 
   constructor(private readonly deps: LocalAppsDriverDeps) {
+    this.imagesRefusal = deps.imagesRefusal === undefined ? imageRuntimeRefusal() : deps.imagesRefusal;
     this.store = new AppStateStore(deps.dataSource, deps.secretBox);
     this.ctx = {
       layout: deps.layout,
@@ -231,7 +236,7 @@ export class LocalAppsDriver implements AppsDriver {
     await this.require(appUuid);
     if (await this.store.settledBuild(deploymentUuid)) return;
     const refusal =
-      localBuildRefusal(request, request.builder) ??
+      localBuildRefusal(request, request.builder, this.imagesRefusal) ??
       (request.method !== 'parent_image' && !request.repository
         ? `the local driver cannot build a ${request.method} deployment without a repository`
         : null);
@@ -281,7 +286,7 @@ export class LocalAppsDriver implements AppsDriver {
     const parsed = parseReleaseImage(image);
     if (!parsed)
       throw ApplicationFailure.nonRetryable(
-        localBuildRefusal({ method: 'parent_image', image, commitSha: null }, null)!,
+        localBuildRefusal({ method: 'parent_image', image, commitSha: null }, null, this.imagesRefusal)!,
         'LocalImageRefused',
       );
     const releaseId =
