@@ -1,0 +1,133 @@
+import request from 'supertest';
+import { DEPLOYABLE_STATES } from '../../domain/apps';
+import { eventually } from '../support/stack';
+import {
+  imageTestsMissing,
+  pushTestImage,
+  startTestRegistry,
+  TEST_IMAGE_PAGE,
+  type TestRegistry,
+} from '../support/images';
+import { startBerthDev, type BerthDev } from './support/berth-dev';
+
+/**
+ * Issue 27, container_registry apps on the local driver, end to end: `berth dev` pulls an
+ * image from a registry that wants a login (a test registry on loopback, the image built
+ * here), runs it with podman and serves it through the ingress; with a wrong login the
+ * deployment fails with the registry's reason, and the login's secret is nowhere.
+ */
+jest.setTimeout(300_000);
+
+const missing = imageTestsMissing();
+if (missing) console.warn(`image tests skipped: ${missing}`);
+const describeImages = missing ? describe.skip : describe;
+
+let berth: BerthDev;
+let registry: TestRegistry;
+let image: string;
+let api: ReturnType<typeof request>;
+let auth: Record<string, string>;
+let resource: string;
+
+beforeAll(async () => {
+  if (missing) return;
+  registry = await startTestRegistry();
+  image = pushTestImage(registry);
+  berth = await startBerthDev();
+  api = request(berth.apiUrl);
+  auth = { Authorization: `Bearer ${berth.token}` };
+  resource = (await api.get('/api/v1/resources').set(auth).expect(200)).body[0].uuid;
+});
+
+afterAll(async () => {
+  await berth?.stop();
+  await registry?.stop();
+});
+
+async function credential(name: string, token: string): Promise<string> {
+  const res = await api
+    .post('/api/v1/container_registry_credentials')
+    .set(auth)
+    .send({ name, registry: 'generic', registry_hostname: registry.host, username: registry.username, token })
+    .expect(201);
+  return res.body.uuid;
+}
+
+/** Creates the image app and deploys it; answers the app and the finished deployment. */
+async function deployImage(name: string, credentialId: string): Promise<{ app: any; deployment: any }> {
+  const app = (
+    await api
+      .post('/api/v1/apps')
+      .set(auth)
+      .send({
+        name,
+        resource_id: resource,
+        deployment_method: 'container_registry',
+        deployment_config: { image, credential_id: credentialId },
+      })
+      .expect(201)
+  ).body;
+  await eventually(
+    async () => DEPLOYABLE_STATES.includes((await api.get(`/api/v1/apps/${app.uuid}`).set(auth)).body.state),
+    {
+      what: 'the app deployable',
+      timeoutMs: 60_000,
+    },
+  );
+  const posted = await api.post(`/api/v1/apps/${app.uuid}/deployments`).set(auth).send({});
+  expect([posted.status, posted.body.detail]).toEqual([202, undefined]);
+  const started = posted.body;
+  let deployment: any;
+  await eventually(
+    async () => {
+      deployment = (await api.get(`/api/v1/apps/${app.uuid}/deployments/${started.uuid}`).set(auth).expect(200)).body;
+      return ['completed', 'failed', 'cancelled'].includes(deployment.state);
+    },
+    { what: 'the deployment finished', timeoutMs: 120_000 },
+  );
+  return { app: (await api.get(`/api/v1/apps/${app.uuid}`).set(auth).expect(200)).body, deployment };
+}
+
+async function buildLog(appUuid: string, deploymentUuid: string): Promise<string> {
+  const res = await api.get(`/api/v1/apps/${appUuid}/deployments/${deploymentUuid}/logs`).set(auth).expect(200);
+  return res.body.map((l: any) => l.message).join('\n');
+}
+
+describeImages('container_registry apps on the local driver (podman)', () => {
+  it('an image from a registry that wants a login is pulled with the credential, pinned to its digest, and serves through the ingress', async () => {
+    const { app, deployment } = await deployImage('imaged', await credential('good', registry.password));
+    expect(deployment).toMatchObject({ state: 'completed' });
+    const log = await buildLog(app.uuid, deployment.uuid);
+    expect(log).toContain(`pulling ${image}`);
+    expect(log).toMatch(new RegExp(`release image-[0-9a-f]{12} runs ${registry.host}/acme/hello@sha256:[0-9a-f]{64}`));
+    await eventually(async () => (await api.get(`/api/v1/apps/${app.uuid}`).set(auth)).body.state === 'running', {
+      what: 'running',
+      timeoutMs: 60_000,
+    });
+    const res = await berth.viaPublicUrl(app.public_url).expect(200);
+    expect(res.text).toBe(TEST_IMAGE_PAGE);
+    expect(berth.output()).not.toContain(registry.password);
+  });
+
+  it('with a wrong credential the deployment fails with the registry reason, and the secret is nowhere', async () => {
+    const wrong = `wrong-${registry.password}-token`;
+    const { app, deployment } = await deployImage('badlogin', await credential('bad', wrong));
+    expect(deployment.state).toBe('failed');
+    expect(deployment.message).toMatch(/unauthorized: authentication required/);
+    const log = await buildLog(app.uuid, deployment.uuid);
+    expect(log).toMatch(/unauthorized/);
+    const answers = [
+      JSON.stringify(deployment),
+      log,
+      JSON.stringify((await api.get(`/api/v1/apps/${app.uuid}`).set(auth)).body),
+      JSON.stringify((await api.get(`/api/v1/apps/${app.uuid}/deployments`).set(auth)).body),
+      JSON.stringify((await api.get('/api/v1/container_registry_credentials').set(auth)).body),
+      berth.output(),
+    ];
+    const b64 = Buffer.from(`${registry.username}:${wrong}`).toString('base64');
+    for (const text of answers) {
+      expect(text).not.toContain(wrong);
+      expect(text).not.toContain(b64);
+    }
+  });
+});
