@@ -1,3 +1,5 @@
+import { execFileSync } from 'node:child_process';
+import path from 'node:path';
 import request from 'supertest';
 import { DEPLOYABLE_STATES } from '../../domain/apps';
 import { eventually } from '../support/stack';
@@ -54,7 +56,7 @@ async function credential(name: string, token: string): Promise<string> {
 }
 
 /** Creates the image app and deploys it; answers the app and the finished deployment. */
-async function deployImage(name: string, credentialId: string): Promise<{ app: any; deployment: any }> {
+async function deployImage(name: string, credentialId: string, ref = image): Promise<{ app: any; deployment: any }> {
   const app = (
     await api
       .post('/api/v1/apps')
@@ -63,7 +65,7 @@ async function deployImage(name: string, credentialId: string): Promise<{ app: a
         name,
         resource_id: resource,
         deployment_method: 'container_registry',
-        deployment_config: { image, credential_id: credentialId },
+        deployment_config: { image: ref, credential_id: credentialId },
       })
       .expect(201)
   ).body;
@@ -88,6 +90,24 @@ async function deployImage(name: string, credentialId: string): Promise<{ app: a
   return { app: (await api.get(`/api/v1/apps/${app.uuid}`).set(auth).expect(200)).body, deployment };
 }
 
+/** The app's containers (`<name> <image>`), as the podman Berth runs sees them (its configuration under the data dir). */
+function containersOf(appUuid: string): string[] {
+  const conf = path.join(berth.dataDir, 'local', 'podman');
+  const out = execFileSync(
+    'podman',
+    ['ps', '--filter', `label=berth.app=${appUuid}`, '--format', '{{.Names}} {{.Image}}'],
+    {
+      env: {
+        PATH: process.env.PATH,
+        CONTAINERS_CONF: path.join(conf, 'containers.conf'),
+        CONTAINERS_STORAGE_CONF: path.join(conf, 'storage.conf'),
+      },
+      encoding: 'utf8',
+    },
+  );
+  return out.split('\n').filter(Boolean);
+}
+
 async function buildLog(appUuid: string, deploymentUuid: string): Promise<string> {
   const res = await api.get(`/api/v1/apps/${appUuid}/deployments/${deploymentUuid}/logs`).set(auth).expect(200);
   return res.body.map((l: any) => l.message).join('\n');
@@ -107,6 +127,34 @@ describeImages('container_registry apps on the local driver (podman)', () => {
     const res = await berth.viaPublicUrl(app.public_url).expect(200);
     expect(res.text).toBe(TEST_IMAGE_PAGE);
     expect(berth.output()).not.toContain(registry.password);
+    // one container, of the pinned image, as the app's replica; a stop removes it, a start runs a new one
+    const [container] = containersOf(app.uuid);
+    expect(containersOf(app.uuid)).toHaveLength(1);
+    expect(container).toMatch(
+      new RegExp(`^berth-${app.uuid}-image-[0-9a-f]{12}-[0-9a-f]{6}-web1-1 ${registry.host}/acme/hello@sha256:`),
+    );
+    await api.patch(`/api/v1/apps/${app.uuid}/state`).set(auth).send({ action: 'stop' }).expect(202);
+    await eventually(async () => (await api.get(`/api/v1/apps/${app.uuid}`).set(auth)).body.state === 'stopped', {
+      what: 'stopped',
+    });
+    await eventually(async () => containersOf(app.uuid).length === 0, { what: 'the container removed' });
+    expect((await berth.viaPublicUrl(app.public_url)).status).toBe(503);
+    await api.patch(`/api/v1/apps/${app.uuid}/state`).set(auth).send({ action: 'start' }).expect(202);
+    await eventually(async () => (await berth.viaPublicUrl(app.public_url)).status === 200, {
+      what: 'served again',
+      timeoutMs: 60_000,
+    });
+    expect(containersOf(app.uuid)).toHaveLength(1);
+  });
+
+  it('an image the registry does not have fails the deployment with its reason', async () => {
+    const { deployment } = await deployImage(
+      'noimage',
+      await credential('good2', registry.password),
+      `${registry.host}/acme/absent:1`,
+    );
+    expect(deployment.state).toBe('failed');
+    expect(deployment.message).toMatch(/manifest unknown/);
   });
 
   it('with a wrong credential the deployment fails with the registry reason, and the secret is nowhere', async () => {

@@ -6,7 +6,7 @@ import { PODMAN } from './runtime';
 
 /** How one replica of an image release runs (what `podman run` is told). */
 export interface ContainerRunSpec {
-  /** The container's name (unique per replica start: `berth-<app>-<release>-web<n>-<start>`). */
+  /** The container's name (unique per replica start: `berth-<app>-<release>-<run>-web<n>-<start>`). */
   name: string;
   /** The pinned reference (`registry/path@sha256:...`), already in podman's storage. */
   image: string;

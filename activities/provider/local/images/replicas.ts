@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { Isolation } from '../sandbox/isolation';
 import type { ContainerReplicas } from '../apps/supervisor';
 import type { PodmanConfig } from './config';
@@ -8,7 +9,7 @@ export const APP_LABEL = 'berth.app';
 
 /**
  * The replicas of one image release: each start is a `podman run` of the pinned image under
- * a name of its own (`berth-<app>-<release>-web<n>-<start>`), with the app's variables,
+ * a name of its own (`berth-<app>-<release>-<run>-web<n>-<start>`), with the app's variables,
  * PORT, its quota and its uid. `netnsPath`: the workload's own network namespace, once it
  * has one; until then the machine's (the container listens on loopback, as a process replica).
  */
@@ -29,10 +30,12 @@ export function imageReplicas(
   },
 ): ContainerReplicas {
   let starts = 0;
+  // one run of the release (a rollout of the same digest boots beside the one serving): names never meet
+  const run = randomBytes(3).toString('hex');
   let told = false;
   return {
     replica(index) {
-      const name = `berth-${input.appUuid}-${input.releaseId}-web${index}-${++starts}`;
+      const name = `berth-${input.appUuid}-${input.releaseId}-${run}-web${index}-${++starts}`;
       const { workload, dropped } = containerWorkload(
         cfg,
         {
