@@ -69,25 +69,31 @@ async function deployImage(name: string, credentialId: string, ref = image): Pro
       })
       .expect(201)
   ).body;
+  const deployment = await deployed(app.uuid);
+  return { app: (await api.get(`/api/v1/apps/${app.uuid}`).set(auth).expect(200)).body, deployment };
+}
+
+/** Deploys the app once it can be and waits for the deployment's end; answers it. */
+async function deployed(appUuid: string): Promise<any> {
   await eventually(
-    async () => DEPLOYABLE_STATES.includes((await api.get(`/api/v1/apps/${app.uuid}`).set(auth)).body.state),
+    async () => DEPLOYABLE_STATES.includes((await api.get(`/api/v1/apps/${appUuid}`).set(auth)).body.state),
     {
       what: 'the app deployable',
       timeoutMs: 60_000,
     },
   );
-  const posted = await api.post(`/api/v1/apps/${app.uuid}/deployments`).set(auth).send({});
+  const posted = await api.post(`/api/v1/apps/${appUuid}/deployments`).set(auth).send({});
   expect([posted.status, posted.body.detail]).toEqual([202, undefined]);
   const started = posted.body;
   let deployment: any;
   await eventually(
     async () => {
-      deployment = (await api.get(`/api/v1/apps/${app.uuid}/deployments/${started.uuid}`).set(auth).expect(200)).body;
+      deployment = (await api.get(`/api/v1/apps/${appUuid}/deployments/${started.uuid}`).set(auth).expect(200)).body;
       return ['completed', 'failed', 'cancelled'].includes(deployment.state);
     },
     { what: 'the deployment finished', timeoutMs: 120_000 },
   );
-  return { app: (await api.get(`/api/v1/apps/${app.uuid}`).set(auth).expect(200)).body, deployment };
+  return deployment;
 }
 
 /** The app's containers (`<name> <image>`), as the podman Berth runs sees them (its configuration under the data dir). */
@@ -145,6 +151,33 @@ describeImages('container_registry apps on the local driver (podman)', () => {
       timeoutMs: 60_000,
     });
     expect(containersOf(app.uuid)).toHaveLength(1);
+  });
+
+  it("a parent_image app runs the parent's release: the same pinned image", async () => {
+    const parent = (await api.get('/api/v1/apps').set(auth).expect(200)).body.find((a: any) =>
+      a.name.startsWith('imaged'),
+    );
+    const child = (
+      await api
+        .post('/api/v1/apps')
+        .set(auth)
+        .send({
+          name: 'imagechild',
+          resource_id: resource,
+          deployment_method: 'parent_image',
+          deployment_config: { parent_app_id: parent.uuid },
+        })
+        .expect(201)
+    ).body;
+    const deployment = await deployed(child.uuid);
+    expect(deployment.state).toBe('completed');
+    await eventually(async () => (await berth.viaPublicUrl(child.public_url)).status === 200, {
+      what: 'the child served',
+      timeoutMs: 60_000,
+    });
+    expect((await berth.viaPublicUrl(child.public_url)).text).toBe(TEST_IMAGE_PAGE);
+    const imageOf = (row: string) => row.split(' ')[1];
+    expect(containersOf(child.uuid).map(imageOf)).toEqual(containersOf(parent.uuid).map(imageOf));
   });
 
   it('an image the registry does not have fails the deployment with its reason', async () => {
