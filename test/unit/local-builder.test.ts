@@ -554,9 +554,10 @@ describe('local builder: private https repositories and limits', () => {
 
 describe('local builder: what it refuses', () => {
   it('registry images run where podman does (else the missing packages are the reason); Dockerfiles are refused; git commits and local releases are not', () => {
-    const noPodman = imageRuntimeRefusal((file) => file !== PODMAN);
+    const noPodman = imageRuntimeRefusal((file) => file !== PODMAN, true);
     expect(noPodman).toMatch(/lacks Debian's podman package: install it as root/);
-    expect(imageRuntimeRefusal(() => true)).toBeNull();
+    expect(imageRuntimeRefusal(() => true, true)).toBeNull();
+    expect(imageRuntimeRefusal(() => true, false)).toMatch(/as root/);
     expect(
       localBuildRefusal({ method: 'container_registry', image: 'nginx:1', commitSha: null }, 'auto', noPodman),
     ).toBe(noPodman);

@@ -17,7 +17,7 @@ import { FixtureBuilder, RecordingIngress, RecordingSink, tempLayout, runSpecOf 
 import { eventually } from '../support/stack';
 
 const isolation = detectIsolation();
-const NO_PODMAN = imageRuntimeRefusal((file) => file !== PODMAN);
+const NO_PODMAN = imageRuntimeRefusal((file) => file !== PODMAN, true);
 const itRoot = isolation.uidSwitch ? it : it.skip;
 const itCgroups = isolation.cgroups ? it : it.skip;
 
