@@ -211,4 +211,17 @@ describeImages('container_registry apps on the local driver (podman)', () => {
       expect(text).not.toContain(b64);
     }
   });
+
+  it('stopping Berth leaves no container running and nothing mounted under its data directory', async () => {
+    const apps = (await api.get('/api/v1/apps').set(auth).expect(200)).body;
+    expect(apps.flatMap((a: any) => containersOf(a.uuid)).length).toBeGreaterThan(0);
+    const dataDir = berth.dataDir;
+    const confDir = path.join(dataDir, 'local', 'podman');
+    await berth.stop();
+    const mounts = execFileSync('mount', { encoding: 'utf8' })
+      .split('\n')
+      .filter((l) => l.includes(`${dataDir}/`));
+    expect(mounts).toEqual([]);
+    expect(execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' })).not.toContain(confDir);
+  });
 });

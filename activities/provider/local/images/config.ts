@@ -59,6 +59,10 @@ export function storageConf(dir: string): string {
     `graphroot = ${toml(path.join(dir, 'storage'))}`,
     `runroot = ${toml(path.join(dir, 'run'))}`,
     '',
+    '[storage.options.overlay]',
+    // no private bind mount of the storage folder onto itself: it would outlive Berth (and a removed data dir)
+    'skip_mount_home = "true"',
+    '',
   ].join('\n');
 }
 
