@@ -96,7 +96,14 @@ export async function appRunSpec(db: Db, box: SecretBox, appUuid: string): Promi
     internal_port: number | null;
     quota: Partial<AppQuota> | null;
     health_checks: Partial<HealthCheck>[] | null;
-  }>(db, `SELECT internal_port, quota, health_checks FROM apps WHERE uuid = $1`, [appUuid]);
+    workspace_uuid: string;
+    service_name: string;
+    allow_connections: boolean;
+  }>(
+    db,
+    `SELECT internal_port, quota, health_checks, workspace_uuid, service_name, allow_connections FROM apps WHERE uuid = $1`,
+    [appUuid],
+  );
   return {
     env: await effectiveEnvironment(db, box, appUuid),
     internalPort: app?.internal_port ?? DEFAULT_APP_RUN.internalPort,
@@ -105,5 +112,27 @@ export async function appRunSpec(db: Db, box: SecretBox, appUuid: string): Promi
     replicas: Math.max(1, app?.quota?.replicas ?? DEFAULT_APP_RUN.replicas),
     healthChecks: app?.health_checks ?? [],
     mounts: await appMounts(db, appUuid),
+    ...(app
+      ? {
+          network: {
+            workspace: app.workspace_uuid,
+            serviceName: app.service_name,
+            allowConnections: app.allow_connections,
+            clusters: await attachedClusters(db, appUuid),
+          },
+        }
+      : {}),
   };
+}
+
+/** The clusters of the database add-ons attached to the app (their servers are what it may reach). */
+async function attachedClusters(db: Db, appUuid: string): Promise<string[]> {
+  const found = await rows<{ cluster_id: string }>(
+    db,
+    `SELECT cluster_id FROM addons
+      WHERE app_uuid = $1 AND kind = 'addon' AND type IN ('postgres', 'mysql', 'valkey')
+        AND cluster_id IS NOT NULL AND state <> 'deleting'`,
+    [appUuid],
+  );
+  return found.map((r) => r.cluster_id);
 }

@@ -1,6 +1,7 @@
 import { isIP } from 'node:net';
 import path from 'node:path';
 import { parseAllowList } from '../domain/webhook-destination';
+import { DEFAULT_WORKLOAD_RANGE, parseCidr } from './workload-addresses';
 
 /**
  * The one typed configuration module. Only bin/ and this file read process.env (`loadConfig`);
@@ -61,6 +62,12 @@ export interface Config {
   ingressPort: number;
   /** Port of the local ingress's HTTPS listener (BERTH_INGRESS_TLS_PORT; default 443 as root, 8443 as a user). */
   ingressTlsPort: number;
+  /**
+   * The range the local driver's workloads get their addresses from, one network namespace
+   * each (BERTH_WORKLOAD_NETWORK; default 10.200.0.0/13; `off`: workloads share the machine's
+   * network, and the banner says tenant network isolation is off).
+   */
+  workloadNetwork: string | null;
   /**
    * The port apps answer HTTPS at, as `public_url` shows it (BERTH_PUBLIC_HTTPS_PORT; default: the
    * local ingress's HTTPS port, or 443 when the data plane is not this machine's).
@@ -207,6 +214,17 @@ export function dnsServer(entry: string): string {
   return entry;
 }
 
+function workloadNetwork(value: string | undefined): string | null {
+  if (value === 'off') return null;
+  const range = value || DEFAULT_WORKLOAD_RANGE;
+  try {
+    parseCidr(range);
+  } catch (err) {
+    throw new Error(`BERTH_WORKLOAD_NETWORK: ${(err as Error).message} (or off)`);
+  }
+  return range;
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): Config {
   const provider = (env.BERTH_PROVIDER || 'local') as ProviderName;
   if (!(PROVIDERS as readonly string[]).includes(provider)) {
@@ -261,6 +279,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     simIngressPort: int(env.BERTH_SIM_INGRESS_PORT, 8081, 'BERTH_SIM_INGRESS_PORT'),
     ingressPort: int(env.BERTH_INGRESS_PORT, 8081, 'BERTH_INGRESS_PORT'),
     ingressTlsPort,
+    workloadNetwork: workloadNetwork(env.BERTH_WORKLOAD_NETWORK),
     publicHttpsPort: int(
       env.BERTH_PUBLIC_HTTPS_PORT,
       provider === 'local' && ingressTlsPort > 0 ? ingressTlsPort : 443,

@@ -36,6 +36,19 @@ export interface AppRunSpec {
   replicas: number;
   healthChecks: Partial<HealthCheck>[];
   mounts: AppMount[];
+  /** Who may reach the app's workloads and what they may reach (absent in specs sealed before it existed). */
+  network?: AppNetworkSpec;
+}
+
+/** An app's place on its workspace's network. */
+export interface AppNetworkSpec {
+  workspace: string;
+  /** The name other apps of the workspace reach it by (the host of `internal_url`). */
+  serviceName: string;
+  /** Other apps of the workspace may connect to it. */
+  allowConnections: boolean;
+  /** The clusters of the add-ons attached to it: it may reach their servers. */
+  clusters: string[];
 }
 
 /** What an app runs with where its record names nothing: one replica of 1 core and 512 MiB on 8080, no checks, no volumes. */

@@ -1,6 +1,6 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import { chmodSync, cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -259,4 +259,94 @@ describe('clean stop of npm start', () => {
     process.kill(berthPid!, 'SIGKILL');
     await expectAllGone(pids, berth, signalledAt);
   });
+
+  const networked = process.getuid?.() === 0 && existsSync('/usr/sbin/nft');
+  (networked ? it : it.skip)(
+    'killed (SIGKILL) with an app and its add-on running, the next start serves them again and leaves no namespace behind; its stop removes every namespace, interface, rule and address',
+    async () => {
+      const tag = createHash('sha256').update(path.resolve(dataDir)).digest('hex').slice(0, 8);
+      const namespaces = () => readdirSync('/run/netns').filter((n) => n.startsWith(`berth-${tag}-`));
+      const app = webApp();
+      let berth = await npmStart();
+      const auth = { Authorization: `Bearer ${TOKEN}` };
+      const resource = (await request(berth.api).get('/api/v1/resources').set(auth).expect(200)).body[0];
+      const created = (
+        await request(berth.api)
+          .post('/api/v1/apps')
+          .set(auth)
+          .send({
+            name: `restart-${randomBytes(3).toString('hex')}`,
+            resource_id: resource.uuid,
+            deployment_method: 'public_git',
+            deployment_config: { repository: app.url },
+          })
+          .expect(201)
+      ).body;
+      const boot = (what: string) =>
+        eventually(
+          async () => {
+            const url = new URL(created.public_url);
+            const res = await request(`https://127.0.0.1:${ports.ingressTls}`)
+              .get('/boot')
+              .set('Host', url.host)
+              .ca(readFileSync(path.join(dataDir, 'tls', 'local-ca.crt')))
+              .catch(() => null);
+            return res?.status === 200 ? res.text.trim() : undefined;
+          },
+          { what, timeoutMs: 150_000, intervalMs: 500 },
+        );
+      const first = await boot('the app serving');
+      await request(berth.api)
+        .post(`/api/v1/apps/${created.uuid}/addons`)
+        .set(auth)
+        .send({ type: 'postgres', label: 'db' })
+        .expect(201);
+      const serving = namespaces();
+      expect(serving.length).toBeGreaterThanOrEqual(1);
+
+      const berthPid = tree(berth.npm.pid!).find((pid) =>
+        readFileSync(`/proc/${pid}/cmdline`, 'utf8').startsWith('node\0bin/berth.js\0dev'),
+      );
+      process.kill(berthPid!, 'SIGKILL');
+      await eventually(
+        async () => berth.npm.exitCode !== null || berth.npm.signalCode !== null || !running(berth.npm.pid!),
+        {
+          what: 'npm start to end after berth was killed',
+          timeoutMs: 30_000,
+        },
+      ).catch(() => process.kill(-berth.npm.pid!, 'SIGKILL'));
+
+      berth = await npmStart();
+      const second = await boot('the app serving again');
+      expect(second).not.toBe(first);
+      // the killed run's namespaces were swept once its replicas were gone: one per replica now
+      await eventually(async () => namespaces().length === serving.length, {
+        what: `as many namespaces as before the kill (${serving.length}); now ${namespaces().join(', ')}`,
+        timeoutMs: 30_000,
+      });
+
+      const pids = tree(berth.npm.pid!);
+      process.kill(berth.npm.pid!, 'SIGTERM');
+      await expectAllGone(pids, berth, Date.now());
+      expect(namespaces()).toEqual([]);
+      expect(execFileSync('ip', ['-o', 'link', 'show'], { encoding: 'utf8' })).not.toContain(`berth-${tag}-`);
+      expect(execFileSync('nft', ['list', 'tables'], { encoding: 'utf8' })).not.toContain(`berth_${tag}`);
+      app.dispose();
+    },
+  );
 });
+
+/** A git repository holding the e2e-web fixture app (a public_git source). */
+function webApp(): { url: string; dispose(): void } {
+  const dir = mkdtempSync(path.join(tmpdir(), 'berth-restart-app-'));
+  cpSync(path.join(ROOT, 'test', 'fixtures', 'apps', 'e2e-web'), dir, { recursive: true });
+  const git = (...args: string[]) =>
+    execFileSync('git', ['-c', 'user.name=T', '-c', 'user.email=t@example.test', ...args], {
+      cwd: dir,
+      stdio: 'ignore',
+    });
+  git('init', '-q', '-b', 'main');
+  git('add', '-A');
+  git('commit', '-q', '-m', 'web');
+  return { url: `file://${dir}`, dispose: () => rmSync(dir, { recursive: true, force: true }) };
+}

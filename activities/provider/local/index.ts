@@ -14,9 +14,10 @@ import { createLocalBuilder } from './builds/builder';
 import { publishLocalEndpoints } from './ingress/endpoints';
 import { startLocalIngress } from './ingress/ingress';
 import { detectIsolation, type Isolation } from './sandbox/isolation';
+import { openWorkloadNetwork } from './network/open';
 import { createLocalStacks } from './stacks';
 import { createLocalData } from './data';
-import { refusingNetwork } from './network';
+import { refusingNetwork } from './vpcs';
 import { IngressCertificates } from './ingress/tls/certificates';
 import { openLocalCa } from './ingress/tls/local-ca';
 
@@ -53,6 +54,13 @@ export function localLayoutFor(
 export async function startLocalProvider(options: LocalProviderOptions): Promise<Provider> {
   const { config, dataSource, secretBox, temporal, logger } = options;
   const isolation = options.isolation ?? detectIsolation();
+  // the embedded store (not one at BERTH_S3_ENDPOINT) is offered to workloads at its own address
+  const network = await openWorkloadNetwork(
+    config,
+    logger,
+    options.objectStore?.access ? options.objectStore.endpoint : undefined,
+  );
+  if (network.fabric) isolation.network = network.fabric;
   const layout = localLayoutFor(config, isolation);
   const events = temporalAppEvents(temporal, logger);
   // traffic signals keep a free-plan app awake: several per idle period, at most one a minute
@@ -107,6 +115,7 @@ export async function startLocalProvider(options: LocalProviderOptions): Promise
   await publishLocalEndpoints(dataSource, config.host);
   await apps.resume();
   await data.resume();
+  await network.fabric?.sweep(); // what a previous run left and nothing took back
   return {
     name: 'local',
     apps,
@@ -118,6 +127,7 @@ export async function startLocalProvider(options: LocalProviderOptions): Promise
       `Apps (local)     ${ingress.tlsUrl} and ${ingress.url}   (Host: <app name>.<region domain>; git push: <api>/git/<app name>.git)`,
       `Local CA         ${ca.rootPath}   (curl --cacert ${ca.rootPath} https://<app name>.<region domain>${config.publicHttpsPort === 443 ? '' : `:${config.publicHttpsPort}`}/)`,
       `Isolation        ${isolation.summary}`,
+      `Network          ${network.summary}`,
       `App files        ${layout.appsRoot}`,
       'VPC networking   refused (one machine has no VPC fabric; BERTH_PROVIDER=simulated runs the VPC workflows)',
     ],
@@ -125,6 +135,7 @@ export async function startLocalProvider(options: LocalProviderOptions): Promise
       await ingress.close();
       await apps.close();
       await data.close();
+      await network.fabric?.close();
     },
   };
 }

@@ -7,7 +7,7 @@ import { composePathProblem, type AddonType, type Manifest } from '../../../doma
 import type { SecretBox } from '../../../domain/secret-box';
 import { one, rows } from '../../../entities/sql';
 import { clusterIdOf, generatePassword } from '../../data';
-import type { AppsDriver } from '../../../platform/drivers/apps';
+import type { AppNetworkSpec, AppsDriver } from '../../../platform/drivers/apps';
 import type { DataDriver, DataEngine } from '../../../platform/drivers/data';
 import type { StacksDriver } from '../../../platform/drivers/stacks';
 import type { LocalBuilder } from './contracts';
@@ -178,7 +178,7 @@ export function createLocalStacks(deps: LocalStacksDeps): StacksDriver {
   }
 
   /** The environment of a built service: its stack's add-ons' connection variables (the first of each engine keeps the common names). */
-  async function addonEnvironment(itemUuid: string): Promise<Record<string, string>> {
+  async function addonEnvironment(itemUuid: string): Promise<{ env: Record<string, string>; clusters: string[] }> {
     const siblings = await rows<{ uuid: string }>(
       ds,
       `SELECT i.uuid FROM stack_items i JOIN stack_items me ON me.stack_uuid = i.stack_uuid
@@ -191,7 +191,26 @@ export function createLocalStacks(deps: LocalStacksDeps): StacksDriver {
       for (const [k, v] of Object.entries(a.vars)) if (!(k in env)) env[k] = v;
       env[serviceUrlKey(a.service)] = a.url;
     }
-    return env;
+    return { env, clusters: siblings.map((s) => clusterIdOf(s.uuid)) };
+  }
+
+  /**
+   * A built service's place on its workspace's network: reached by its compose name by the
+   * stack's other services (compose's own rule), reaching the stack's add-on servers.
+   */
+  async function serviceNetwork(itemUuid: string, clusters: string[]): Promise<AppNetworkSpec | undefined> {
+    const found = await one<{ workspace_uuid: string; compose_service_name: string }>(
+      ds,
+      `SELECT s.workspace_uuid, i.compose_service_name FROM stack_items i JOIN stacks s ON s.uuid = i.stack_uuid WHERE i.uuid = $1`,
+      [itemUuid],
+    );
+    if (!found) return undefined;
+    return {
+      workspace: found.workspace_uuid,
+      serviceName: found.compose_service_name,
+      allowConnections: true,
+      clusters,
+    };
   }
 
   async function waitServing(itemUuid: string, name: string): Promise<string> {
@@ -260,8 +279,9 @@ export function createLocalStacks(deps: LocalStacksDeps): StacksDriver {
         await ensureAddon(itemUuid);
         return 'running';
       }
-      const env = await addonEnvironment(itemUuid);
+      const { env, clusters } = await addonEnvironment(itemUuid);
       await provisionApp(itemUuid, spec.name, spec.ports, spec.cpuSize, spec.ramSize, spec.diskSize);
+      const network = await serviceNetwork(itemUuid, clusters);
       await apps.rollout(itemUuid, spec.image, {
         env,
         internalPort: spec.ports[0] ?? 8080,
@@ -270,6 +290,7 @@ export function createLocalStacks(deps: LocalStacksDeps): StacksDriver {
         replicas: 1,
         healthChecks: [],
         mounts: [],
+        ...(network ? { network } : {}),
       });
       return waitServing(itemUuid, spec.name);
     },

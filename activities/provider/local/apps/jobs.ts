@@ -3,6 +3,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { appUid } from '../../../../platform/local-layout';
 import type { JobRequest, JobRun } from '../../../../platform/drivers/data';
 import type { AppsContext } from './context';
+import { networkMember } from './network-member';
 import { releaseRun } from './release-run';
 import type { Isolation } from '../sandbox/isolation';
 import { launch, type Workload } from '../sandbox/launcher';
@@ -136,6 +137,11 @@ export async function runCronJob(
         binds,
         extraGids: gids,
         umask,
+        network: {
+          name: `job-${input.appUuid}`,
+          member: networkMember(input.appUuid, input.run, false),
+          ephemeral: true,
+        },
       },
       command: ['/bin/sh', '-c', input.command],
       cwd: run.releaseDir,

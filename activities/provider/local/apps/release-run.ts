@@ -8,6 +8,7 @@ import { SYSTEM_PATH } from '../sandbox/launcher';
 import type { AppsContext } from './context';
 import { probesFor } from './health-probe';
 import type { ReleaseRun } from './supervisor';
+import { networkMember } from './network-member';
 import { volumeAccess } from './volumes';
 
 /**
@@ -60,6 +61,8 @@ export async function releaseRun(
     volumes,
     replicas: Math.max(1, spec.replicas),
     probes: probesFor(spec.healthChecks, spec.internalPort),
+    port: spec.internalPort,
+    member: networkMember(appUuid, spec),
     env: { ...env, ...volumes.env, PATH: [...pathDirs, env.PATH ?? SYSTEM_PATH].join(':'), HOME: home, TMPDIR: home },
   };
 }

@@ -4,7 +4,8 @@ import type { AppLogWriter } from './log';
 import type { Backend, ReleaseManifest } from '../contracts';
 import { probeOnce, type Probe } from './health-probe';
 import { oomKills, type Isolation, type Limits, type SandboxView } from '../sandbox/isolation';
-import { launch, type Address, type Launched, type Workload } from '../sandbox/launcher';
+import { launch, releaseNetwork, type Address, type Launched, type Workload } from '../sandbox/launcher';
+import type { NetworkMember } from '../network/fabric';
 import type { VolumeAccess } from './volumes';
 
 /** The supervisor's thresholds (docs/decisions.md "Local apps driver"); tests shorten them. */
@@ -52,6 +53,10 @@ export interface ReleaseRun {
   view: SandboxView;
   /** The storage volumes the app mounts (bind mounts, their groups, the umask). */
   volumes: VolumeAccess;
+  /** The port the web process listens on in its own network (the app's internal port). */
+  port: number;
+  /** What the workload network knows of each replica (its workspace, name, add-ons). */
+  member: NetworkMember;
   /** An image release: each replica start is a container (images/replicas.ts) instead of `sh -c <web>`. */
   container?: ContainerReplicas;
 }
@@ -229,11 +234,13 @@ export class ReleaseSupervisor {
           binds,
           extraGids: gids,
           umask,
+          network: { name: this.networkName(r), member: this.run.member },
         },
         command: ['/bin/sh', '-c', this.run.manifest.web ?? 'false'],
         cwd: this.run.releaseDir,
         env: this.run.env,
         listens: true,
+        port: this.run.port,
       },
     );
     // a container outlives a SIGKILL of its `podman run`: it is removed as well
@@ -277,6 +284,11 @@ export class ReleaseSupervisor {
     });
     this.deps.log.berth(this.app, `${source} started (pid ${child.pid ?? '?'}, port ${address!.port})`);
     for (const probe of this.run.probes) this.scheduleProbe(r, gen, probe);
+  }
+
+  /** A replica's namespace: kept across its restarts (same address), removed when the release stops. */
+  private networkName(r: Replica): string {
+    return `app-${this.app}-${this.run.releaseId}-${r.index}`;
   }
 
   private scheduleProbe(r: Replica, gen: number, probe: Probe): void {
@@ -440,5 +452,6 @@ export class ReleaseSupervisor {
         clearTimeout(kill);
       }),
     );
+    await Promise.all(this.replicas.map((r) => releaseNetwork(this.deps.isolation, this.networkName(r))));
   }
 }

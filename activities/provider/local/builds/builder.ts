@@ -22,6 +22,7 @@ import {
 import type { BuildSource, LocalBuilder, ReleaseManifest } from '../contracts';
 import { groupProcesses, removeLimits, type Isolation, type SandboxOwner } from '../sandbox/isolation';
 import { SYSTEM_PATH, type Launched, type Workload } from '../sandbox/launcher';
+import type { NetworkMember } from '../network/fabric';
 import { copyReleaseTo } from './release-copy';
 
 export interface LocalBuilderOptions {
@@ -60,6 +61,15 @@ function newReleaseId(sha: string, at: Date): string {
     .replace(/[-:]/g, '')
     .replace(/\.\d+Z$/, '')}-${sha.slice(0, 7)}`;
 }
+
+/** A build on the workload network: on no workspace's network, it reaches nothing of the platform and only goes out. */
+const BUILD_MEMBER: NetworkMember = {
+  workspace: null,
+  app: null,
+  allowConnections: false,
+  clusters: [],
+  serviceName: null,
+};
 
 /** A build's sandbox: its own cgroup (the app's quota is not known here), as the app's uid. */
 const buildOwner = (deploymentUuid: string): SandboxOwner => ({ kind: 'build', id: deploymentUuid });
@@ -446,7 +456,13 @@ export class LocalReleaseBuilder implements LocalBuilder {
     this.log(build, `$ ${argv.join(' ')}`);
     const limits = { memoryBytes: this.options.buildMemoryBytes ?? DEFAULT_BUILD_MEMORY, cpus: 2 };
     await this.step(build, {
-      sandbox: { owner, uid: appUid(appUuid), limits, view: { writable: [releaseDir, home], cwd: releaseDir } },
+      sandbox: {
+        owner,
+        uid: appUid(appUuid),
+        limits,
+        view: { writable: [releaseDir, home], cwd: releaseDir },
+        network: { name: `build-${build.record.deploymentUuid}`, member: BUILD_MEMBER, ephemeral: true },
+      },
       command: argv,
       cwd: releaseDir,
       env,

@@ -38,15 +38,17 @@ export interface Engine {
 }
 
 /**
- * Where a server listens: its workload address, and when publicly accessible also the configured host
+ * Where a server listens: its workload address (Berth's own connections), the workload
+ * network's gateway when there is one (the apps it is attached to; the policy lets no one
+ * else through), and when publicly accessible also the configured host
  * (every interface when that is a wildcard or a name; loopback alone when it is loopback:
  * the operator keeps the whole platform on this machine).
  */
-export function listenAddresses(clusterId: string, publicAccess: boolean, host: string): string[] {
-  const own = workloadHost(clusterOwner(clusterId));
-  if (!publicAccess || host === LOOPBACK || host === 'localhost' || host === '::1') return [own];
+export function listenAddresses(clusterId: string, publicAccess: boolean, host: string, gateway?: string): string[] {
+  const own = [workloadHost(clusterOwner(clusterId)), ...(gateway ? [gateway] : [])];
+  if (!publicAccess || host === LOOPBACK || host === 'localhost' || host === '::1') return own;
   if (host === '0.0.0.0' || host === '::' || isIP(host) === 0) return ['0.0.0.0'];
-  return [own, host];
+  return [...own, host];
 }
 
 /** The public host of the endpoint: the configured host, or loopback when that is a wildcard. */

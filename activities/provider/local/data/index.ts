@@ -122,12 +122,19 @@ export function createLocalData(options: LocalDataOptions): LocalData {
     if (row.engine !== 'postgres') throw notSupported(`this operation on ${row.engine}`);
     return row;
   };
+  /** A server runs: the workload network lets the apps it is attached to reach its port at the gateway. */
+  const running = async (row: ClusterRow) => {
+    started.set(row.id, row);
+    await iso.network?.publishServer(row.id, row.port);
+  };
   const start = async (row: ClusterRow) => {
     await engineOf(row).start(row);
-    started.set(row.id, row);
+    await running(row);
   };
+  // apps reach a server at the workload network's gateway (Berth itself at its workload address)
   const endpoint = (row: ClusterRow) => ({
     ...serverAddress(clusterOwner(row.id), row.port),
+    ...(iso.network ? { host: iso.network.gateway } : {}),
     public_host: publicHost(options.host),
   });
   const volume = (id: string) => layout.volumeDir(id);
@@ -285,7 +292,7 @@ export function createLocalData(options: LocalDataOptions): LocalData {
       if (input.targetId === input.sourceId) {
         await store.exclusive(source.id, async () => {
           await backups.recover(source, backupDir, [pg.paths(source.id).wal], plan.recovery);
-          started.set(source.id, source);
+          await running(source);
         });
         // the standbys followed the old history: seed them again from the restored primary
         for (const replica of await store.replicasOf(source.id)) {
@@ -314,7 +321,7 @@ export function createLocalData(options: LocalDataOptions): LocalData {
           await giveTo(iso, p.dir, clusterUid(target.id));
           await chmod(p.dir, 0o700);
           await backups.recover(target, path.join(staging, 'backup'), [path.join(staging, 'wal')], plan.recovery);
-          started.set(target.id, target);
+          await running(target);
           await pg.setPassword(target, spec.password ?? '');
           await rm(staging, { recursive: true, force: true });
           await writeFile(done, plan.restored);
@@ -376,6 +383,7 @@ export function createLocalData(options: LocalDataOptions): LocalData {
         await store.remove(id);
         removeLimits(iso, clusterOwner(id));
         started.delete(id);
+        await iso.network?.publishServer(id, null);
       });
       logger.info({ cluster: id }, 'local database deleted');
     },

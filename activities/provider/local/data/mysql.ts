@@ -73,13 +73,13 @@ export class MysqlEngine implements Engine {
   async start(row: ClusterRow): Promise<void> {
     if (this.alive(row)) return;
     const p = this.paths(row.id);
-    const bind = listenAddresses(row.id, row.public_access, this.ctx.host);
+    const bind = listenAddresses(row.id, row.public_access, this.ctx.host, this.ctx.iso.network?.gateway);
     const server = asCluster(this.ctx.iso, row, [
       this.bin,
       '--no-defaults',
       `--datadir=${p.data}`,
       `--port=${row.port}`,
-      `--bind-address=${bind.length > 1 ? '0.0.0.0' : bind[0]}`,
+      `--bind-address=${bind.join(',')}`, // MariaDB takes several, comma-separated
       `--socket=${p.socket}`,
       `--pid-file=${p.pid}`,
       `--log-error=${serverLog(this.ctx, row.id)}`,

@@ -146,7 +146,7 @@ export class PgEngine implements Engine {
     const lines = [
       '# written by Berth (activities/provider/local/data): rewritten on every change',
       `port = ${row.port}`,
-      `listen_addresses = ${lit(listenAddresses(row.id, row.public_access, this.ctx.host).join(','))}`,
+      `listen_addresses = ${lit(listenAddresses(row.id, row.public_access, this.ctx.host, this.ctx.iso.network?.gateway).join(','))}`,
       `unix_socket_directories = ''`,
       `shared_buffers = '${Math.min(128, Math.floor(ramMb / 4))}MB'`,
       `max_connections = 50`,

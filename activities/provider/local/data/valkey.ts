@@ -90,7 +90,7 @@ export class ValkeyEngine implements Engine {
     const dir = this.ctx.dir(row.id);
     const lines = [
       `port ${row.port}`,
-      `bind ${listenAddresses(row.id, row.public_access, this.ctx.host).join(' ')}`,
+      `bind ${listenAddresses(row.id, row.public_access, this.ctx.host, this.ctx.iso.network?.gateway).join(' ')}`,
       'protected-mode no',
       `requirepass "${password}"`,
       `dir ${path.join(dir, 'data')}`,

@@ -1,6 +1,8 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, lstatSync, mkdirSync, readFileSync, readlinkSync, rmdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import type { WorkloadNetwork } from '../network/fabric';
+import { compileSeccompFilter } from './seccomp';
 
 /**
  * How far the local driver can fence off code it runs for users (builds, app replicas, cron
@@ -29,6 +31,10 @@ export interface Isolation {
   mountNamespaces?: boolean;
   /** bubblewrap gives app code a process and filesystem view of its own (absent: false). */
   view?: boolean;
+  /** The compiled seccomp filter bubblewrap loads for app code (sandbox/seccomp.ts); absent: none. */
+  seccomp?: string;
+  /** The workload network (namespaces, routes, policy) when this machine has it: a live object, made at start. */
+  network?: WorkloadNetwork;
   /** One line for the start banner. */
   summary: string;
 }
@@ -91,6 +97,7 @@ export function detectIsolation(options: { cgroupRoot?: string; disableCgroups?:
   const cgroups = !options.disableCgroups && uidSwitch && cgroupsWritable(cgroupRoot);
   const mountNamespaces = uidSwitch && mountNamespacesWork();
   const view = uidSwitch && viewWorks();
+  const seccomp = view ? compileSeccompFilter() : null;
   const parts = [
     uidSwitch
       ? 'apps run as their own unprivileged uid'
@@ -102,8 +109,23 @@ export function detectIsolation(options: { cgroupRoot?: string; disableCgroups?:
     view
       ? 'app code sees its own processes and files only (bubblewrap)'
       : "app code sees the machine's processes and files (no bubblewrap: install the bubblewrap package)",
+    ...(view
+      ? [
+          seccomp
+            ? "a seccomp filter like the container runtimes' default"
+            : 'NO seccomp filter (install python3-seccomp)',
+        ]
+      : []),
   ];
-  return { uidSwitch, cgroups, cgroupRoot, mountNamespaces, view, summary: parts.join('; ') };
+  return {
+    uidSwitch,
+    cgroups,
+    cgroupRoot,
+    mountNamespaces,
+    view,
+    ...(seccomp ? { seccomp } : {}),
+    summary: parts.join('; '),
+  };
 }
 
 /**
@@ -237,7 +259,8 @@ export function isolatedArgv(
   const { view } = options;
   if (view && viewApplies(iso, view)) {
     // bubblewrap, run by the app's uid, makes the mounts itself: nothing to mount as root
-    const inside = [BWRAP, ...viewArgs(view, options.binds ?? [], VIEW_INFO_FD), '--', ...command];
+    const seccomp = iso.seccomp ? ['--seccomp', String(VIEW_SECCOMP_FD)] : [];
+    const inside = [BWRAP, ...viewArgs(view, options.binds ?? [], VIEW_INFO_FD), ...seccomp, '--', ...command];
     return isolatedArgv({ ...iso, mountNamespaces: false }, { ...options, view: undefined }, inside);
   }
   const steps = iso.cgroups
@@ -273,12 +296,16 @@ export const viewApplies = (iso: Isolation, view: SandboxView | undefined): bool
   Boolean(view && iso.uidSwitch && iso.view);
 /** The descriptor bubblewrap writes the sandbox's pid to (`{"child-pid": N}`): the launcher opens it. */
 export const VIEW_INFO_FD = 3;
+/** The descriptor bubblewrap reads the seccomp filter from: the launcher opens the compiled filter there. */
+export const VIEW_SECCOMP_FD = 4;
 
 /** What app code sees besides the system's read-only folders: where it may write, where it starts. */
 export interface SandboxView {
   /** Folders bound read-write at their own path (the release, the app's home). */
   writable: string[];
   cwd: string;
+  /** Seen as /etc/resolv.conf (the workload network's resolver); absent: the machine's. */
+  resolvConf?: string;
 }
 
 /** The top-level system folders, as they are on this machine: merged-/usr links stay links. */
@@ -310,6 +337,7 @@ function viewArgs(view: SandboxView, binds: BindMount[], infoFd?: number): strin
     '--cap-drop',
     'ALL',
     ...systemFolders(),
+    ...(view.resolvConf ? ['--ro-bind', view.resolvConf, '/etc/resolv.conf'] : []),
     '--proc',
     '/proc',
     '--dev',

@@ -1,6 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
+import { randomBytes } from 'node:crypto';
+import { closeSync, openSync } from 'node:fs';
 import type { Readable } from 'node:stream';
+import type { Attachment, NetworkMember } from '../network/fabric';
 import {
   applyLimits,
   isolatedCommand,
@@ -25,14 +28,19 @@ import {
 /** The PATH of everything the launcher starts unless told otherwise: the system's folders only. */
 export const SYSTEM_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 
+const NSENTER = '/usr/bin/nsenter';
+
 /** This machine's loopback address (IPv4). */
 export const LOOPBACK = '127.0.0.1';
 
 /**
- * The address every workload of this machine is reached at today (the machine's loopback);
- * the isolation issue gives each workload one of its own.
+ * Where a workload without a network of its own (no fabric on this machine, or a database
+ * server) listens and is reached: the machine's loopback.
  */
 const WORKLOAD_HOST = LOOPBACK;
+
+/** The port a workload with a network of its own listens on when it names none. */
+export const DEFAULT_WORKLOAD_PORT = 8080;
 
 /** Where a workload is reached. */
 export interface Address {
@@ -52,6 +60,13 @@ export interface Sandbox {
   /** Supplementary groups (shared volumes' gids); none otherwise. */
   extraGids?: number[];
   umask?: number;
+  /**
+   * The workload's own network namespace (when the machine has the fabric, `iso.network`):
+   * `name` identifies it (the same name is the same namespace and address, e.g. a replica
+   * restarted after a crash); `ephemeral` ones (a cron run, a build step) are removed when
+   * the process ends, the others by their owner (`releaseNetwork`).
+   */
+  network?: { name: string; member: NetworkMember; ephemeral?: boolean };
 }
 
 export interface Workload {
@@ -63,6 +78,8 @@ export interface Workload {
   env?: NodeJS.ProcessEnv;
   /** The workload serves on a port: the launcher gives it an address, and PORT in its environment. */
   listens?: boolean;
+  /** In a network of its own it listens on this port (the app's internal port; default 8080); else on a free loopback port. */
+  port?: number;
   /** Output: piped to the caller (default), dropped (a server that writes its own log), or into an open file (its descriptor). */
   output?: 'pipe' | 'ignore' | number;
   /** Written to its standard input, which is then closed (default: no input). */
@@ -74,6 +91,8 @@ export interface Launched {
   child: ChildProcess;
   /** Where it is reached (workloads that listen), else null. */
   address: Address | null;
+  /** Its place on the workload network, when it has one. */
+  network: Attachment | null;
   /**
    * Signals everything it started: the process group; with a view, the sandbox's own group
    * (SIGTERM reaches the workload alone, which may end gracefully; bwrap ends with it) and,
@@ -122,35 +141,66 @@ export function serverAddress(owner: SandboxOwner, port: number): Address {
 /** The address Berth itself connects to workloads from (pg_hba, grants of a server's admin user). */
 export const PLATFORM_CLIENT_HOST = LOOPBACK;
 
+/** Removes a workload's network namespace (idempotent; nothing without the fabric). */
+export async function releaseNetwork(iso: Isolation, name: string): Promise<void> {
+  await iso.network?.detach(name);
+}
+
 export async function launch(iso: Isolation, workload: Workload): Promise<Launched> {
-  const address = workload.listens ? { host: WORKLOAD_HOST, port: await freePort(WORKLOAD_HOST) } : null;
+  const box = workload.sandbox;
+  const wanted = box?.network && iso.network ? box.network : null;
+  const netName = wanted && (wanted.ephemeral ? `${wanted.name}-${randomBytes(3).toString('hex')}` : wanted.name);
+  const network = wanted && netName ? await iso.network!.attach(netName, wanted.member) : null;
+  const address = !workload.listens
+    ? null
+    : network
+      ? { host: network.address, port: workload.port ?? DEFAULT_WORKLOAD_PORT }
+      : { host: WORKLOAD_HOST, port: await freePort(WORKLOAD_HOST) };
   const given: Record<string, string> = { PATH: SYSTEM_PATH };
   for (const [key, value] of Object.entries(workload.env ?? {})) if (value !== undefined) given[key] = value;
   if (address) given.PORT = String(address.port);
   let argv = workload.command;
   let env = given;
-  const box = workload.sandbox;
   if (box) {
     if (box.limits) applyLimits(iso, box.owner, box.limits);
     ({ argv, env } = isolatedCommand(
       iso,
-      { owner: box.owner, uid: box.uid, binds: box.binds, extraGids: box.extraGids, umask: box.umask, view: box.view },
+      {
+        owner: box.owner,
+        uid: box.uid,
+        binds: box.binds,
+        extraGids: box.extraGids,
+        umask: box.umask,
+        view: box.view && network ? { ...box.view, resolvConf: network.resolvConf } : box.view,
+      },
       workload.command,
       given,
     ));
   }
+  // the namespace is joined first, as root: everything after (cgroups, the uid drop, bubblewrap) runs inside it
+  if (network) argv = [NSENTER, `--net=${network.netnsPath}`, '--', ...argv];
   const viewed = viewApplies(iso, box?.view);
   const out = workload.output ?? 'pipe';
+  // the compiled filter, read by bubblewrap at VIEW_SECCOMP_FD (after the info pipe at 3)
+  const seccompFd = viewed && iso.seccomp ? openSync(iso.seccomp, 'r') : null;
   const child = spawn(argv[0]!, argv.slice(1), {
     cwd: workload.cwd,
     env,
     detached: true,
-    stdio: [workload.input === undefined ? 'ignore' : 'pipe', out, out, ...(viewed ? (['pipe'] as const) : [])],
+    stdio: [
+      workload.input === undefined ? 'ignore' : 'pipe',
+      out,
+      out,
+      ...(viewed ? (['pipe'] as const) : []),
+      ...(seccompFd !== null ? [seccompFd] : []),
+    ],
   });
+  if (seccompFd !== null) closeSync(seccompFd); // the child has its own copy
   if (workload.input !== undefined) {
     child.stdin!.on('error', () => {}); // a command that exits before reading its input
     child.stdin!.end(workload.input);
   }
+  if (network && wanted?.ephemeral) child.once('close', () => void releaseNetwork(iso, netName!));
   const sandbox = viewed ? sandboxPid(child.stdio[VIEW_INFO_FD] as Readable) : Promise.resolve(null);
   const kill = (signal: NodeJS.Signals) => {
     if (!viewed) return killProcessGroup(child.pid, signal);
@@ -159,7 +209,7 @@ export async function launch(iso: Isolation, workload: Workload): Promise<Launch
       if (!pid || signal === 'SIGKILL') killProcessGroup(child.pid, signal);
     });
   };
-  return { child, address, kill };
+  return { child, address, network, kill };
 }
 
 /** Kills a process group by its leader's pid; a gone group is fine. */

@@ -1,0 +1,205 @@
+import { execFileSync } from 'node:child_process';
+import { cpSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { connect, createServer, type Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import request from 'supertest';
+import { eventually } from '../support/stack';
+import { startBerthDev, type BerthDev } from '../e2e/support/berth-dev';
+
+/**
+ * Issue 25's tenant-escape suite, end to end: `npm start`'s platform, a tenant's app pushed
+ * with git (test/fixtures/apps/tenant-probe), asked from the outside to try each path out of
+ * its sandbox from the inside. Each path is refused; what the rules allow works. The kernel
+ * rules themselves are also proved one by one in network-policy.test.ts.
+ */
+jest.setTimeout(400_000);
+
+const FIXTURE = path.join(__dirname, '..', 'fixtures', 'apps', 'tenant-probe');
+const EXTRA_PORT = 7070;
+// the workload network needs root and nftables, the view bubblewrap (`.ci/run` installs them)
+const root = process.getuid?.() === 0 && existsSync('/usr/sbin/nft') && existsSync('/usr/bin/bwrap');
+const describeIf = root ? describe : describe.skip;
+
+let berth: BerthDev;
+let api: ReturnType<typeof request>;
+let auth: Record<string, string>;
+let resource: string;
+let gateway: string;
+let machineService: Server;
+let machinePort: number;
+const copies: string[] = [];
+
+function git(dir: string, ...args: string[]): void {
+  execFileSync('git', ['-C', dir, ...args], {
+    env: {
+      ...process.env,
+      GIT_AUTHOR_NAME: 'T',
+      GIT_AUTHOR_EMAIL: 't@example.test',
+      GIT_COMMITTER_NAME: 'T',
+      GIT_COMMITTER_EMAIL: 't@example.test',
+      HOME: dir,
+    },
+    stdio: 'ignore',
+  });
+}
+
+/** Creates an app and pushes the probe to it; resolves once it serves. */
+async function deployProbe(name: string, body: Record<string, unknown> = {}): Promise<any> {
+  const app = (
+    await api
+      .post('/api/v1/apps')
+      .set(auth)
+      .send({ name, resource_id: resource, deployment_method: 'git_push', ...body })
+      .expect(201)
+  ).body;
+  const dir = mkdtempSync(path.join(tmpdir(), 'berth-probe-'));
+  copies.push(dir);
+  cpSync(FIXTURE, dir, { recursive: true });
+  git(dir, 'init', '--quiet', '--initial-branch', 'main');
+  git(dir, 'add', '-A');
+  git(dir, 'commit', '--quiet', '-m', 'probe');
+  expect(berth.push(dir, app.git_url)).toMatch(/deployed: /);
+  return app;
+}
+
+/**
+ * Asks the app (through the ingress) to try something from the inside; the answer's text.
+ * A replica being restarted answers 502/503 a moment: asked again, up to 60 s.
+ */
+async function ask(app: { public_url: string }, pathname: string): Promise<string> {
+  const answer = await eventually(
+    async () => {
+      const res = await berth.viaPublicUrl(app.public_url, pathname);
+      return res.status === 200 ? { text: res.text.trim() } : undefined;
+    },
+    { what: `${pathname} answered`, timeoutMs: 60_000 },
+  );
+  return answer.text;
+}
+
+beforeAll(async () => {
+  if (!root) return;
+  berth = await startBerthDev();
+  api = request(berth.apiUrl);
+  auth = { Authorization: `Bearer ${berth.token}` };
+  resource = (await api.get('/api/v1/resources').set(auth).expect(200)).body[0].uuid;
+  const line = /Network\s+each workload in a network namespace of its own, (\S+) its gateway/.exec(berth.output());
+  if (!line) throw new Error(`the banner names no workload network:\n${berth.output().slice(-3000)}`);
+  gateway = line[1]!;
+  // a service of the machine listening on every interface (as the machine's own databases may)
+  machineService = createServer((s) => s.on('error', () => {}).end('machine'));
+  await new Promise<void>((r) => machineService.listen(0, '0.0.0.0', () => r()));
+  machinePort = (machineService.address() as { port: number }).port;
+});
+
+afterAll(async () => {
+  machineService?.close();
+  await berth?.stop();
+  for (const dir of copies) rmSync(dir, { recursive: true, force: true });
+});
+
+describeIf('tenant escape: a pushed app tries its way out', () => {
+  let probe: any;
+  let closed: any;
+  let open: any;
+
+  beforeAll(async () => {
+    // the same code three times, each listening on the same extra port; one runs two replicas
+    probe = await deployProbe('probe', { quota: { replicas: 2 } });
+    closed = await deployProbe('closed-app', { allow_connections: false });
+    open = await deployProbe('open-app', { allow_connections: true });
+  });
+
+  it('two apps, a clone and two replicas of the same code, all on the same fixed extra port, all serve', async () => {
+    const copy = (
+      await api.post(`/api/v1/apps/${closed.uuid}/clone`).set(auth).send({ name: 'closed-copy' }).expect(201)
+    ).body;
+    for (const app of [probe, closed, open, copy])
+      expect(await ask(app, `/connect?host=127.0.0.1&port=${EXTRA_PORT}`)).toBe('open');
+    const boots = new Set<string>();
+    await eventually(
+      async () => {
+        boots.add(await ask(probe, '/boot'));
+        return boots.size === 2 ? true : undefined;
+      },
+      { what: 'both replicas answering', timeoutMs: 30_000 },
+    );
+  });
+
+  it("never the platform: Temporal and its UI, the API, the control database, the ingress and the machine's services are out of reach", async () => {
+    const platformPorts = [
+      'PORT',
+      'BERTH_TEMPORAL_PORT',
+      'BERTH_TEMPORAL_UI_PORT',
+      'BERTH_PG_PORT',
+      'BERTH_INGRESS_PORT',
+    ].map((k) => Number(berth.env[k]));
+    for (const port of [...platformPorts, 5432, 3306, 6379, machinePort]) {
+      for (const host of ['127.0.0.1', gateway]) {
+        expect({ host, port, got: await ask(probe, `/connect?host=${host}&port=${port}`) }).toMatchObject({
+          got: expect.stringMatching(/^(refused|timeout)$/),
+        });
+      }
+    }
+    // the machine's service does listen there: the host itself reaches it at the gateway
+    await new Promise<void>((resolve, reject) => {
+      const s = connect(machinePort, gateway, () => {
+        s.destroy();
+        resolve();
+      });
+      s.once('error', reject);
+    });
+  });
+
+  it('the object store at the endpoint buckets show, from inside too: it refuses an anonymous request (AccessDenied)', async () => {
+    const endpoint = `http://127.0.0.1:${berth.env.BERTH_S3_PORT}/`;
+    const got = await ask(probe, `/fetch?url=${encodeURIComponent(endpoint)}`);
+    expect(got).toMatch(/^403 .*AccessDenied/s);
+  });
+
+  it("another app's port only when it allows connections, found by its service name through the workspace's resolver", async () => {
+    const closedAt = await ask(closed, '/address');
+    const openAt = await ask(open, '/address');
+    expect(await ask(probe, `/connect?host=${closedAt}&port=${EXTRA_PORT}`)).toBe('timeout');
+    expect(await ask(probe, `/connect?host=${openAt}&port=${EXTRA_PORT}`)).toBe('open');
+    expect(await ask(probe, `/resolve?name=${open.service_name}`)).toBe(openAt);
+    const [host, port] = (open.internal_url as string).split(':');
+    expect(await ask(probe, `/connect?host=${host}&port=${port}`)).toBe('open');
+  });
+
+  it('its attached add-on by the hostname in connection_details, and no one else', async () => {
+    const created = (
+      await api
+        .post(`/api/v1/apps/${probe.uuid}/addons`)
+        .set(auth)
+        .send({ type: 'postgres', label: 'main' })
+        .expect(201)
+    ).body;
+    const addon = await eventually(
+      async () => {
+        const r = await api.get(`/api/v1/apps/${probe.uuid}/addons/${created.uuid}`).set(auth).expect(200);
+        return r.body.state === 'healthy' ? r.body : undefined;
+      },
+      { what: 'the add-on healthy', timeoutMs: 120_000 },
+    );
+    const { hostname, port } = addon.connection_details.internal;
+    await api.patch(`/api/v1/apps/${probe.uuid}/state`).set(auth).send({ action: 'restart' }).expect(202);
+    await eventually(
+      async () => ((await ask(probe, `/connect?host=${hostname}&port=${port}`)) === 'open' ? true : undefined),
+      {
+        what: 'the attached add-on reachable',
+        timeoutMs: 60_000,
+      },
+    );
+    expect(await ask(closed, `/connect?host=${hostname}&port=${port}`)).toBe('timeout');
+  });
+
+  it("its own processes and /tmp only; not Berth's data", async () => {
+    expect(Number(await ask(probe, '/processes'))).toBeLessThan(10);
+    // (the probe runs two replicas: each has a /tmp of its own, so the write's own answer lists it)
+    expect((await ask(probe, '/tmp?write=mine')).split(',')).toContain('mine');
+    expect((await ask(closed, '/tmp')).split(',')).not.toContain('mine');
+    expect(await ask(probe, `/ls?path=${encodeURIComponent(berth.dataDir)}`)).toBe('ENOENT');
+  });
+});
