@@ -1,4 +1,5 @@
 import { execFileSync } from 'node:child_process';
+import { existsSync, readlinkSync } from 'node:fs';
 import path from 'node:path';
 import request from 'supertest';
 import { DEPLOYABLE_STATES } from '../../domain/apps';
@@ -98,20 +99,21 @@ async function deployed(appUuid: string): Promise<any> {
 
 /** The app's containers (`<name> <image>`), as the podman Berth runs sees them (its configuration under the data dir). */
 function containersOf(appUuid: string): string[] {
-  const conf = path.join(berth.dataDir, 'local', 'podman');
-  const out = execFileSync(
-    'podman',
-    ['ps', '--filter', `label=berth.app=${appUuid}`, '--format', '{{.Names}} {{.Image}}'],
-    {
-      env: {
-        PATH: process.env.PATH,
-        CONTAINERS_CONF: path.join(conf, 'containers.conf'),
-        CONTAINERS_STORAGE_CONF: path.join(conf, 'storage.conf'),
-      },
-      encoding: 'utf8',
-    },
-  );
+  const out = podman(['ps', '--filter', `label=berth.app=${appUuid}`, '--format', '{{.Names}} {{.Image}}']);
   return out.split('\n').filter(Boolean);
+}
+
+/** A podman command with Berth's configuration (under its data dir): its output. */
+function podman(args: string[]): string {
+  const conf = path.join(berth.dataDir, 'local', 'podman');
+  return execFileSync('podman', args, {
+    env: {
+      PATH: process.env.PATH,
+      CONTAINERS_CONF: path.join(conf, 'containers.conf'),
+      CONTAINERS_STORAGE_CONF: path.join(conf, 'storage.conf'),
+    },
+    encoding: 'utf8',
+  });
 }
 
 async function buildLog(appUuid: string, deploymentUuid: string): Promise<string> {
@@ -136,6 +138,11 @@ describeImages('container_registry apps on the local driver (podman)', () => {
     // one container, of the pinned image, as the app's replica; a stop removes it, a start runs a new one
     const [container] = containersOf(app.uuid);
     expect(containersOf(app.uuid)).toHaveLength(1);
+    // with the workload network (nftables and iproute2 here), the container is in a namespace of its own, not the machine's
+    if (existsSync('/usr/sbin/nft') && existsSync('/usr/sbin/ip')) {
+      const pid = podman(['inspect', '--format', '{{.State.Pid}}', container!.split(' ')[0]!]).trim();
+      expect(readlinkSync(`/proc/${pid}/ns/net`)).not.toBe(readlinkSync('/proc/self/ns/net'));
+    }
     expect(container).toMatch(
       new RegExp(`^berth-${app.uuid}-image-[0-9a-f]{12}-[0-9a-f]{6}-web1-1 ${registry.host}/acme/hello@sha256:`),
     );

@@ -225,23 +225,29 @@ export class ReleaseSupervisor {
     const container = this.run.container?.replica(r.index);
     const started = await launch(
       this.deps.isolation,
-      container?.workload ?? {
-        sandbox: {
-          owner: { kind: 'app', id: this.app },
-          uid: appUid(this.app),
-          limits: this.run.limits,
-          view: this.run.view,
-          binds,
-          extraGids: gids,
-          umask,
-          network: { name: this.networkName(r), member: this.run.member },
-        },
-        command: ['/bin/sh', '-c', this.run.manifest.web ?? 'false'],
-        cwd: this.run.releaseDir,
-        env: this.run.env,
-        listens: true,
-        port: this.run.port,
-      },
+      container
+        ? {
+            ...container.workload,
+            network: { name: this.networkName(r), member: this.run.member },
+            port: this.run.port,
+          }
+        : {
+            sandbox: {
+              owner: { kind: 'app', id: this.app },
+              uid: appUid(this.app),
+              limits: this.run.limits,
+              view: this.run.view,
+              binds,
+              extraGids: gids,
+              umask,
+              network: { name: this.networkName(r), member: this.run.member },
+            },
+            command: ['/bin/sh', '-c', this.run.manifest.web ?? 'false'],
+            cwd: this.run.releaseDir,
+            env: this.run.env,
+            listens: true,
+            port: this.run.port,
+          },
     );
     // a container outlives a SIGKILL of its `podman run`: it is removed as well
     const launched: Launched = container

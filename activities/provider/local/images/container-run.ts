@@ -32,6 +32,7 @@ export function containerRunArgv(spec: ContainerRunSpec): string[] {
   const bytes = `${Math.max(6 * 2 ** 20, Math.floor(spec.memoryBytes))}b`;
   argv.push('--memory', bytes, '--memory-swap', bytes, '--cpus', String(spec.cpus));
   if (spec.uid !== null) argv.push('--uidmap', `0:${spec.uid}:1`, '--gidmap', `0:${spec.uid}:1`);
+  // host: the network podman itself runs in (the launcher starts it inside the workload's namespace)
   argv.push('--network', spec.netnsPath ? `ns:${spec.netnsPath}` : 'host');
   for (const [k, v] of Object.entries(spec.labels ?? {})) argv.push('--label', `${k}=${v}`);
   for (const name of spec.envNames) argv.push('--env', name);

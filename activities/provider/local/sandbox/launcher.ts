@@ -84,6 +84,8 @@ export interface Workload {
   output?: 'pipe' | 'ignore' | number;
   /** Written to its standard input, which is then closed (default: no input). */
   input?: string;
+  /** A network of its own for a workload without a sandbox of the launcher's (a container: podman drops its privileges itself). */
+  network?: Sandbox['network'];
 }
 
 export interface Launched {
@@ -148,7 +150,8 @@ export async function releaseNetwork(iso: Isolation, name: string): Promise<void
 
 export async function launch(iso: Isolation, workload: Workload): Promise<Launched> {
   const box = workload.sandbox;
-  const wanted = box?.network && iso.network ? box.network : null;
+  const asked = box?.network ?? workload.network;
+  const wanted = asked && iso.network ? asked : null;
   const netName = wanted && (wanted.ephemeral ? `${wanted.name}-${randomBytes(3).toString('hex')}` : wanted.name);
   const network = wanted && netName ? await iso.network!.attach(netName, wanted.member) : null;
   const address = !workload.listens
