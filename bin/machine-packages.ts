@@ -1,5 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
+import { IMAGE_RUNTIME_PACKAGES } from '../activities/provider/local/images/runtime';
 
 /** A Debian package the local driver uses, found by one of its binaries. */
 export interface MachinePackage {
@@ -13,7 +14,7 @@ export interface MachinePackage {
   why: string;
 }
 
-/** What the local driver needs of the machine for tenant isolation. */
+/** What the local driver needs of the machine: tenant isolation, and the runtime of container images. */
 export const LOCAL_DRIVER_PACKAGES: MachinePackage[] = [
   { pkg: 'bubblewrap', binary: '/usr/bin/bwrap', why: "each app's own view of processes and files" },
   { pkg: 'nftables', binary: '/usr/sbin/nft', why: "the workload network's policy, enforced by the kernel" },
@@ -24,6 +25,7 @@ export const LOCAL_DRIVER_PACKAGES: MachinePackage[] = [
     installed: () => pythonModule('seccomp'),
     why: "libseccomp, which compiles app code's seccomp filter",
   },
+  ...IMAGE_RUNTIME_PACKAGES.map((p) => ({ ...p, why: 'container images (container_registry apps)' })),
 ];
 
 /** Whether the system's Python has a module (Debian's python3-* packages put them in dist-packages). */

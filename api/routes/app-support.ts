@@ -116,8 +116,9 @@ function checkRepository(ctx: RuleScope, method: string, repository: string): st
 
 /**
  * Validates deployment_config for the method (shape: 400; rules: 422). A
- * container_registry app needs deployment_config.credential_id naming a registry
- * credential of the workspace; a parent_image app a parent app of the workspace.
+ * container_registry app needs a driver that runs images (else the driver's reason) and
+ * deployment_config.credential_id naming a registry credential of the workspace; a
+ * parent_image app a parent app of the workspace.
  */
 export async function checkDeployment(
   ctx: RuleScope,
@@ -136,6 +137,9 @@ export async function checkDeployment(
   if (typeof out.repository === 'string') out.repository = checkRepository(ctx, method, out.repository);
   let parentAppUuid: string | null = null;
   if (method === 'container_registry') {
+    const refusal = ctx.deps.capabilities?.images ?? null;
+    if (refusal)
+      throw unprocessable(refusal, [{ path: 'body.deployment_method', message: 'container images do not run here' }]);
     if (!out.credential_id) {
       throw unprocessable('a container_registry app needs deployment_config.credential_id', [
         { path: 'body.deployment_config.credential_id', message: 'required for container_registry' },

@@ -10,4 +10,6 @@ export interface DriverCapabilities {
   engine: DataDriver['supports'];
   /** Whether VPCs are built: null, or the reason they cannot be. */
   vpcs: string | null;
+  /** Whether container images run (container_registry apps): null, or the reason they cannot (what to install). */
+  images: string | null;
 }

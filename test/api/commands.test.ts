@@ -44,6 +44,7 @@ beforeAll(async () => {
     capabilities: {
       engine: (type) => (unsupported.has(type) ? `${type} cannot run on this data plane` : null),
       vpcs: null,
+      images: null,
     },
   };
 });
@@ -266,6 +267,32 @@ describe('createApp', () => {
       createApp(tx, owner, { ...appDefaults, name: 'elsewhere', resource_id: other.resourceUuid }),
     );
     expect(paths(p)).toEqual(['body.resource_id']);
+  });
+
+  it("refuses a container_registry app with the driver's reason when images do not run there (422); runs it where they do", async () => {
+    const credential = randomUUID();
+    await ds.query(
+      `INSERT INTO container_registry_credentials (uuid, workspace_uuid, name, registry, username, token_sealed) VALUES ($1, $2, 'reg', 'generic', 'bot', $3)`,
+      [credential, ws.uuid, deps.secretBox.seal('reg-token')],
+    );
+    const body = {
+      ...appDefaults,
+      name: 'imaged',
+      resource_id: ws.resourceUuid,
+      deployment_method: 'container_registry' as const,
+      deployment_config: { image: '127.0.0.1:5000/acme/web:1', credential_id: credential },
+    };
+    const reason = "this machine lacks Debian's podman package";
+    deps.capabilities = { ...deps.capabilities!, images: reason };
+    try {
+      const p = await refusal(owner, (tx) => createApp(tx, owner, body));
+      expect([p.status, p.detail]).toEqual([422, reason]);
+      expect(paths(p)).toEqual(['body.deployment_method']);
+    } finally {
+      deps.capabilities = { ...deps.capabilities!, images: null };
+    }
+    const app = await run(owner, (tx) => createApp(tx, owner, body));
+    expect(app.deployment_method).toBe('container_registry');
   });
 });
 

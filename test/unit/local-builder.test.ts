@@ -4,6 +4,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, s
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { localBuildRefusal } from '../../activities/provider/local/builds/refusal';
+import { imageRuntimeRefusal, PODMAN } from '../../activities/provider/local/images/runtime';
 import { NOTHING_DETECTED } from '../../activities/provider/local/builds/detect';
 import { buildRecordFile, writeBuildRecord } from '../../activities/provider/local/builds/record';
 import { INTERRUPTED, LocalReleaseBuilder } from '../../activities/provider/local/builds/builder';
@@ -552,22 +553,30 @@ describe('local builder: private https repositories and limits', () => {
 });
 
 describe('local builder: what it refuses', () => {
-  it('container images and Dockerfiles are refused with the reason; git commits and local releases are not', () => {
-    expect(localBuildRefusal({ method: 'container_registry', image: 'nginx:1', commitSha: null }, 'auto')).toBe(
-      'the local driver runs no container images (method container_registry); a driver that runs images (kubernetes, planned) would',
-    );
-    expect(localBuildRefusal({ method: 'github', image: null, commitSha: 'a'.repeat(40) }, 'dockerfile')).toMatch(
+  it('registry images run where podman does (else the missing packages are the reason); Dockerfiles are refused; git commits and local releases are not', () => {
+    const noPodman = imageRuntimeRefusal((file) => file !== PODMAN, true);
+    expect(noPodman).toMatch(/lacks Debian's podman package: install it as root/);
+    expect(imageRuntimeRefusal(() => true, true)).toBeNull();
+    expect(imageRuntimeRefusal(() => true, false)).toMatch(/as root/);
+    expect(
+      localBuildRefusal({ method: 'container_registry', image: 'nginx:1', commitSha: null }, 'auto', noPodman),
+    ).toBe(noPodman);
+    expect(
+      localBuildRefusal({ method: 'container_registry', image: 'nginx:1', commitSha: null }, 'auto', null),
+    ).toBeNull();
+    expect(localBuildRefusal({ method: 'github', image: null, commitSha: 'a'.repeat(40) }, 'dockerfile', null)).toMatch(
       /builds no Dockerfiles/,
     );
-    expect(localBuildRefusal({ method: 'parent_image', image: 'nginx:1', commitSha: null }, 'auto')).toMatch(
+    expect(localBuildRefusal({ method: 'parent_image', image: 'nginx:1', commitSha: null }, 'auto', null)).toMatch(
       /runs no container images/,
     );
     expect(
       localBuildRefusal(
         { method: 'parent_image', image: releaseImage(randomUUID(), '20261123T190102-abcdef1'), commitSha: null },
         'auto',
+        null,
       ),
     ).toBeNull();
-    expect(localBuildRefusal({ method: 'git_push', image: null, commitSha: 'a'.repeat(40) }, 'auto')).toBeNull();
+    expect(localBuildRefusal({ method: 'git_push', image: null, commitSha: 'a'.repeat(40) }, 'auto', null)).toBeNull();
   });
 });

@@ -2,11 +2,13 @@ import { LOCAL_NO_VPC_FABRIC } from '../../../domain/vpc';
 import type { Config } from '../../../platform/config';
 import type { DriverCapabilities } from '../../../platform/drivers/capabilities';
 import { localEngineSupport } from './data';
+import { imageRuntimeRefusal } from './images/runtime';
 
 /** What the local driver does for real on this machine (read without starting it: the API asks). */
 export function localCapabilities(config: Pick<Config, 'valkeyServer' | 'mysqlServer'>): DriverCapabilities {
   return {
     engine: localEngineSupport({ valkey: config.valkeyServer, mysql: config.mysqlServer }),
     vpcs: LOCAL_NO_VPC_FABRIC,
+    images: imageRuntimeRefusal(),
   };
 }

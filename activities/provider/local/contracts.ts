@@ -11,10 +11,12 @@ export interface ReleaseManifest {
   releaseId: string;
   appUuid: string;
   commitSha: string | null;
-  /** `process`: run `web` in the release directory; `static`: the ingress serves `staticRoot`. */
-  kind: 'process' | 'static';
-  /** Which detection won: a Procfile, Node, Python or a static folder. */
-  stack: 'procfile' | 'node' | 'python' | 'static';
+  /** `process`: run `web` in the release directory; `static`: the ingress serves `staticRoot`; `image`: run `image` with podman. */
+  kind: 'process' | 'static' | 'image';
+  /** Which detection won: a Procfile, Node, Python or a static folder; or a registry image. */
+  stack: 'procfile' | 'node' | 'python' | 'static' | 'image';
+  /** For image releases: the image pinned to its digest (`registry/path@sha256:...`). */
+  image?: string | null;
   /** The web command, run as `sh -c <web>` in the release directory with PORT set. */
   web: string | null;
   /** For static releases: the folder served, relative to the release directory. */

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { LocalLayout } from '../../../../platform/local-layout';
 import type { AppEventSink, IngressRoutes, LocalBuilder } from '../contracts';
+import type { PodmanConfig } from '../images/config';
 import type { Isolation } from '../sandbox/isolation';
 import type { AppLogWriter } from './log';
 import type { AppStateStore } from './state';
@@ -38,6 +39,8 @@ export interface AppsContext {
   store: AppStateStore;
   log: AppLogWriter;
   timing: SupervisorTiming;
+  /** Podman as Berth runs it (image releases); null where images do not run. */
+  podman: PodmanConfig | null;
   /** The app's runtime in this process (created empty on first use). */
   runtime(appUuid: string): AppRuntime;
 }

@@ -15,6 +15,10 @@ import type {
 } from '../../../../platform/drivers/apps';
 import type { JobRequest, JobRun } from '../../../../platform/drivers/data';
 import { localBuildRefusal } from '../builds/refusal';
+import { ensurePodmanConfig, podmanConfig } from '../images/config';
+import { removeAppContainers } from '../images/container-run';
+import { ImagePulls } from '../images/pulls';
+import { imageRuntimeRefusal } from '../images/runtime';
 import type { AppEventSink, IngressRoutes, LocalBuilder } from '../contracts';
 import { groupProcesses, removeLimits, type Isolation } from '../sandbox/isolation';
 import { ensureAppVolume, VolumeCopies } from './clone';
@@ -45,6 +49,8 @@ export interface LocalAppsDriverDeps {
   jobTimeLimitMs?: number;
   /** The program that copies a clone's volume (default cp; tests give a slower one). */
   copyTool?: string;
+  /** Why container images do not run here (default: imageRuntimeRefusal(), the missing packages); null: they do. */
+  imagesRefusal?: string | null;
 }
 
 /**
@@ -62,8 +68,13 @@ export class LocalAppsDriver implements AppsDriver {
   private readonly rollouts: Rollouts;
   private readonly ports: PublicPorts;
   private readonly volumes: VolumeCopies;
+  private readonly imagesRefusal: string | null;
+  private readonly pulls: ImagePulls | null;
 
   constructor(private readonly deps: LocalAppsDriverDeps) {
+    this.imagesRefusal = deps.imagesRefusal === undefined ? imageRuntimeRefusal() : deps.imagesRefusal;
+    const podman = this.imagesRefusal ? null : podmanConfig(deps.layout);
+    if (podman) ensurePodmanConfig(podman);
     this.store = new AppStateStore(deps.dataSource, deps.secretBox);
     this.ctx = {
       layout: deps.layout,
@@ -76,7 +87,11 @@ export class LocalAppsDriver implements AppsDriver {
       log: new AppLogWriter(deps.layout),
       timing: { ...DEFAULT_TIMING, ...deps.timing },
       runtime: (appUuid) => this.rt(appUuid),
+      podman,
     };
+    this.pulls = podman
+      ? new ImagePulls({ layout: deps.layout, isolation: deps.isolation, podman, store: this.store })
+      : null;
     this.rollouts = new Rollouts(this.ctx);
     this.ports = new PublicPorts(this.ctx, deps.host);
     this.volumes = new VolumeCopies(this.ctx, deps.copyTool);
@@ -121,8 +136,18 @@ export class LocalAppsDriver implements AppsDriver {
     await this.ctx.log.close();
   }
 
-  /** Kills what is left in the app's cgroup (a previous Berth's replicas) and waits until it is empty (up to 2 s). */
+  /** Whether the app's release (or the one it rolls out) is an image. */
+  private async runsImages(appUuid: string): Promise<boolean> {
+    const row = await this.store.get(appUuid);
+    for (const id of [row?.release_id, row?.pending_release_id])
+      if (id && (await this.deps.builder.manifest(appUuid, id))?.kind === 'image') return true;
+    return false;
+  }
+
+  /** Kills what is left in the app's cgroup and its containers (a previous Berth's replicas) and waits until it is empty (up to 2 s). */
   private async killLeftovers(appUuid: string): Promise<void> {
+    if (this.ctx.podman && (await this.runsImages(appUuid)))
+      await removeAppContainers(this.deps.isolation, this.ctx.podman, appUuid);
     for (let attempt = 0; attempt < 20; attempt++) {
       const pids = groupProcesses(this.deps.isolation, { kind: 'app', id: appUuid });
       if (pids.length === 0) return;
@@ -231,12 +256,17 @@ export class LocalAppsDriver implements AppsDriver {
     await this.require(appUuid);
     if (await this.store.settledBuild(deploymentUuid)) return;
     const refusal =
-      localBuildRefusal(request, request.builder) ??
-      (request.method !== 'parent_image' && !request.repository
+      localBuildRefusal(request, request.builder, this.imagesRefusal) ??
+      (request.method !== 'parent_image' && request.method !== 'container_registry' && !request.repository
         ? `the local driver cannot build a ${request.method} deployment without a repository`
         : null);
     if (refusal) {
       await this.store.settleBuild(deploymentUuid, appUuid, { reason: refusal });
+      return;
+    }
+    if (request.method === 'container_registry') {
+      if (!request.image) return this.store.settleBuild(deploymentUuid, appUuid, { reason: 'the app names no image' });
+      this.pulls!.start({ appUuid, deploymentUuid, image: request.image, auth: request.registryAuth ?? null });
       return;
     }
     if (request.method === 'parent_image') {
@@ -266,11 +296,12 @@ export class LocalAppsDriver implements AppsDriver {
         ? { status: 'succeeded', image: settled.image! }
         : { status: 'failed', reason: settled.reason ?? 'build failed' };
     }
-    return this.deps.builder.status(deploymentUuid);
+    return this.pulls?.status(deploymentUuid) ?? this.deps.builder.status(deploymentUuid);
   }
 
   async cancelBuild(deploymentUuid: string): Promise<void> {
     if (await this.store.settledBuild(deploymentUuid)) return;
+    if (this.pulls?.cancel(deploymentUuid)) return;
     await this.deps.builder.cancel(deploymentUuid);
   }
 
@@ -281,7 +312,7 @@ export class LocalAppsDriver implements AppsDriver {
     const parsed = parseReleaseImage(image);
     if (!parsed)
       throw ApplicationFailure.nonRetryable(
-        localBuildRefusal({ method: 'parent_image', image, commitSha: null }, null)!,
+        localBuildRefusal({ method: 'parent_image', image, commitSha: null }, null, this.imagesRefusal)!,
         'LocalImageRefused',
       );
     const releaseId =

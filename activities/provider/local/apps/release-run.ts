@@ -1,4 +1,7 @@
 import path from 'node:path';
+import { ApplicationFailure } from '@temporalio/common';
+import { appUid } from '../../../../platform/local-layout';
+import { imageReplicas } from '../images/replicas';
 import type { AppRunSpec } from '../../../../platform/drivers/apps';
 import type { ReleaseManifest } from '../contracts';
 import { SYSTEM_PATH } from '../sandbox/launcher';
@@ -9,7 +12,8 @@ import { networkMember } from './network-member';
 import { volumeAccess } from './volumes';
 
 /**
- * How one release of the app runs with the run spec the control plane handed over: its
+ * How one release of the app runs (an image release: as containers of its pinned image, with
+ * the run spec's variables as they are) with the run spec the control plane handed over: its
  * directory, the release's PATH entries before the environment's, HOME and TMPDIR in the
  * app's home, its volumes, its quota as limits and its probes.
  */
@@ -26,7 +30,28 @@ export async function releaseRun(
   const pathDirs = manifest.path.map((p) => path.join(releaseDir, p));
   const volumes = await volumeAccess(ctx.layout, ctx.isolation, spec.mounts);
   const { env } = spec;
+  const image = manifest.kind === 'image' ? manifest.image : null;
+  if (image && !ctx.podman)
+    throw ApplicationFailure.nonRetryable(
+      `release ${releaseId} is an image, and images do not run here`,
+      'LocalImageRefused',
+    );
+  const container =
+    image && ctx.podman
+      ? imageReplicas(ctx.isolation, ctx.podman, {
+          appUuid,
+          releaseId,
+          image,
+          env,
+          memoryBytes: spec.ramSize,
+          cpus: spec.cpuSize,
+          uid: ctx.isolation.uidSwitch ? appUid(appUuid) : null,
+          onDropped: (names) =>
+            ctx.log.berth(appUuid, `not passed to the container (podman reads them itself): ${names.join(', ')}`),
+        })
+      : undefined;
   return {
+    container,
     appUuid,
     releaseId,
     releaseDir,

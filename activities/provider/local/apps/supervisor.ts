@@ -4,7 +4,7 @@ import type { AppLogWriter } from './log';
 import type { Backend, ReleaseManifest } from '../contracts';
 import { probeOnce, type Probe } from './health-probe';
 import { oomKills, type Isolation, type Limits, type SandboxView } from '../sandbox/isolation';
-import { launch, releaseNetwork, type Address, type Launched } from '../sandbox/launcher';
+import { launch, releaseNetwork, type Address, type Launched, type Workload } from '../sandbox/launcher';
 import type { NetworkMember } from '../network/fabric';
 import type { VolumeAccess } from './volumes';
 
@@ -57,6 +57,14 @@ export interface ReleaseRun {
   port: number;
   /** What the workload network knows of each replica (its workspace, name, add-ons). */
   member: NetworkMember;
+  /** An image release: each replica start is a container (images/replicas.ts) instead of `sh -c <web>`. */
+  container?: ContainerReplicas;
+}
+
+/** How the replicas of an image release are started and removed. */
+export interface ContainerReplicas {
+  /** One start of replica `index`: the launcher's workload (a `podman run`) and how to remove its container. */
+  replica(index: number): { workload: Workload; remove(): void };
 }
 
 /** What the supervisor reports to the driver (events only for the release that serves). */
@@ -214,23 +222,40 @@ export class ReleaseSupervisor {
     const gen = ++r.gen;
     const source = `web.${r.index}`;
     const { binds, gids, umask } = this.run.volumes;
-    const launched = await launch(this.deps.isolation, {
-      sandbox: {
-        owner: { kind: 'app', id: this.app },
-        uid: appUid(this.app),
-        limits: this.run.limits,
-        view: this.run.view,
-        binds,
-        extraGids: gids,
-        umask,
-      },
-      network: { name: this.networkName(r), member: this.run.member },
-      command: ['/bin/sh', '-c', this.run.manifest.web ?? 'false'],
-      cwd: this.run.releaseDir,
-      env: this.run.env,
-      listens: true,
-      port: this.run.port,
-    });
+    const container = this.run.container?.replica(r.index);
+    const network = { name: this.networkName(r), member: this.run.member };
+    const started = await launch(
+      this.deps.isolation,
+      container
+        ? { ...container.workload, network, port: this.run.port }
+        : {
+            sandbox: {
+              owner: { kind: 'app', id: this.app },
+              uid: appUid(this.app),
+              limits: this.run.limits,
+              view: this.run.view,
+              binds,
+              extraGids: gids,
+              umask,
+            },
+            network,
+            command: ['/bin/sh', '-c', this.run.manifest.web ?? 'false'],
+            cwd: this.run.releaseDir,
+            env: this.run.env,
+            listens: true,
+            port: this.run.port,
+          },
+    );
+    // a container outlives a SIGKILL of its `podman run`: it is removed as well
+    const launched: Launched = container
+      ? {
+          ...started,
+          kill: (signal) => {
+            started.kill(signal);
+            if (signal === 'SIGKILL') container.remove();
+          },
+        }
+      : started;
     const { child, address } = launched;
     if (this.stopping || r.gen !== gen) {
       launched.kill('SIGKILL'); // stopped while it was being started

@@ -3,15 +3,15 @@ import type { BuildRequest } from '../../../../platform/drivers/apps';
 
 /**
  * Why the `local` driver cannot build or run what a deployment asks for, or null when it
- * can: it builds git commits into releases and runs no container images.
+ * can: it builds git commits into releases and pulls registry images with podman (refused
+ * with `imagesRefusal`, the missing packages, when this machine has no podman).
  */
 export function localBuildRefusal(
   request: Pick<BuildRequest, 'method' | 'image' | 'commitSha'>,
   builder: string | null,
+  imagesRefusal: string | null,
 ): string | null {
-  if (request.method === 'container_registry') {
-    return 'the local driver runs no container images (method container_registry); a driver that runs images (kubernetes, planned) would';
-  }
+  if (request.method === 'container_registry') return imagesRefusal;
   if (builder === 'dockerfile') {
     return 'the local driver builds no Dockerfiles (builder dockerfile); use builder auto (Procfile, Node, Python or a static site), or a driver that builds images (kubernetes, planned)';
   }

@@ -1,0 +1,59 @@
+import { randomBytes } from 'node:crypto';
+import type { Isolation } from '../sandbox/isolation';
+import type { ContainerReplicas } from '../apps/supervisor';
+import type { PodmanConfig } from './config';
+import { containerWorkload, removeContainer } from './container-run';
+
+/** The label every container of an app carries (its leftovers are found by it). */
+export const APP_LABEL = 'berth.app';
+
+/**
+ * The replicas of one image release: each start is a `podman run` of the pinned image under
+ * a name of its own (`berth-<app>-<release>-<run>-web<n>-<start>`), with the app's variables,
+ * PORT, its quota and its uid. `netnsPath`: the workload's own network namespace, once it
+ * has one; until then the machine's (the container listens on loopback, as a process replica).
+ */
+export function imageReplicas(
+  iso: Isolation,
+  cfg: PodmanConfig,
+  input: {
+    appUuid: string;
+    releaseId: string;
+    image: string;
+    env: Record<string, string>;
+    memoryBytes: number;
+    cpus: number;
+    uid: number | null;
+    netnsPath?: string;
+    /** Told once which variables podman cannot pass (it reads them itself). */
+    onDropped?: (names: string[]) => void;
+  },
+): ContainerReplicas {
+  let starts = 0;
+  // one run of the release (a rollout of the same digest boots beside the one serving): names never meet
+  const run = randomBytes(3).toString('hex');
+  let told = false;
+  return {
+    replica(index) {
+      const name = `berth-${input.appUuid}-${input.releaseId}-${run}-web${index}-${++starts}`;
+      const { workload, dropped } = containerWorkload(
+        cfg,
+        {
+          name,
+          image: input.image,
+          memoryBytes: input.memoryBytes,
+          cpus: input.cpus,
+          uid: input.uid,
+          netnsPath: input.netnsPath,
+          labels: { [APP_LABEL]: input.appUuid },
+        },
+        input.env,
+      );
+      if (dropped.length > 0 && !told) {
+        told = true;
+        input.onDropped?.(dropped);
+      }
+      return { workload, remove: () => void removeContainer(iso, cfg, name).catch(() => {}) };
+    },
+  };
+}

@@ -1,0 +1,234 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync, readlinkSync } from 'node:fs';
+import path from 'node:path';
+import request from 'supertest';
+import { DEPLOYABLE_STATES } from '../../domain/apps';
+import { eventually } from '../support/stack';
+import {
+  imageTestsMissing,
+  pushTestImage,
+  startTestRegistry,
+  TEST_IMAGE_PAGE,
+  type TestRegistry,
+} from '../support/images';
+import { startBerthDev, type BerthDev } from './support/berth-dev';
+
+/**
+ * Issue 27, container_registry apps on the local driver, end to end: `berth dev` pulls an
+ * image from a registry that wants a login (a test registry on loopback, the image built
+ * here), runs it with podman and serves it through the ingress; with a wrong login the
+ * deployment fails with the registry's reason, and the login's secret is nowhere.
+ */
+jest.setTimeout(300_000);
+
+const missing = imageTestsMissing();
+if (missing) console.warn(`image tests skipped: ${missing}`);
+const describeImages = missing ? describe.skip : describe;
+
+let berth: BerthDev;
+let registry: TestRegistry;
+let image: string;
+let api: ReturnType<typeof request>;
+let auth: Record<string, string>;
+let resource: string;
+
+beforeAll(async () => {
+  if (missing) return;
+  registry = await startTestRegistry();
+  image = pushTestImage(registry);
+  berth = await startBerthDev();
+  api = request(berth.apiUrl);
+  auth = { Authorization: `Bearer ${berth.token}` };
+  resource = (await api.get('/api/v1/resources').set(auth).expect(200)).body[0].uuid;
+});
+
+afterAll(async () => {
+  await berth?.stop();
+  await registry?.stop();
+});
+
+async function credential(name: string, token: string): Promise<string> {
+  const res = await api
+    .post('/api/v1/container_registry_credentials')
+    .set(auth)
+    .send({ name, registry: 'generic', registry_hostname: registry.host, username: registry.username, token })
+    .expect(201);
+  return res.body.uuid;
+}
+
+/** Creates the image app and deploys it; answers the app and the finished deployment. */
+async function deployImage(name: string, credentialId: string, ref = image): Promise<{ app: any; deployment: any }> {
+  const app = (
+    await api
+      .post('/api/v1/apps')
+      .set(auth)
+      .send({
+        name,
+        resource_id: resource,
+        deployment_method: 'container_registry',
+        deployment_config: { image: ref, credential_id: credentialId },
+      })
+      .expect(201)
+  ).body;
+  const deployment = await deployed(app.uuid);
+  return { app: (await api.get(`/api/v1/apps/${app.uuid}`).set(auth).expect(200)).body, deployment };
+}
+
+/** Deploys the app once it can be and waits for the deployment's end; answers it. */
+async function deployed(appUuid: string): Promise<any> {
+  await eventually(
+    async () => DEPLOYABLE_STATES.includes((await api.get(`/api/v1/apps/${appUuid}`).set(auth)).body.state),
+    {
+      what: 'the app deployable',
+      timeoutMs: 60_000,
+    },
+  );
+  const posted = await api.post(`/api/v1/apps/${appUuid}/deployments`).set(auth).send({});
+  expect([posted.status, posted.body.detail]).toEqual([202, undefined]);
+  const started = posted.body;
+  let deployment: any;
+  await eventually(
+    async () => {
+      deployment = (await api.get(`/api/v1/apps/${appUuid}/deployments/${started.uuid}`).set(auth).expect(200)).body;
+      return ['completed', 'failed', 'cancelled'].includes(deployment.state);
+    },
+    { what: 'the deployment finished', timeoutMs: 120_000 },
+  );
+  return deployment;
+}
+
+/** The app's containers (`<name> <image>`), as the podman Berth runs sees them (its configuration under the data dir). */
+function containersOf(appUuid: string): string[] {
+  const out = podman(['ps', '--filter', `label=berth.app=${appUuid}`, '--format', '{{.Names}} {{.Image}}']);
+  return out.split('\n').filter(Boolean);
+}
+
+/** A podman command with Berth's configuration (under its data dir): its output. */
+function podman(args: string[]): string {
+  const conf = path.join(berth.dataDir, 'local', 'podman');
+  return execFileSync('podman', args, {
+    env: {
+      PATH: process.env.PATH,
+      CONTAINERS_CONF: path.join(conf, 'containers.conf'),
+      CONTAINERS_STORAGE_CONF: path.join(conf, 'storage.conf'),
+    },
+    encoding: 'utf8',
+  });
+}
+
+async function buildLog(appUuid: string, deploymentUuid: string): Promise<string> {
+  const res = await api.get(`/api/v1/apps/${appUuid}/deployments/${deploymentUuid}/logs`).set(auth).expect(200);
+  return res.body.map((l: any) => l.message).join('\n');
+}
+
+describeImages('container_registry apps on the local driver (podman)', () => {
+  it('an image from a registry that wants a login is pulled with the credential, pinned to its digest, and serves through the ingress', async () => {
+    const { app, deployment } = await deployImage('imaged', await credential('good', registry.password));
+    expect(deployment).toMatchObject({ state: 'completed' });
+    const log = await buildLog(app.uuid, deployment.uuid);
+    expect(log).toContain(`pulling ${image}`);
+    expect(log).toMatch(new RegExp(`release image-[0-9a-f]{12} runs ${registry.host}/acme/hello@sha256:[0-9a-f]{64}`));
+    await eventually(async () => (await api.get(`/api/v1/apps/${app.uuid}`).set(auth)).body.state === 'running', {
+      what: 'running',
+      timeoutMs: 60_000,
+    });
+    const res = await berth.viaPublicUrl(app.public_url).expect(200);
+    expect(res.text).toBe(TEST_IMAGE_PAGE);
+    expect(berth.output()).not.toContain(registry.password);
+    // one container, of the pinned image, as the app's replica; a stop removes it, a start runs a new one
+    const [container] = containersOf(app.uuid);
+    expect(containersOf(app.uuid)).toHaveLength(1);
+    // with the workload network (nftables and iproute2 here), the container is in a namespace of its own, not the machine's
+    if (existsSync('/usr/sbin/nft') && existsSync('/usr/sbin/ip')) {
+      const pid = podman(['inspect', '--format', '{{.State.Pid}}', container!.split(' ')[0]!]).trim();
+      expect(readlinkSync(`/proc/${pid}/ns/net`)).not.toBe(readlinkSync('/proc/self/ns/net'));
+    }
+    expect(container).toMatch(
+      new RegExp(`^berth-${app.uuid}-image-[0-9a-f]{12}-[0-9a-f]{6}-web1-1 ${registry.host}/acme/hello@sha256:`),
+    );
+    await api.patch(`/api/v1/apps/${app.uuid}/state`).set(auth).send({ action: 'stop' }).expect(202);
+    await eventually(async () => (await api.get(`/api/v1/apps/${app.uuid}`).set(auth)).body.state === 'stopped', {
+      what: 'stopped',
+    });
+    await eventually(async () => containersOf(app.uuid).length === 0, { what: 'the container removed' });
+    expect((await berth.viaPublicUrl(app.public_url)).status).toBe(503);
+    await api.patch(`/api/v1/apps/${app.uuid}/state`).set(auth).send({ action: 'start' }).expect(202);
+    await eventually(async () => (await berth.viaPublicUrl(app.public_url)).status === 200, {
+      what: 'served again',
+      timeoutMs: 60_000,
+    });
+    expect(containersOf(app.uuid)).toHaveLength(1);
+  });
+
+  it("a parent_image app runs the parent's release: the same pinned image", async () => {
+    const parent = (await api.get('/api/v1/apps').set(auth).expect(200)).body.find((a: any) =>
+      a.name.startsWith('imaged'),
+    );
+    const child = (
+      await api
+        .post('/api/v1/apps')
+        .set(auth)
+        .send({
+          name: 'imagechild',
+          resource_id: resource,
+          deployment_method: 'parent_image',
+          deployment_config: { parent_app_id: parent.uuid },
+        })
+        .expect(201)
+    ).body;
+    const deployment = await deployed(child.uuid);
+    expect(deployment.state).toBe('completed');
+    await eventually(async () => (await berth.viaPublicUrl(child.public_url)).status === 200, {
+      what: 'the child served',
+      timeoutMs: 60_000,
+    });
+    expect((await berth.viaPublicUrl(child.public_url)).text).toBe(TEST_IMAGE_PAGE);
+    const imageOf = (row: string) => row.split(' ')[1];
+    expect(containersOf(child.uuid).map(imageOf)).toEqual(containersOf(parent.uuid).map(imageOf));
+  });
+
+  it('an image the registry does not have fails the deployment with its reason', async () => {
+    const { deployment } = await deployImage(
+      'noimage',
+      await credential('good2', registry.password),
+      `${registry.host}/acme/absent:1`,
+    );
+    expect(deployment.state).toBe('failed');
+    expect(deployment.message).toMatch(/manifest unknown/);
+  });
+
+  it('with a wrong credential the deployment fails with the registry reason, and the secret is nowhere', async () => {
+    const wrong = `wrong-${registry.password}-token`;
+    const { app, deployment } = await deployImage('badlogin', await credential('bad', wrong));
+    expect(deployment.state).toBe('failed');
+    expect(deployment.message).toMatch(/unauthorized: authentication required/);
+    const log = await buildLog(app.uuid, deployment.uuid);
+    expect(log).toMatch(/unauthorized/);
+    const answers = [
+      JSON.stringify(deployment),
+      log,
+      JSON.stringify((await api.get(`/api/v1/apps/${app.uuid}`).set(auth)).body),
+      JSON.stringify((await api.get(`/api/v1/apps/${app.uuid}/deployments`).set(auth)).body),
+      JSON.stringify((await api.get('/api/v1/container_registry_credentials').set(auth)).body),
+      berth.output(),
+    ];
+    const b64 = Buffer.from(`${registry.username}:${wrong}`).toString('base64');
+    for (const text of answers) {
+      expect(text).not.toContain(wrong);
+      expect(text).not.toContain(b64);
+    }
+  });
+
+  it('stopping Berth leaves no container running and nothing mounted under its data directory', async () => {
+    const apps = (await api.get('/api/v1/apps').set(auth).expect(200)).body;
+    expect(apps.flatMap((a: any) => containersOf(a.uuid)).length).toBeGreaterThan(0);
+    const dataDir = berth.dataDir;
+    const confDir = path.join(dataDir, 'local', 'podman');
+    await berth.stop();
+    const mounts = execFileSync('mount', { encoding: 'utf8' })
+      .split('\n')
+      .filter((l) => l.includes(`${dataDir}/`));
+    expect(mounts).toEqual([]);
+    expect(execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' })).not.toContain(confDir);
+  });
+});
