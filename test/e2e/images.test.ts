@@ -160,6 +160,63 @@ describeImages('container_registry apps on the local driver (podman)', () => {
     expect(containersOf(app.uuid)).toHaveLength(1);
   });
 
+  const networked = existsSync('/usr/sbin/nft') && existsSync('/usr/sbin/ip');
+  (networked ? it : it.skip)(
+    "tenant escape from an image app: inside its container, loopback is its own and the platform's ports are out of reach",
+    async () => {
+      const { app } = await deployImage('escaping', await credential('escape', registry.password));
+      await eventually(async () => (await berth.viaPublicUrl(app.public_url)).status === 200, {
+        what: 'the image app serving',
+        timeoutMs: 60_000,
+      });
+      const [container] = containersOf(app.uuid);
+      const pid = podman(['inspect', '--format', '{{.State.Pid}}', container!.split(' ')[0]!]).trim();
+      const gateway = /Network\s+each workload in a network namespace of its own, (\S+) its gateway/.exec(
+        berth.output(),
+      )![1]!;
+      /** Whether a TCP connection from inside the container (its network and files: busybox nc, 1 s) opens. */
+      const opens = (host: string, port: string | number) => {
+        try {
+          execFileSync(
+            'nsenter',
+            [
+              '-t',
+              pid,
+              '-n',
+              '-m',
+              '--',
+              '/bin/busybox',
+              'nc',
+              '-w',
+              '1',
+              host,
+              String(port),
+              '-e',
+              '/bin/busybox',
+              'true',
+            ],
+            {
+              stdio: 'ignore',
+            },
+          );
+          return true;
+        } catch {
+          return false;
+        }
+      };
+      // its own server, on its own loopback at internal_url's port: open
+      expect(opens('127.0.0.1', (app.internal_url as string).split(':')[1]!)).toBe(true);
+      for (const key of ['PORT', 'BERTH_TEMPORAL_PORT', 'BERTH_PG_PORT', 'BERTH_INGRESS_PORT']) {
+        const port = berth.env[key]!;
+        expect({ key, loopback: opens('127.0.0.1', port), gateway: opens(gateway, port) }).toEqual({
+          key,
+          loopback: false,
+          gateway: false,
+        });
+      }
+    },
+  );
+
   it("a parent_image app runs the parent's release: the same pinned image", async () => {
     const parent = (await api.get('/api/v1/apps').set(auth).expect(200)).body.find((a: any) =>
       a.name.startsWith('imaged'),
