@@ -204,6 +204,11 @@ describeImages('container_registry apps on the local driver (podman)', () => {
           return false;
         }
       };
+      // its resolver is the workload network's, at the gateway
+      const resolvConf = execFileSync('nsenter', ['-t', pid, '-m', '--', '/bin/busybox', 'cat', '/etc/resolv.conf'], {
+        encoding: 'utf8',
+      });
+      expect(resolvConf).toContain(`nameserver ${gateway}`);
       // its own server, on its own loopback at internal_url's port: open
       expect(opens('127.0.0.1', (app.internal_url as string).split(':')[1]!)).toBe(true);
       for (const key of ['PORT', 'BERTH_TEMPORAL_PORT', 'BERTH_PG_PORT', 'BERTH_INGRESS_PORT']) {

@@ -86,6 +86,9 @@ describe('podman run of a replica', () => {
     expect(argv.at(-1)).toBe(spec.image);
     const inNs = containerRunArgv({ ...spec, envNames: ['PORT'], netnsPath: '/run/netns/berth-app-1' });
     expect(inNs[inNs.indexOf('--network') + 1]).toBe('ns:/run/netns/berth-app-1');
+    expect(argv).not.toContain('--dns');
+    const withResolver = containerRunArgv({ ...spec, envNames: ['PORT'], dns: '10.200.0.1' });
+    expect(withResolver[withResolver.indexOf('--dns') + 1]).toBe('10.200.0.1');
   });
 
   it("passes the app's variables by name (their values ride on podman's environment, never its command line)", () => {

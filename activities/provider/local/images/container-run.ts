@@ -19,8 +19,10 @@ export interface ContainerRunSpec {
   cpus: number;
   /** The host uid (= gid) the container's root is mapped to (the app's own); null: no user namespace (Berth not root). */
   uid: number | null;
-  /** The workload's own network namespace (`--network ns:<path>`); absent: the machine's (loopback), as process replicas. */
+  /** The workload's own network namespace (`--network ns:<path>`); absent: the network `podman run` itself is in (the launcher's namespace for the replica). */
   netnsPath?: string;
+  /** The resolver the container's /etc/resolv.conf names (the workload network's gateway); absent: the machine's. */
+  dns?: string;
   /** Labels (the app's uuid: leftovers are found by it). */
   labels?: Record<string, string>;
 }
@@ -34,6 +36,7 @@ export function containerRunArgv(spec: ContainerRunSpec): string[] {
   if (spec.uid !== null) argv.push('--uidmap', `0:${spec.uid}:1`, '--gidmap', `0:${spec.uid}:1`);
   // host: the network podman itself runs in (the launcher starts it inside the workload's namespace)
   argv.push('--network', spec.netnsPath ? `ns:${spec.netnsPath}` : 'host');
+  if (spec.dns) argv.push('--dns', spec.dns);
   for (const [k, v] of Object.entries(spec.labels ?? {})) argv.push('--label', `${k}=${v}`);
   for (const name of spec.envNames) argv.push('--env', name);
   for (const [k, v] of Object.entries(spec.envValues ?? {})) argv.push('--env', `${k}=${v}`);

@@ -10,8 +10,9 @@ export const APP_LABEL = 'berth.app';
 /**
  * The replicas of one image release: each start is a `podman run` of the pinned image under
  * a name of its own (`berth-<app>-<release>-<run>-web<n>-<start>`), with the app's variables,
- * PORT, its quota and its uid. `netnsPath`: the workload's own network namespace, once it
- * has one; until then the machine's (the container listens on loopback, as a process replica).
+ * PORT, its quota and its uid. The supervisor starts `podman run` inside the replica's own
+ * network namespace (the launcher's), so the container's host network is that namespace; with
+ * the workload network its resolver is the gateway's (internal names resolve in it too).
  */
 export function imageReplicas(
   iso: Isolation,
@@ -24,7 +25,6 @@ export function imageReplicas(
     memoryBytes: number;
     cpus: number;
     uid: number | null;
-    netnsPath?: string;
     /** Told once which variables podman cannot pass (it reads them itself). */
     onDropped?: (names: string[]) => void;
   },
@@ -44,7 +44,7 @@ export function imageReplicas(
           memoryBytes: input.memoryBytes,
           cpus: input.cpus,
           uid: input.uid,
-          netnsPath: input.netnsPath,
+          dns: iso.network?.gateway,
           labels: { [APP_LABEL]: input.appUuid },
         },
         input.env,
