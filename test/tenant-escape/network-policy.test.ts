@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -37,6 +37,9 @@ s.on('data', (b) => (got += b));
 s.on('end', () => { console.log(got); process.exit(0); });
 s.on('error', (e) => console.log(e.code));
 setTimeout(() => { console.log('timeout'); process.exit(0); }, 1500);
+`;
+const WHO_ASKS = `
+require('node:net').createServer((c) => c.on('error', () => {}).end(c.remoteAddress.replace(/^::ffff:/, ''))).listen(Number(process.argv[1]), () => console.log('listening'));
 `;
 const LISTEN = `
 const port = Number(process.argv[1]);
@@ -187,6 +190,32 @@ describeIf('tenant escape: the workload network (kernel policy)', () => {
     expect(await read(cPath, PLATFORM_PORT)).toBe('store');
     expect(await connectFrom(cPath, '127.0.0.1', hostPort)).toBe('refused');
     expect(await connectFrom(cPath, net.gateway, hostPort)).toBe('timeout');
+  });
+
+  it("goes out to the world through NAT: a host outside sees the machine's address, not the workload's", async () => {
+    // "the world": a namespace of this test's own, behind a veth of the host (198.18.0.0/15 is for tests)
+    const world = `berth-test-world-${process.pid}`;
+    const hostIf = `tw${process.pid}`.slice(0, 15);
+    const sh = (args: string[]) => execFileSync('ip', args, { stdio: 'ignore' });
+    sh(['netns', 'add', world]);
+    try {
+      sh(['link', 'add', hostIf, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', world]);
+      sh(['addr', 'add', '198.18.77.1/30', 'dev', hostIf]);
+      sh(['link', 'set', hostIf, 'up']);
+      sh(['-n', world, 'addr', 'add', '198.18.77.2/30', 'dev', 'eth0']);
+      sh(['-n', world, 'link', 'set', 'eth0', 'up']);
+      sh(['-n', world, 'route', 'add', 'default', 'via', '198.18.77.1']);
+      const server = inside(`/run/netns/${world}`, WHO_ASKS, ['8000']);
+      await new Promise<void>((resolve) => server.stdout!.once('data', () => resolve()));
+      const child = inside(a1Path, READ, ['198.18.77.2', '8000']);
+      let seen = '';
+      child.stdout!.on('data', (buf: Buffer) => (seen += buf.toString()));
+      await new Promise((r) => child.once('close', r));
+      expect(seen.trim()).toBe('198.18.77.1');
+    } finally {
+      execFileSync('ip', ['link', 'del', hostIf], { stdio: 'ignore' });
+      execFileSync('ip', ['netns', 'del', world], { stdio: 'ignore' });
+    }
   });
 
   it('a workload that leaves takes its namespace and interface with it; close leaves nothing', async () => {
