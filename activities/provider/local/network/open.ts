@@ -22,12 +22,19 @@ export async function openWorkloadNetwork(
   if (reason) return off(reason);
   const store = objectStoreEndpoint ? new URL(objectStoreEndpoint) : null;
   const platformPorts = store && isLoopback(store.hostname) ? [Number(store.port || 80)] : [];
-  const fabric = await WorkloadNetwork.open({
-    dataDir: config.dataDir,
-    range: config.workloadNetwork,
-    logger,
-    platformPorts,
-  });
+  let fabric: WorkloadNetwork;
+  try {
+    fabric = await WorkloadNetwork.open({
+      dataDir: config.dataDir,
+      range: config.workloadNetwork,
+      logger,
+      platformPorts,
+    });
+  } catch (err) {
+    // e.g. a container whose /proc/sys is read-only: the machine cannot route for workloads
+    logger.error({ err: (err as Error).message }, 'workload network: could not be built');
+    return off(`it could not be built: ${(err as Error).message.split('\n')[0]}`);
+  }
   return {
     fabric,
     summary: `each workload in a network namespace of its own, ${fabric.gateway} its gateway and resolver; policy in nftables table inet ${fabric.table}`,

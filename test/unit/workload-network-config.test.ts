@@ -1,0 +1,33 @@
+import pino from 'pino';
+import { openWorkloadNetwork } from '../../activities/provider/local/network/open';
+import { loadConfig } from '../../platform/config';
+import { blockAt, blockCount, contains, gatewayOf, parseCidr } from '../../platform/workload-addresses';
+
+describe('BERTH_WORKLOAD_NETWORK', () => {
+  it('defaults to 10.200.0.0/13; `off` turns the workload network off; a range that is not one stops the start', () => {
+    expect(loadConfig({}).workloadNetwork).toBe('10.200.0.0/13');
+    expect(loadConfig({ BERTH_WORKLOAD_NETWORK: '10.64.0.0/16' }).workloadNetwork).toBe('10.64.0.0/16');
+    expect(loadConfig({ BERTH_WORKLOAD_NETWORK: 'off' }).workloadNetwork).toBeNull();
+    expect(() => loadConfig({ BERTH_WORKLOAD_NETWORK: 'everything' })).toThrow(/BERTH_WORKLOAD_NETWORK/);
+    expect(() => loadConfig({ BERTH_WORKLOAD_NETWORK: '10.0.0.0/24' })).toThrow(/from \/8 to \/22/);
+  });
+
+  it('turned off, the banner says plainly that tenant network isolation is off and why', async () => {
+    const net = await openWorkloadNetwork(
+      { dataDir: '/nonexistent', workloadNetwork: null },
+      pino({ level: 'silent' }),
+    );
+    expect(net.fabric).toBeNull();
+    expect(net.summary).toMatch(/^TENANT NETWORK ISOLATION OFF \(BERTH_WORKLOAD_NETWORK=off\): apps share/);
+  });
+
+  it('cuts the range into /22 blocks, each with its gateway first', () => {
+    const range = parseCidr('10.200.0.0/13');
+    expect(blockCount(range)).toBe(512);
+    const last = blockAt(range, 511);
+    expect(gatewayOf(blockAt(range, 0))).toBe('10.200.0.1');
+    expect(gatewayOf(last)).toBe('10.207.252.1');
+    expect(contains(range, '10.207.255.254')).toBe(true);
+    expect(contains(range, '10.208.0.1')).toBe(false);
+  });
+});
