@@ -50,9 +50,6 @@ export const blockAt = (range: Cidr, index: number): Cidr => ({
   prefix: BLOCK_PREFIX,
 });
 
-/** Whether `ip` lies in `net`. */
-export const contains = (net: Cidr, ip: string): boolean => (ipToNumber(ip) & mask(net.prefix)) >>> 0 === net.base;
-
 /** The block's gateway: its first host address (on the host's loopback; the workloads' resolver and add-on servers' address). */
 export const gatewayOf = (block: Cidr): string => numberToIp(block.base + 1);
 
