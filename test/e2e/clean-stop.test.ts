@@ -1,11 +1,13 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { createHash, randomBytes } from 'node:crypto';
-import { chmodSync, cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import request from 'supertest';
+import { instanceTag } from '../../activities/provider/local/network/fabric';
 import { gitRepository } from '../support/apps';
+import { workingCopy } from '../support/working-copy';
 import { ROOT, TEST_ENV } from '../support/env';
 import { eventually } from '../support/stack';
 import { RECEIVER_ALLOW, startReceiver } from '../support/webhooks';
@@ -264,9 +266,9 @@ describe('clean stop of npm start', () => {
   (networked ? it : it.skip)(
     'killed (SIGKILL) with an app and its add-on running, the next start serves them again and leaves no namespace behind; its stop removes every namespace, interface, rule and address',
     async () => {
-      const tag = createHash('sha256').update(path.resolve(dataDir)).digest('hex').slice(0, 8);
+      const tag = instanceTag(dataDir);
       const namespaces = () => readdirSync('/run/netns').filter((n) => n.startsWith(`berth-${tag}-`));
-      const app = webApp();
+      const app = workingCopy('e2e-web');
       let berth = await npmStart();
       const auth = { Authorization: `Bearer ${TOKEN}` };
       const resource = (await request(berth.api).get('/api/v1/resources').set(auth).expect(200)).body[0];
@@ -278,7 +280,7 @@ describe('clean stop of npm start', () => {
             name: `restart-${randomBytes(3).toString('hex')}`,
             resource_id: resource.uuid,
             deployment_method: 'public_git',
-            deployment_config: { repository: app.url },
+            deployment_config: { repository: `file://${app.dir}` },
           })
           .expect(201)
       ).body;
@@ -335,18 +337,3 @@ describe('clean stop of npm start', () => {
     },
   );
 });
-
-/** A git repository holding the e2e-web fixture app (a public_git source). */
-function webApp(): { url: string; dispose(): void } {
-  const dir = mkdtempSync(path.join(tmpdir(), 'berth-restart-app-'));
-  cpSync(path.join(ROOT, 'test', 'fixtures', 'apps', 'e2e-web'), dir, { recursive: true });
-  const git = (...args: string[]) =>
-    execFileSync('git', ['-c', 'user.name=T', '-c', 'user.email=t@example.test', ...args], {
-      cwd: dir,
-      stdio: 'ignore',
-    });
-  git('init', '-q', '-b', 'main');
-  git('add', '-A');
-  git('commit', '-q', '-m', 'web');
-  return { url: `file://${dir}`, dispose: () => rmSync(dir, { recursive: true, force: true }) };
-}

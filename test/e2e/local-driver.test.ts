@@ -1,13 +1,12 @@
 import { execFileSync } from 'node:child_process';
-import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import request from 'supertest';
 import { eventually } from '../support/stack';
 import { RECEIVER_ALLOW, startReceiver, type Receiver } from '../support/webhooks';
 import { healthyAddon } from './support/addons';
 import { startBerthDev, type BerthDev } from './support/berth-dev';
+import { workingCopy } from '../support/working-copy';
 import { detectIsolation } from '../../activities/provider/local/sandbox/isolation';
 
 /**
@@ -17,7 +16,6 @@ import { detectIsolation } from '../../activities/provider/local/sandbox/isolati
  */
 jest.setTimeout(300_000);
 
-const FIXTURES = path.join(__dirname, '..', 'fixtures', 'apps');
 const IDLE_S = 12;
 let berth: BerthDev;
 let receiver: Receiver;
@@ -25,45 +23,6 @@ let api: ReturnType<typeof request>;
 let auth: Record<string, string>;
 let standard: string;
 let free: string;
-
-function git(dir: string, ...args: string[]): string {
-  return execFileSync('git', ['-C', dir, ...args], {
-    env: {
-      ...process.env,
-      GIT_AUTHOR_NAME: 'Dev',
-      GIT_AUTHOR_EMAIL: 'dev@example.test',
-      GIT_COMMITTER_NAME: 'Dev',
-      GIT_COMMITTER_EMAIL: 'dev@example.test',
-      GIT_CONFIG_NOSYSTEM: '1',
-      HOME: dir,
-      GIT_TERMINAL_PROMPT: '0',
-    },
-    encoding: 'utf8',
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-}
-
-/** A working copy of a fixture app, as a developer has it before `git push`. */
-function workingCopy(
-  fixture: string,
-  extra: Record<string, string> = {},
-): { dir: string; commit(files: Record<string, string>, message: string): void; dispose(): void } {
-  const dir = mkdtempSync(path.join(tmpdir(), `berth-wc-${fixture}-`));
-  cpSync(path.join(FIXTURES, fixture), dir, { recursive: true });
-  for (const [name, text] of Object.entries(extra)) writeFileSync(path.join(dir, name), text);
-  git(dir, 'init', '--quiet', '--initial-branch', 'main');
-  git(dir, 'add', '-A');
-  git(dir, 'commit', '--quiet', '-m', `${fixture}: first version`);
-  return {
-    dir,
-    commit(files, message) {
-      for (const [name, text] of Object.entries(files)) writeFileSync(path.join(dir, name), text);
-      git(dir, 'add', '-A');
-      git(dir, 'commit', '--quiet', '-m', message);
-    },
-    dispose: () => rmSync(dir, { recursive: true, force: true }),
-  };
-}
 
 /** Whether nothing listens on the loopback port (a stopped replica's). */
 function refused(port: number): Promise<boolean> {
@@ -159,7 +118,7 @@ describe('the local driver hosts pushed apps', () => {
     expect(out).toMatch(/remote: /);
     expect(out).toMatch(new RegExp(`deployed: https?://${web.name}`));
     const [d] = await deployments(web.uuid);
-    expect(d).toMatchObject({ state: 'completed', commit_sha: git(wc.dir, 'rev-parse', 'HEAD').trim() });
+    expect(d).toMatchObject({ state: 'completed', commit_sha: wc.head() });
     expect(d.logs_stored_at).not.toBeNull();
     const build = (await api.get(`/api/v1/apps/${web.uuid}/deployments/${d.uuid}/logs`).set(auth).expect(200)).body;
     expect(build.map((l: any) => l.message).join('\n')).toMatch(/npm/);

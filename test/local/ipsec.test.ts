@@ -26,6 +26,17 @@ const ECHO_PORT = 7072;
 const VPC_HOST = '10.224.1.1';
 const SITE_HOST = '172.20.0.1';
 const PSK = 'psk0123456789abcdefSITEONE';
+/** A well-formed tunnel spec (the refusal tests change one field of it). */
+const SITE: SiteTunnelSpec = {
+  namespace: 'berth-x',
+  name: 'site1',
+  localAddress: '192.168.228.1',
+  remoteAddress: '192.168.228.2',
+  localCidrs: ['10.224.0.0/16'],
+  remoteCidrs: ['172.20.0.0/24'],
+  preSharedKey: PSK,
+  initiate: true,
+};
 
 describe('IPsec site tunnels: configuration and refusals', () => {
   it('writes any pre-shared key base64-encoded: no character of it can end the value', () => {
@@ -50,16 +61,6 @@ describe('IPsec site tunnels: configuration and refusals', () => {
   it('refuses a malformed spec before running anything', async () => {
     const ran: string[][] = [];
     const ipsec = createIpsec({ trace: (argv) => ran.push(argv) });
-    const good: SiteTunnelSpec = {
-      namespace: 'berth-x',
-      name: 'site1',
-      localAddress: '192.168.228.1',
-      remoteAddress: '192.168.228.2',
-      localCidrs: ['10.224.0.0/16'],
-      remoteCidrs: ['172.20.0.0/24'],
-      preSharedKey: PSK,
-      initiate: true,
-    };
     for (const [bad, message] of [
       [{ name: 'site 1' }, /tunnel name/],
       [{ remoteAddress: 'example.com' }, /remoteAddress/],
@@ -67,7 +68,7 @@ describe('IPsec site tunnels: configuration and refusals', () => {
       [{ localCidrs: ['10.224.0.0'] }, /localCidrs/],
       [{ preSharedKey: 'short' }, /shorter than 8/],
     ] as Array<[Partial<SiteTunnelSpec>, RegExp]>) {
-      const err = await ipsec.ensureTunnel({ ...good, ...bad }).catch((e: Error) => e);
+      const err = await ipsec.ensureTunnel({ ...SITE, ...bad }).catch((e: Error) => e);
       expect(String(err)).toMatch(message);
       expect(String(err)).not.toContain(PSK);
     }
@@ -78,18 +79,7 @@ describe('IPsec site tunnels: configuration and refusals', () => {
     const empty = mkdtempSync(path.join(tmpdir(), 'berth-ipsec-empty-'));
     try {
       const ipsec = createIpsec({ root: empty, searchPath: empty });
-      await expect(
-        ipsec.ensureTunnel({
-          namespace: 'berth-none',
-          name: 'site1',
-          localAddress: '192.168.228.1',
-          remoteAddress: '192.168.228.2',
-          localCidrs: ['10.224.0.0/16'],
-          remoteCidrs: ['172.20.0.0/24'],
-          preSharedKey: PSK,
-          initiate: true,
-        }),
-      ).rejects.toMatchObject({
+      await expect(ipsec.ensureTunnel({ ...SITE, namespace: 'berth-none' })).rejects.toMatchObject({
         type: 'IpsecUnavailable',
         nonRetryable: true,
         message: expect.stringContaining('swanctl (Debian package strongswan-swanctl)'),

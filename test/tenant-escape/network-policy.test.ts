@@ -113,7 +113,7 @@ describeIf('tenant escape: the workload network (kernel policy)', () => {
       dataDir,
       range: DEFAULT_WORKLOAD_RANGE,
       logger: pino({ level: 'silent' }),
-      platformPorts: [PLATFORM_PORT],
+      platformServices: [{ host: '127.0.0.1', port: PLATFORM_PORT }],
     });
     const A1 = await net.attach('a-1', member(ws1, 'app-a', { clusters: ['db-1'] }));
     const A2 = await net.attach('a-2', member(ws1, 'app-a', { clusters: ['db-1'] }));

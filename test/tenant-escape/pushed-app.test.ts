@@ -1,12 +1,10 @@
-import { execFileSync } from 'node:child_process';
-import { cpSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { connect, createServer, type Server } from 'node:net';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import request from 'supertest';
 import { eventually } from '../support/stack';
 import { healthyAddon } from '../e2e/support/addons';
 import { startBerthDev, type BerthDev } from '../e2e/support/berth-dev';
+import { workingCopy, type WorkingCopy } from '../support/working-copy';
 
 /**
  * Issue 25's tenant-escape suite, end to end: `npm start`'s platform, a tenant's app pushed
@@ -16,7 +14,6 @@ import { startBerthDev, type BerthDev } from '../e2e/support/berth-dev';
  */
 jest.setTimeout(400_000);
 
-const FIXTURE = path.join(__dirname, '..', 'fixtures', 'apps', 'tenant-probe');
 const EXTRA_PORT = 7070;
 // the workload network needs root and nftables, the view bubblewrap (`.ci/run` installs them)
 const root = process.getuid?.() === 0 && existsSync('/usr/sbin/nft') && existsSync('/usr/bin/bwrap');
@@ -29,21 +26,7 @@ let resource: string;
 let gateway: string;
 let machineService: Server;
 let machinePort: number;
-const copies: string[] = [];
-
-function git(dir: string, ...args: string[]): void {
-  execFileSync('git', ['-C', dir, ...args], {
-    env: {
-      ...process.env,
-      GIT_AUTHOR_NAME: 'T',
-      GIT_AUTHOR_EMAIL: 't@example.test',
-      GIT_COMMITTER_NAME: 'T',
-      GIT_COMMITTER_EMAIL: 't@example.test',
-      HOME: dir,
-    },
-    stdio: 'ignore',
-  });
-}
+const copies: WorkingCopy[] = [];
 
 /** Creates an app and pushes the probe to it; resolves once it serves. */
 async function deployProbe(name: string, body: Record<string, unknown> = {}): Promise<any> {
@@ -54,13 +37,9 @@ async function deployProbe(name: string, body: Record<string, unknown> = {}): Pr
       .send({ name, resource_id: resource, deployment_method: 'git_push', ...body })
       .expect(201)
   ).body;
-  const dir = mkdtempSync(path.join(tmpdir(), 'berth-probe-'));
-  copies.push(dir);
-  cpSync(FIXTURE, dir, { recursive: true });
-  git(dir, 'init', '--quiet', '--initial-branch', 'main');
-  git(dir, 'add', '-A');
-  git(dir, 'commit', '--quiet', '-m', 'probe');
-  expect(berth.push(dir, app.git_url)).toMatch(/deployed: /);
+  const copy = workingCopy('tenant-probe');
+  copies.push(copy);
+  expect(berth.push(copy.dir, app.git_url)).toMatch(/deployed: /);
   return app;
 }
 
@@ -97,7 +76,7 @@ beforeAll(async () => {
 afterAll(async () => {
   machineService?.close();
   await berth?.stop();
-  for (const dir of copies) rmSync(dir, { recursive: true, force: true });
+  for (const copy of copies) copy.dispose();
 });
 
 describeIf('tenant escape: a pushed app tries its way out', () => {

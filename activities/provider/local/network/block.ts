@@ -1,9 +1,7 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { run } from '../data/commands';
+import { ip } from './namespace';
 import { blockAt, blockCount, formatCidr, gatewayOf, type Cidr } from '../../../../platform/workload-addresses';
-
-const ip = (args: string[]) => run(['ip', ...args]);
 
 /** The label of the instance's gateway address on the host's loopback (15 characters at most). */
 const gatewayLabel = (tag: string) => `lo:bw${tag}`;

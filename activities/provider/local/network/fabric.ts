@@ -16,8 +16,9 @@ import {
 import { InternalResolver } from './dns';
 import { claimBlock, releaseBlock } from './block';
 import { forwardAtGateway } from './forwarder';
-import { hostInterface, IF_PREFIX, makeNamespace, NETNS_DIR, removeNamespace } from './namespace';
+import { hostInterface, IF_PREFIX, ip, makeNamespace, NETNS_DIR, removeNamespace } from './namespace';
 import { policyScript } from './policy';
+import type { Address } from '../sandbox/launcher';
 
 /**
  * The workload network of the local driver: every workload (an app replica, a cron run, a
@@ -70,8 +71,6 @@ interface Joined extends Attachment {
 /** Files workloads see (their resolv.conf), one per instance. */
 const RUN_DIR = '/run/berth';
 
-const ip = (args: string[]) => run(['ip', ...args]);
-
 /** Whether this machine can build the fabric: root, iproute2, nftables and nsenter. The reason when not. */
 export async function fabricUnavailable(): Promise<string | null> {
   if (process.getuid?.() !== 0) return 'Berth does not run as root';
@@ -90,8 +89,14 @@ export async function fabricUnavailable(): Promise<string | null> {
   return null;
 }
 
+/** The tag in the names of what one Berth instance makes (namespaces, its table, its gateway's label): from its data directory. */
+export const instanceTag = (dataDir: string): string =>
+  createHash('sha256').update(path.resolve(dataDir)).digest('hex').slice(0, 8);
+
 export class WorkloadNetwork {
   private readonly joined = new Map<string, Joined>();
+  /** The same workloads by address: the resolver asks whose an address is on every query. */
+  private readonly byAddress = new Map<string, Joined>();
   private readonly servers = new Map<string, number>();
   private readonly used = new Set<number>();
   private applying: Promise<unknown> = Promise.resolve();
@@ -104,7 +109,7 @@ export class WorkloadNetwork {
     readonly block: Cidr,
     private readonly logger: Logger,
     readonly resolvConf: string,
-    readonly platformPorts: number[],
+    readonly platformServices: Address[],
   ) {
     this.gateway = gatewayOf(block);
     this.table = `berth_${tag}`;
@@ -133,13 +138,13 @@ export class WorkloadNetwork {
     range: string;
     logger: Logger;
     /**
-     * Loopback ports of the machine that workloads use at the same address inside their
-     * namespace (the embedded object store's endpoint, 127.0.0.1:<port>): led to the gateway,
-     * where Berth forwards them to the machine's loopback.
+     * Services on the machine's loopback that workloads use at the same address inside their
+     * namespace (the embedded object store's endpoint): led to the gateway, where Berth
+     * forwards them to the service.
      */
-    platformPorts?: number[];
+    platformServices?: Address[];
   }): Promise<WorkloadNetwork> {
-    const tag = createHash('sha256').update(path.resolve(options.dataDir)).digest('hex').slice(0, 8);
+    const tag = instanceTag(options.dataDir);
     const range = parseCidr(options.range);
     const block = await claimBlock(options.dataDir, range, tag);
     await run(['sysctl', '-q', '-w', 'net.ipv4.ip_forward=1']);
@@ -149,11 +154,11 @@ export class WorkloadNetwork {
     writeFileSync(resolvConf, `# written by Berth: the workload network's resolver\nnameserver ${gatewayOf(block)}\n`, {
       mode: 0o644,
     });
-    const net = new WorkloadNetwork(tag, range, block, options.logger, resolvConf, options.platformPorts ?? []);
+    const net = new WorkloadNetwork(tag, range, block, options.logger, resolvConf, options.platformServices ?? []);
     await net.adopt();
     await net.apply();
     await net.resolver.listen(net.gateway);
-    for (const port of net.platformPorts) net.forwarders.push(await forwardAtGateway(net.gateway, port, '127.0.0.1'));
+    for (const service of net.platformServices) net.forwarders.push(await forwardAtGateway(net.gateway, service));
     return net;
   }
 
@@ -207,7 +212,7 @@ export class WorkloadNetwork {
     const hostIf = hostInterface(ns);
     const address = this.allocate();
     try {
-      await makeNamespace({ ns, hostIf, address, gateway: this.gateway, platformPorts: this.platformPorts });
+      await makeNamespace({ ns, hostIf, address, gateway: this.gateway, platformServices: this.platformServices });
     } catch (err) {
       this.used.delete(ipToNumber(address));
       throw err;
@@ -223,6 +228,7 @@ export class WorkloadNetwork {
       member,
     };
     this.joined.set(name, joined);
+    this.byAddress.set(address, joined);
     await this.apply();
     return joined;
   }
@@ -232,6 +238,7 @@ export class WorkloadNetwork {
     const joined = this.joined.get(name);
     if (!joined) return;
     this.joined.delete(name);
+    this.byAddress.delete(joined.address);
     await removeNamespace(joined.ns, joined.hostIf);
     this.used.delete(ipToNumber(joined.address));
     await this.apply();
@@ -253,8 +260,7 @@ export class WorkloadNetwork {
 
   /** The workspace of the workload at `address`, if it is one of this instance's. */
   workspaceAt(address: string): string | null {
-    for (const j of this.joined.values()) if (j.address === address) return j.member.workspace;
-    return null;
+    return this.byAddress.get(address)?.member.workspace ?? null;
   }
 
   /**
@@ -322,7 +328,7 @@ export class WorkloadNetwork {
       peers,
       services,
       interfaces: all.map((j): [string, string] => [j.hostIf, j.address]),
-      platformPorts: this.platformPorts,
+      platformPorts: this.platformServices.map((s) => s.port),
       interfacePrefix: IF_PREFIX,
     };
   }

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { run } from '../data/commands';
+import type { Address } from '../sandbox/launcher';
 import { loopbackForwardScript } from './policy';
 
 /** Where `ip netns` keeps named namespaces. */
@@ -14,12 +15,14 @@ export const IF_PREFIX = 'bw';
 export const hostInterface = (ns: string): string =>
   `${IF_PREFIX}${createHash('sha256').update(ns).digest('hex').slice(0, 13)}`;
 
-const ip = (args: string[], input?: string) => run(['ip', ...args], input === undefined ? {} : { input });
+/** iproute2, with a batch on its standard input when given. */
+export const ip = (args: string[], input?: string): Promise<string> =>
+  run(['ip', ...args], input === undefined ? {} : { input });
 
 /**
  * One workload's namespace: a veth pair (`eth0` inside, `hostIf` on the host), its address
  * as a /32 inside and a /32 route to it on the host (from the gateway), the default route to
- * the gateway, and the platform ports led from its loopback to the gateway. A leftover of the
+ * the gateway, and the platform services led from its loopback to the gateway. A leftover of the
  * same name (a previous run's) goes first; a failure removes what was made.
  */
 export async function makeNamespace(w: {
@@ -27,7 +30,7 @@ export async function makeNamespace(w: {
   hostIf: string;
   address: string;
   gateway: string;
-  platformPorts: number[];
+  platformServices: Address[];
 }): Promise<void> {
   if (existsSync(path.join(NETNS_DIR, w.ns)) || existsSync(`/sys/class/net/${w.hostIf}`))
     await removeNamespace(w.ns, w.hostIf);
@@ -47,11 +50,11 @@ export async function makeNamespace(w: {
         '',
       ].join('\n'),
     );
-    if (w.platformPorts.length > 0) {
+    if (w.platformServices.length > 0) {
       const inside = (argv: string[], input?: string) =>
         run(['nsenter', `--net=${path.join(NETNS_DIR, w.ns)}`, '--', ...argv], input === undefined ? {} : { input });
       await inside(['sysctl', '-q', '-w', 'net.ipv4.conf.eth0.route_localnet=1']);
-      await inside(['nft', '-f', '-'], loopbackForwardScript(w.gateway, w.platformPorts));
+      await inside(['nft', '-f', '-'], loopbackForwardScript(w.gateway, w.platformServices));
     }
   } catch (err) {
     await removeNamespace(w.ns, w.hostIf);

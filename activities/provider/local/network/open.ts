@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { Config } from '../../../../platform/config';
+import { LOOPBACK } from '../sandbox/launcher';
 import { fabricUnavailable, WorkloadNetwork } from './fabric';
 
 /**
@@ -21,14 +22,17 @@ export async function openWorkloadNetwork(
   const reason = await fabricUnavailable();
   if (reason) return off(reason);
   const store = objectStoreEndpoint ? new URL(objectStoreEndpoint) : null;
-  const platformPorts = store && isLoopback(store.hostname) ? [Number(store.port || 80)] : [];
+  const platformServices =
+    store && isLoopback(store.hostname)
+      ? [{ host: store.hostname === 'localhost' ? LOOPBACK : store.hostname, port: Number(store.port || 80) }]
+      : [];
   let fabric: WorkloadNetwork;
   try {
     fabric = await WorkloadNetwork.open({
       dataDir: config.dataDir,
       range: config.workloadNetwork,
       logger,
-      platformPorts,
+      platformServices,
     });
   } catch (err) {
     // e.g. a container whose /proc/sys is read-only: the machine cannot route for workloads

@@ -92,18 +92,18 @@ export function policyScript(s: PolicyState): string {
 }
 
 /**
- * Inside a workload's namespace: connections to `127.0.0.1:<port>` of a platform service go
+ * Inside a workload's namespace: connections to a platform service's loopback address go
  * to the gateway (where Berth forwards them to the machine's loopback), so the endpoint the
  * API shows (the object store's, on loopback) works unchanged from inside. The packets leave
  * from the workload's own address (route_localnet lets them out of loopback; masquerade
  * gives them the address).
  */
-export function loopbackForwardScript(gateway: string, ports: number[]): string {
+export function loopbackForwardScript(gateway: string, services: Array<{ host: string; port: number }>): string {
   return [
     'table ip berth_platform {',
     '  chain output {',
     '    type nat hook output priority -100; policy accept;',
-    `    ip daddr 127.0.0.1 tcp dport { ${ports.join(', ')} } dnat to ${gateway}`,
+    ...services.map((s) => `    ip daddr ${s.host} tcp dport ${s.port} dnat to ${gateway}`),
     '  }',
     '  chain postrouting {',
     '    type nat hook postrouting priority srcnat; policy accept;',

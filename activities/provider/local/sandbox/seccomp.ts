@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
 import path from 'node:path';
 
 /**
@@ -92,15 +92,29 @@ with open(sys.argv[1], 'wb') as out:
     f.export_bpf(out)
 `;
 
-/** The compiled filter (bubblewrap's `--seccomp` reads it), or null when libseccomp's bindings are missing. */
+const compiled = new Map<string, string | null>();
+
+/**
+ * The compiled filter (bubblewrap's `--seccomp` reads it), or null when libseccomp's bindings
+ * are missing. Compiled once per process; written beside and renamed into place, so a
+ * sandbox starting in another process (another Berth on this machine) never reads half a file.
+ */
 export function compileSeccompFilter(dir = '/run/berth'): string | null {
-  if (!existsSync(SYSTEM_PYTHON)) return null;
-  const file = path.join(dir, 'seccomp.bpf');
-  try {
-    mkdirSync(dir, { recursive: true, mode: 0o755 });
-    execFileSync(SYSTEM_PYTHON, ['-c', COMPILE, file, ...DENIED_SYSCALLS], { stdio: 'ignore', timeout: 10_000 });
-    return file;
-  } catch {
-    return null;
+  const known = compiled.get(dir);
+  if (known !== undefined) return known;
+  let result: string | null = null;
+  if (existsSync(SYSTEM_PYTHON)) {
+    const file = path.join(dir, 'seccomp.bpf');
+    const partial = `${file}.${process.pid}`;
+    try {
+      mkdirSync(dir, { recursive: true, mode: 0o755 });
+      execFileSync(SYSTEM_PYTHON, ['-c', COMPILE, partial, ...DENIED_SYSCALLS], { stdio: 'ignore', timeout: 10_000 });
+      renameSync(partial, file);
+      result = file;
+    } catch {
+      rmSync(partial, { force: true });
+    }
   }
+  compiled.set(dir, result);
+  return result;
 }
