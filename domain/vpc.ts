@@ -326,3 +326,18 @@ export const VAULT_EMPTIED_SIGNAL = 'vaultEmptied';
  */
 export const LOCAL_NO_VPC_FABRIC =
   'the local driver has no VPC fabric on one machine (routers, resolvers, gateways, tunnels): VPCs need a driver with a network (kubernetes, planned); BERTH_PROVIDER=simulated runs the VPC workflows without one';
+
+/**
+ * Why the local driver makes no IPsec site-to-site connections (docs/decisions.md): a VPC's
+ * router has no link to anything (its isolation), strongSwan's charon keeps its IKE and ESP
+ * sockets in the namespace it runs in (unlike WireGuard, whose socket stays where its
+ * interface was born), and the region's public addresses (BERTH_PUBLIC_IPV4_POOLS) are not
+ * this machine's, so no far side could reach the tunnel. The API answers 422 with this.
+ */
+export const LOCAL_NO_SITE_TUNNELS =
+  'the local driver makes no IPsec site-to-site connections: a VPC router on one machine has no link to the outside for IKE and ESP (the VPC stays isolated), and the region public address would not be this machine; connect remote machines as WireGuard VPN users instead';
+
+/** Why a provider-hosted access gateway (zero_trust, mesh) fails on the local driver. */
+export function accessProviderUnreachable(kind: string): string {
+  return `the ${kind} connector cannot reach its provider from this machine: the local driver has no connection to the provider's service (the gateway and its sealed credentials are kept; delete it, or use a wireguard gateway)`;
+}

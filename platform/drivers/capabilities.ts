@@ -12,4 +12,6 @@ export interface DriverCapabilities {
   vpcs: string | null;
   /** Whether container images run (container_registry apps): null, or the reason they cannot (what to install). */
   images: string | null;
+  /** Whether IPsec site-to-site connections are made: null, or the reason they cannot be. */
+  siteConnections: string | null;
 }

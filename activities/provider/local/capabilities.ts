@@ -1,4 +1,4 @@
-import { LOCAL_NO_VPC_FABRIC } from '../../../domain/vpc';
+import { LOCAL_NO_SITE_TUNNELS, LOCAL_NO_VPC_FABRIC } from '../../../domain/vpc';
 import type { Config } from '../../../platform/config';
 import type { DriverCapabilities } from '../../../platform/drivers/capabilities';
 import { localEngineSupport } from './data';
@@ -10,5 +10,6 @@ export function localCapabilities(config: Pick<Config, 'valkeyServer' | 'mysqlSe
     engine: localEngineSupport({ valkey: config.valkeyServer, mysql: config.mysqlServer }),
     vpcs: LOCAL_NO_VPC_FABRIC,
     images: imageRuntimeRefusal(),
+    siteConnections: LOCAL_NO_SITE_TUNNELS,
   };
 }

@@ -1,0 +1,310 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync, readlinkSync } from 'node:fs';
+import { localCapabilities } from '../../activities/provider/local/capabilities';
+import { createVpcGateways, type VpcGateways } from '../../activities/provider/local/vpc/gateways';
+import { GATEWAY_PORTS } from '../../activities/provider/local/vpc/gateway-ports';
+import { PEER_ROUTE_PROTOCOL, routerNamespace, vpcRunDir } from '../../activities/provider/local/vpc/names';
+import { ensureResolver, publishName } from '../../activities/provider/local/vpc/resolver';
+import { ensureRouter, removeRouter } from '../../activities/provider/local/vpc/router';
+import { wireguardInterfaceName } from '../../activities/provider/local/vpn/wireguard-conf';
+import { controlSocket, wireguardGoPid } from '../../activities/provider/local/vpn/wireguard-go';
+import { seedWorkspace, type Workspace } from '../support/fixtures';
+import {
+  hostLinkedNamespace,
+  namespaceExists,
+  resolveIn,
+  tcpEcho,
+  tcpRoundTrip,
+  type HostLinkedNamespace,
+} from '../support/netns';
+import { eventually, expectNoSecretLeaks, startStack, type TestStack } from '../support/stack';
+import { activeVpc, auth } from '../support/vpc';
+import { parseWireguard, wireguardClient, wireguardTestSkipReason } from '../support/wireguard-client';
+
+/**
+ * The gateway side of the local VPC driver, through the API and the workflows (the rest of
+ * the network driver stays simulated here; the test makes the VPC's router itself): a
+ * WireGuard gateway on a UDP port of the machine with its interface in the router, a laptop
+ * and an office router brought up from the configuration files the API hands out, peer
+ * routes sent to the office, rebuild and removal.
+ */
+
+const skipReason = wireguardTestSkipReason();
+if (skipReason) console.warn(`VPC gateway tests skipped: ${skipReason}`);
+const describeReal = skipReason ? describe.skip : describe;
+
+const TAG = `t${process.pid.toString(36)}`;
+const NAME = 'db.net.vpc.test';
+const NAME_ADDRESS = '10.224.1.10';
+const OFFICE_HOST = '172.20.0.1';
+const ECHO_PORT = 7073;
+
+const linkIn = (ns: string | null, ifname: string) => {
+  try {
+    execFileSync('ip', [...(ns ? ['-n', ns] : []), 'link', 'show', 'dev', ifname], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+describeReal('VPC gateways on the local driver: WireGuard in the router, peer routes, rebuild and removal', () => {
+  let stack: TestStack;
+  let ws: Workspace;
+  let gateways: VpcGateways;
+  let laptop: HostLinkedNamespace;
+  let office: HostLinkedNamespace;
+  let echo: { close(): Promise<void> };
+  let vpc: any;
+  let gw: any;
+  let ns: string;
+  let gatewayKey: string;
+  const clients: Array<{ ns: string; ifname: string }> = [];
+
+  beforeAll(async () => {
+    stack = await startStack();
+    ws = await seedWorkspace(stack.ds);
+    laptop = hostLinkedNamespace('lap', '192.168.233.1', '192.168.233.2');
+    office = hostLinkedNamespace('off', '192.168.233.5', '192.168.233.6');
+    execFileSync('ip', ['-n', office.ns, 'addr', 'add', `${OFFICE_HOST}/24`, 'dev', 'lo']);
+    // the gateway's endpoint names one address of the machine (config.host): the office reaches it too
+    execFileSync('ip', ['-n', office.ns, 'route', 'add', `${laptop.hostAddress}/32`, 'via', office.hostAddress]);
+    echo = await tcpEcho(office.ns, ECHO_PORT);
+    gateways = createVpcGateways({
+      dataSource: stack.ds,
+      secretBox: stack.secretBox,
+      tag: TAG,
+      logger: stack.logger,
+      host: laptop.hostAddress,
+    });
+    const sim = stack.activityDeps.provider.network;
+    // the gateway side real, the rest of the network driver simulated (this test makes the router)
+    (stack.activityDeps.provider as { network: typeof sim }).network = {
+      ...sim,
+      enableGateway: gateways.enableGateway,
+      disableGateway: gateways.disableGateway,
+      addPeer: gateways.addPeer,
+      removePeer: gateways.removePeer,
+      applyRoutes: gateways.applyRoutes,
+      createTunnel: gateways.createTunnel,
+      deleteTunnel: gateways.deleteTunnel,
+    };
+    stack.apiDeps.capabilities = {
+      ...stack.apiDeps.capabilities!,
+      siteConnections: localCapabilities({ valkeyServer: undefined, mysqlServer: undefined }).siteConnections,
+    };
+    await stack.startWorker();
+  });
+
+  afterAll(async () => {
+    if (vpc) {
+      await gateways?.removeAll(vpc.uuid).catch(() => {});
+      await removeRouter(TAG, vpc.uuid).catch(() => {});
+    }
+    for (const c of clients) {
+      const pid = wireguardGoPid(c.ifname);
+      if (pid) process.kill(pid, 'SIGKILL');
+    }
+    await echo?.close();
+    laptop?.remove();
+    office?.remove();
+    await stack?.close();
+  });
+
+  const base = () => `/api/v1/vpcs/${vpc.uuid}`;
+  const api = () => ({ get: (p: string) => stack.http.get(`${base()}${p}`).set(auth(ws.ownerToken)) });
+
+  async function created(kind: string, body: object, status: string): Promise<any> {
+    const res = await stack.http.post(`${base()}/${kind}`).set(auth(ws.ownerToken)).send(body);
+    expect(res.status).toBe(201);
+    return eventually(
+      async () => (await api().get(`/${kind}`)).body.find((x: any) => x.uuid === res.body.uuid && x.status === status),
+      { what: `${kind} ${res.body.uuid} ${status}`, timeoutMs: 30_000 },
+    );
+  }
+
+  /** A device added through the API, its one-read configuration file brought up in `ns` as wg-quick would. */
+  async function device(name: string, where: HostLinkedNamespace, ifname: string): Promise<any> {
+    const user = await created('vpn_users', { name }, 'active');
+    const config = await api().get(`/vpn_users/${user.uuid}/config`);
+    expect(config.status).toBe(200);
+    const endpoint = parseWireguard(config.text).Peer!.Endpoint!;
+    expect(endpoint).toBe(gw.endpoint);
+    clients.push({ ns: where.ns, ifname });
+    await wireguardClient(where.ns, ifname, config.text, endpoint);
+    return user;
+  }
+
+  const resolvesThroughTunnel = () => resolveIn(laptop.ns, vpc.resolver_v4, NAME);
+  const officeReached = () => tcpRoundTrip(ns, OFFICE_HOST, ECHO_PORT);
+  /**
+   * The office talks to the VPC (a name lookup): a peer with no endpoint configured on the
+   * gateway (a roaming device) is reachable once it has sent something, as with any WireGuard
+   * peer; a site router keeps it so with its PersistentKeepalive.
+   */
+  const officeTalks = () => resolveIn(office.ns, vpc.resolver_v4, NAME);
+
+  it('VPN-06 a laptop brought up from the configuration file reaches the VPC resolver through the gateway; deleting the user cuts it at once', async () => {
+    vpc = await activeVpc(stack, ws, { name: 'net' });
+    ns = await ensureRouter({ tag: TAG, vpcUuid: vpc.uuid, routerV4: '10.224.0.1', resolverV4: vpc.resolver_v4 });
+    await ensureResolver({ ns, dir: vpcRunDir(TAG, vpc.uuid), address: vpc.resolver_v4 });
+    publishName(vpcRunDir(TAG, vpc.uuid), 'test', NAME, NAME_ADDRESS);
+
+    gw = await created('vpn_gateways', { kind: 'wireguard' }, 'active');
+    const port = Number(gw.endpoint.split(':').pop());
+    // the endpoint names what a client reaches: this machine (config.host) and the gateway's own UDP port
+    expect(gw.endpoint).toBe(`${laptop.hostAddress}:${port}`);
+    expect(port).toBeGreaterThanOrEqual(GATEWAY_PORTS.first);
+    const [row] = await stack.ds.query(`SELECT listen_port, private_key_sealed FROM vpc_vpn_gateways WHERE uuid = $1`, [
+      gw.uuid,
+    ]);
+    expect(row.listen_port).toBe(port);
+    gatewayKey = stack.secretBox.open(row.private_key_sealed);
+
+    // the interface is in the router, holding the terminator; its wireguard-go (and so its socket) on the machine
+    const ifname = wireguardInterfaceName(gw.uuid);
+    expect(linkIn(ns, ifname)).toBe(true);
+    expect(linkIn(null, ifname)).toBe(false);
+    const addr = execFileSync('ip', ['-n', ns, '-4', '-o', 'addr', 'show', 'dev', ifname]).toString();
+    expect(addr).toContain('10.224.0.3/32');
+    const pid = wireguardGoPid(ifname)!;
+    expect(readlinkSync(`/proc/${pid}/ns/net`)).toBe(readlinkSync('/proc/self/ns/net'));
+    expect(execFileSync('ss', ['-ulnp']).toString()).toMatch(new RegExp(`:${port}\\s.*wireguard-go`));
+
+    const user = await device('laptop', laptop, 'bwgtlaptop0');
+    expect(
+      await eventually(resolvesThroughTunnel, { what: 'the name resolved through the tunnel', timeoutMs: 20_000 }),
+    ).toEqual([NAME_ADDRESS]);
+
+    const del = await stack.http.delete(`${base()}/vpn_users/${user.uuid}`).set(auth(ws.ownerToken));
+    expect(del.status).toBe(202);
+    await eventually(async () => !(await api().get('/vpn_users')).body.some((u: any) => u.uuid === user.uuid), {
+      what: 'the user deleted',
+    });
+    expect(await resolvesThroughTunnel()).toBeNull();
+    expect(execFileSync('ip', ['netns', 'exec', ns, 'wg', 'show', ifname, 'peers']).toString().trim()).toBe('');
+  });
+
+  it('PEER-04 a peer route goes to the device its description names: traffic from the VPC to the range reaches the office; a route with no gateway fails with the reason', async () => {
+    await device('office', office, 'bwgtoffice0');
+    expect(await eventually(officeTalks, { what: 'the office talking to the VPC', timeoutMs: 20_000 })).toEqual([
+      NAME_ADDRESS,
+    ]);
+    expect(await officeReached()).toBe(false); // no route to its range yet
+    const routes = [];
+    for (const body of [
+      { cidr: '172.20.0.0/24', gateway_kind: 'wireguard', description: 'office' },
+      { cidr: '172.21.0.0/24', gateway_kind: 'mesh', description: 'office' },
+      { cidr: '172.22.0.0/24', gateway_kind: 'wireguard', description: 'nobody' },
+    ]) {
+      const res = await stack.http.post(`${base()}/peer_routes`).set(auth(ws.ownerToken)).send(body);
+      expect(res.status).toBe(201);
+      routes.push(res.body);
+    }
+    const apply = await stack.http.post(`${base()}/peer_routes/apply`).set(auth(ws.ownerToken)).send({});
+    expect(apply.status).toBeLessThan(300);
+    const done = await eventually(
+      async () => {
+        const list = (await api().get('/peer_routes')).body as any[];
+        return list.every((r) => r.status !== 'pending') ? list : null;
+      },
+      { what: 'the apply recorded', timeoutMs: 30_000 },
+    );
+    const byCidr = Object.fromEntries(done.map((r: any) => [r.cidr, r]));
+    expect(byCidr['172.20.0.0/24']).toMatchObject({ status: 'applied' });
+    expect(byCidr['172.21.0.0/24']).toMatchObject({
+      status: 'failed',
+      failure_reason: expect.stringMatching(/no mesh gateway/),
+    });
+    expect(byCidr['172.22.0.0/24']).toMatchObject({
+      status: 'failed',
+      failure_reason: expect.stringMatching(/no VPN user is named "nobody"/),
+    });
+    // in the kernel: exactly the applied range, marked for the workloads' plugs to read
+    const installed = execFileSync('ip', ['-n', ns, 'route', 'show', 'proto', String(PEER_ROUTE_PROTOCOL)]).toString();
+    expect(installed.trim().split('\n')).toEqual([`172.20.0.0/24 dev ${wireguardInterfaceName(gw.uuid)} scope link`]);
+    expect(await eventually(officeReached, { what: 'the office reached through the tunnel', timeoutMs: 20_000 })).toBe(
+      true,
+    );
+
+    // applying without the route withdraws it (and the office's allowed range)
+    const results = await gateways.applyRoutes(vpc.uuid, []);
+    expect(results).toEqual([]);
+    expect(await officeReached()).toBe(false);
+    const again = await gateways.applyRoutes(vpc.uuid, [
+      { routeUuid: routes[0].uuid, cidr: '172.20.0.0/24', gatewayKind: 'wireguard' },
+    ]);
+    expect(again).toEqual([{ routeUuid: routes[0].uuid, applied: true }]);
+    expect(await eventually(officeReached, { what: 'the office reached again', timeoutMs: 20_000 })).toBe(true);
+  });
+
+  it('access kinds fail with the reason their provider is unreachable; site connections get 422 naming why; keys never leak', async () => {
+    const zt = await created(
+      'vpn_gateways',
+      { kind: 'zero_trust', organization: 'acme', client_id: 'client-1', client_secret: 'zt-secret-value-123' },
+      'failed',
+    );
+    expect(zt.failure_reason).toMatch(/zero_trust connector cannot reach its provider/);
+    const before = await stack.ds.query(`SELECT count(*)::int AS n FROM vpc_site_connections`);
+    const site = await stack.http
+      .post(`${base()}/site_connections`)
+      .set(auth(ws.ownerToken))
+      .send({
+        name: 'hq',
+        gateway_uuid: gw.uuid,
+        remote_address: '198.51.100.7',
+        remote_cidrs: ['172.30.0.0/24'],
+        tunnels: [{ pre_shared_key: 'sitekey0123456789' }],
+      });
+    expect(site.status).toBe(422);
+    expect(site.body.detail).toMatch(/no IPsec site-to-site connections/);
+    expect(await stack.ds.query(`SELECT count(*)::int AS n FROM vpc_site_connections`)).toEqual(before);
+    expectNoSecretLeaks(stack, [gatewayKey, 'zt-secret-value-123']);
+  });
+
+  it('a gateway whose interface is gone: a route toward it fails with the kernel’s reason; rebuild brings gateway, peers and routes back', async () => {
+    const ifname = wireguardInterfaceName(gw.uuid);
+    await gateways.removeAll(vpc.uuid);
+    expect(linkIn(ns, ifname)).toBe(false);
+    expect(wireguardGoPid(ifname)).toBeNull();
+    expect(await officeReached()).toBe(false);
+    const [route] = await stack.ds.query(`SELECT uuid FROM vpc_peer_routes WHERE cidr = '172.20.0.0/24'`);
+    const refused = await gateways.applyRoutes(vpc.uuid, [
+      { routeUuid: route.uuid, cidr: '172.20.0.0/24', gatewayKind: 'wireguard' },
+    ]);
+    expect(refused).toEqual([
+      { routeUuid: route.uuid, applied: false, reason: expect.stringMatching(/kernel refused.*Cannot find device/) },
+    ]);
+
+    await gateways.rebuild(vpc.uuid);
+    await gateways.rebuild(vpc.uuid); // again: nothing changes
+    expect(linkIn(ns, ifname)).toBe(true);
+    const [row] = await stack.ds.query(`SELECT endpoint FROM vpc_vpn_gateways WHERE uuid = $1`, [gw.uuid]);
+    expect(row.endpoint).toBe(gw.endpoint); // the same port: configuration files handed out still work
+    // the office's client still has its old session: it handshakes again once its packets go unanswered
+    expect(
+      await eventually(async () => ((await officeTalks()) && (await officeReached())) || null, {
+        what: 'the office reached after the rebuild',
+        timeoutMs: 60_000,
+        intervalMs: 1000,
+      }),
+    ).toBe(true);
+  });
+
+  it('removeAll and removeRouter leave no process, interface, socket or namespace', async () => {
+    const ifname = wireguardInterfaceName(gw.uuid);
+    const pid = wireguardGoPid(ifname)!;
+    expect(pid).not.toBeNull();
+    await gateways.removeAll(vpc.uuid);
+    await gateways.removeAll(vpc.uuid); // idempotent
+    await removeRouter(TAG, vpc.uuid);
+    expect(wireguardGoPid(ifname)).toBeNull();
+    expect(existsSync(controlSocket(ifname))).toBe(false);
+    expect(linkIn(null, ifname)).toBe(false);
+    expect(namespaceExists(routerNamespace(TAG, vpc.uuid))).toBe(false);
+    await eventually(async () => (!existsSync(`/proc/${pid}`) ? true : null), { what: 'wireguard-go reaped' });
+    expect(execFileSync('ss', ['-ulnp']).toString()).not.toMatch(new RegExp(`:${gw.endpoint.split(':').pop()}\\s`));
+    // a retried disable after the record is gone finds nothing, and says nothing
+    await gateways.disableGateway(gw.uuid);
+  });
+});
