@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { IMAGE_RUNTIME_PACKAGES } from '../activities/provider/local/images/runtime';
+import { VPC_FABRIC_PACKAGES } from '../activities/provider/local/vpcs';
 
 /** A Debian package the local driver uses, found by one of its binaries. */
 export interface MachinePackage {
@@ -26,6 +27,7 @@ export const LOCAL_DRIVER_PACKAGES: MachinePackage[] = [
     why: "libseccomp, which compiles app code's seccomp filter",
   },
   ...IMAGE_RUNTIME_PACKAGES.map((p) => ({ ...p, why: 'container images (container_registry apps)' })),
+  ...VPC_FABRIC_PACKAGES.map((p) => ({ ...p, why: "VPCs' resolvers" })),
 ];
 
 /** Whether the system's Python has a module (Debian's python3-* packages put them in dist-packages). */

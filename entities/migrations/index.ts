@@ -20,7 +20,8 @@ import { AuthNotify1733300000000 } from './1733300000000-auth-notify';
 import { ProjectUuidColumns1733400000000 } from './1733400000000-project-uuid-columns';
 import { LocalAppRunSpecs1733500000000 } from './1733500000000-local-app-run-specs';
 import { Certificates1733600000000 } from './1733600000000-certificates';
-import { VpnGatewayPorts1733700000000 } from './1733700000000-vpn-gateway-ports';
+import { LocalVpcRestarts1733700000000 } from './1733700000000-local-vpc-restarts';
+import { VpnGatewayPorts1733800000000 } from './1733800000000-vpn-gateway-ports';
 
 /** Every migration, in timestamp order (one entry per line). */
 export const migrations = [
@@ -46,5 +47,6 @@ export const migrations = [
   ProjectUuidColumns1733400000000,
   LocalAppRunSpecs1733500000000,
   Certificates1733600000000,
-  VpnGatewayPorts1733700000000,
+  LocalVpcRestarts1733700000000,
+  VpnGatewayPorts1733800000000,
 ];

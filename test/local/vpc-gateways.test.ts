@@ -91,7 +91,7 @@ describeReal('VPC gateways on the local driver: WireGuard in the router, peer ro
     };
     stack.apiDeps.capabilities = {
       ...stack.apiDeps.capabilities!,
-      siteConnections: localCapabilities({ valkeyServer: undefined, mysqlServer: undefined }).siteConnections,
+      siteConnections: localCapabilities(stack.config).siteConnections,
     };
     await stack.startWorker();
   });
@@ -297,13 +297,14 @@ describeReal('VPC gateways on the local driver: WireGuard in the router, peer ro
     expect(pid).not.toBeNull();
     await gateways.removeAll(vpc.uuid);
     await gateways.removeAll(vpc.uuid); // idempotent
-    await removeRouter(TAG, vpc.uuid);
+    // before the router goes: the gateway's process and socket live on the machine, outside it
     expect(wireguardGoPid(ifname)).toBeNull();
-    expect(existsSync(controlSocket(ifname))).toBe(false);
-    expect(linkIn(null, ifname)).toBe(false);
-    expect(namespaceExists(routerNamespace(TAG, vpc.uuid))).toBe(false);
     await eventually(async () => (!existsSync(`/proc/${pid}`) ? true : null), { what: 'wireguard-go reaped' });
+    expect(existsSync(controlSocket(ifname))).toBe(false);
     expect(execFileSync('ss', ['-ulnp']).toString()).not.toMatch(new RegExp(`:${gw.endpoint.split(':').pop()}\\s`));
+    expect([linkIn(ns, ifname), linkIn(null, ifname)]).toEqual([false, false]);
+    await removeRouter(TAG, vpc.uuid);
+    expect(namespaceExists(routerNamespace(TAG, vpc.uuid))).toBe(false);
     // a retried disable after the record is gone finds nothing, and says nothing
     await gateways.disableGateway(gw.uuid);
   });

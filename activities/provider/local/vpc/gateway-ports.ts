@@ -1,4 +1,5 @@
 import { createSocket } from 'node:dgram';
+import { hostname } from 'node:os';
 import { ApplicationFailure } from '@temporalio/common';
 import type { DataSource } from 'typeorm';
 import { WIREGUARD_PORT } from '../../../../domain/wireguard';
@@ -66,7 +67,12 @@ export async function gatewayPort(db: DataSource, gatewayUuid: string): Promise<
   );
 }
 
-/** The endpoint a client reaches: the machine's host name or address and the gateway's port. */
+/**
+ * The endpoint a client reaches: the machine's host name or address (config.host) and the
+ * gateway's port. An API listening on every address (0.0.0.0, ::) names no one address: the
+ * machine's host name stands for it.
+ */
 export function gatewayEndpoint(host: string, port: number): string {
-  return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
+  const name = host === '0.0.0.0' || host === '::' ? hostname() : host;
+  return name.includes(':') ? `[${name}]:${port}` : `${name}:${port}`;
 }

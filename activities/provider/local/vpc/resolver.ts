@@ -1,6 +1,7 @@
 import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { inRouter, namespacePids } from './router';
+import { spawn } from 'node:child_process';
+import { namespacePids } from './router';
 
 /**
  * A VPC's resolver: Debian's dnsmasq inside the router namespace, at the VPC's resolver
@@ -40,26 +41,48 @@ export async function resolverPid(place: ResolverPlace): Promise<number | null> 
   }
 }
 
-/** Starts the resolver unless it runs (idempotent). It daemonizes; the pid file names it. */
+/**
+ * Starts the resolver unless it runs (idempotent). It stays Berth's child (Berth reaps it
+ * when it ends: a daemon would be left to an init that may not reap); the pid file names it
+ * to a restarted Berth, which adopts it.
+ */
 export async function ensureResolver(place: ResolverPlace): Promise<void> {
   if (await resolverPid(place)) return;
   mkdirSync(hostsDir(place.dir), { recursive: true, mode: 0o755 });
-  await inRouter(place.ns, [
-    RESOLVER_BINARY,
-    '--conf-file=/dev/null',
-    '--no-resolv',
-    '--no-hosts',
-    '--no-poll',
-    '--bind-interfaces',
-    `--listen-address=${place.address}`,
-    `--hostsdir=${hostsDir(place.dir)}`,
-    `--pid-file=${pidFile(place.dir)}`,
-    '--user=nobody',
-    '--group=nogroup',
-    // names follow workloads across restarts: no client keeps an old answer long
-    '--local-ttl=5',
-    `--log-facility=${path.join(place.dir, 'resolver.log')}`,
-  ]);
+  const child = spawn(
+    'ip',
+    [
+      'netns',
+      'exec',
+      place.ns,
+      RESOLVER_BINARY,
+      '--keep-in-foreground',
+      '--conf-file=/dev/null',
+      '--no-resolv',
+      '--no-hosts',
+      '--no-poll',
+      '--bind-interfaces',
+      `--listen-address=${place.address}`,
+      `--hostsdir=${hostsDir(place.dir)}`,
+      `--pid-file=${pidFile(place.dir)}`,
+      '--user=nobody',
+      '--group=nogroup',
+      // names follow workloads across restarts: no client keeps an old answer long
+      '--local-ttl=5',
+      `--log-facility=${path.join(place.dir, 'resolver.log')}`,
+    ],
+    { stdio: 'ignore', detached: true },
+  );
+  child.unref();
+  // up once it has written its pid file (it binds its port first), or a clear error
+  const until = Date.now() + 5000;
+  while (!(await resolverPid(place))) {
+    if (child.exitCode !== null || Date.now() > until)
+      throw new Error(
+        `the VPC resolver (dnsmasq) did not start in ${place.ns}; see ${path.join(place.dir, 'resolver.log')}`,
+      );
+    await new Promise((r) => setTimeout(r, 50));
+  }
 }
 
 /** Stops the resolver (idempotent). */

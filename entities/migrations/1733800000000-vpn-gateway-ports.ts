@@ -5,8 +5,8 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
  * kept here so its endpoint (which client configuration files name) never changes across
  * restarts; no two gateways of one instance share one.
  */
-export class VpnGatewayPorts1733700000000 implements MigrationInterface {
-  name = 'VpnGatewayPorts1733700000000';
+export class VpnGatewayPorts1733800000000 implements MigrationInterface {
+  name = 'VpnGatewayPorts1733800000000';
 
   async up(q: QueryRunner): Promise<void> {
     await q.query(`ALTER TABLE vpc_vpn_gateways ADD COLUMN listen_port integer`);
