@@ -1,10 +1,12 @@
 import { execFileSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { existsSync, readlinkSync } from 'node:fs';
 import { localCapabilities } from '../../activities/provider/local/capabilities';
 import { createVpcGateways, type VpcGateways } from '../../activities/provider/local/vpc/gateways';
+import { VpcFabric } from '../../activities/provider/local/vpc/fabric';
 import { GATEWAY_PORTS } from '../../activities/provider/local/vpc/gateway-ports';
 import { PEER_ROUTE_PROTOCOL, routerNamespace, vpcRunDir } from '../../activities/provider/local/vpc/names';
-import { ensureResolver, publishName } from '../../activities/provider/local/vpc/resolver';
+import { ensureResolver } from '../../activities/provider/local/vpc/resolver';
 import { ensureRouter, removeRouter } from '../../activities/provider/local/vpc/router';
 import { wireguardInterfaceName } from '../../activities/provider/local/vpn/wireguard-conf';
 import { controlSocket, wireguardGoPid } from '../../activities/provider/local/vpn/wireguard-go';
@@ -23,8 +25,9 @@ import { parseWireguard, wireguardClient, wireguardTestSkipReason } from '../sup
 
 /**
  * The gateway side of the local VPC driver, through the API and the workflows (the rest of
- * the network driver stays simulated here; the test makes the VPC's router itself): a
- * WireGuard gateway on a UDP port of the machine with its interface in the router, a laptop
+ * the network driver stays simulated here; the test makes the VPC's router and plugs a test
+ * namespace into its default subnet with the VPC fabric, as an attached app's replica is):
+ * a WireGuard gateway on a UDP port of the machine with its interface in the router, a laptop
  * and an office router brought up from the configuration files the API hands out, peer
  * routes sent to the office, rebuild and removal.
  */
@@ -34,10 +37,10 @@ if (skipReason) console.warn(`VPC gateway tests skipped: ${skipReason}`);
 const describeReal = skipReason ? describe.skip : describe;
 
 const TAG = `t${process.pid.toString(36)}`;
-const NAME = 'db.net.vpc.test';
-const NAME_ADDRESS = '10.224.1.10';
+const NAME = 'api.net.vpc.test';
 const OFFICE_HOST = '172.20.0.1';
 const ECHO_PORT = 7073;
+const ATTACHMENT = randomUUID();
 
 const linkIn = (ns: string | null, ifname: string) => {
   try {
@@ -54,7 +57,10 @@ describeReal('VPC gateways on the local driver: WireGuard in the router, peer ro
   let gateways: VpcGateways;
   let laptop: HostLinkedNamespace;
   let office: HostLinkedNamespace;
-  let echo: { close(): Promise<void> };
+  const workload = `berth-vgw-wl-${process.pid.toString(36)}`;
+  const fabric = new VpcFabric(TAG, async () => new Map(), { info() {}, warn() {}, error() {} } as never);
+  let workloadAddress: string;
+  const echoes: Array<{ close(): Promise<void> }> = [];
   let vpc: any;
   let gw: any;
   let ns: string;
@@ -69,7 +75,9 @@ describeReal('VPC gateways on the local driver: WireGuard in the router, peer ro
     execFileSync('ip', ['-n', office.ns, 'addr', 'add', `${OFFICE_HOST}/24`, 'dev', 'lo']);
     // the gateway's endpoint names one address of the machine (config.host): the office reaches it too
     execFileSync('ip', ['-n', office.ns, 'route', 'add', `${laptop.hostAddress}/32`, 'via', office.hostAddress]);
-    echo = await tcpEcho(office.ns, ECHO_PORT);
+    execFileSync('ip', ['netns', 'add', workload]);
+    execFileSync('ip', ['-n', workload, 'link', 'set', 'lo', 'up']);
+    echoes.push(await tcpEcho(office.ns, ECHO_PORT), await tcpEcho(workload, ECHO_PORT));
     gateways = createVpcGateways({
       dataSource: stack.ds,
       secretBox: stack.secretBox,
@@ -105,7 +113,8 @@ describeReal('VPC gateways on the local driver: WireGuard in the router, peer ro
       const pid = wireguardGoPid(c.ifname);
       if (pid) process.kill(pid, 'SIGKILL');
     }
-    await echo?.close();
+    for (const e of echoes) await e.close();
+    if (namespaceExists(workload)) execFileSync('ip', ['netns', 'del', workload]);
     laptop?.remove();
     office?.remove();
     await stack?.close();
@@ -136,6 +145,23 @@ describeReal('VPC gateways on the local driver: WireGuard in the router, peer ro
   }
 
   const resolvesThroughTunnel = () => resolveIn(laptop.ns, vpc.resolver_v4, NAME);
+  const workloadThroughTunnel = () => tcpRoundTrip(laptop.ns, workloadAddress, ECHO_PORT);
+  /** The test workload plugged (again, as a restarted replica is) into the default subnet, its name published. */
+  async function plugWorkload(): Promise<void> {
+    await fabric.unplug('wl');
+    await fabric.plug('wl', workload, [
+      {
+        attachmentUuid: ATTACHMENT,
+        vpcUuid: vpc.uuid,
+        vpcCidrV4: vpc.cidr_v4,
+        subnetCidrV4: '10.224.1.0/24',
+        address: null,
+        public: true,
+        fqdn: NAME,
+      },
+    ]);
+    workloadAddress = fabric.members(vpc.uuid).get('wl')!;
+  }
   const officeReached = () => tcpRoundTrip(ns, OFFICE_HOST, ECHO_PORT);
   /**
    * The office talks to the VPC (a name lookup): a peer with no endpoint configured on the
@@ -144,11 +170,11 @@ describeReal('VPC gateways on the local driver: WireGuard in the router, peer ro
    */
   const officeTalks = () => resolveIn(office.ns, vpc.resolver_v4, NAME);
 
-  it('VPN-06 a laptop brought up from the configuration file reaches the VPC resolver through the gateway; deleting the user cuts it at once', async () => {
+  it('VPN-06 a laptop brought up from the configuration file reaches an attached workload by address and by name through the gateway; deleting the user cuts it at once', async () => {
     vpc = await activeVpc(stack, ws, { name: 'net' });
     ns = await ensureRouter({ tag: TAG, vpcUuid: vpc.uuid, routerV4: '10.224.0.1', resolverV4: vpc.resolver_v4 });
     await ensureResolver({ ns, dir: vpcRunDir(TAG, vpc.uuid), address: vpc.resolver_v4 });
-    publishName(vpcRunDir(TAG, vpc.uuid), 'test', NAME, NAME_ADDRESS);
+    await plugWorkload();
 
     gw = await created('vpn_gateways', { kind: 'wireguard' }, 'active');
     const port = Number(gw.endpoint.split(':').pop());
@@ -174,7 +200,8 @@ describeReal('VPC gateways on the local driver: WireGuard in the router, peer ro
     const user = await device('laptop', laptop, 'bwgtlaptop0');
     expect(
       await eventually(resolvesThroughTunnel, { what: 'the name resolved through the tunnel', timeoutMs: 20_000 }),
-    ).toEqual([NAME_ADDRESS]);
+    ).toEqual([workloadAddress]);
+    expect(await workloadThroughTunnel()).toBe(true);
 
     const del = await stack.http.delete(`${base()}/vpn_users/${user.uuid}`).set(auth(ws.ownerToken));
     expect(del.status).toBe(202);
@@ -182,13 +209,14 @@ describeReal('VPC gateways on the local driver: WireGuard in the router, peer ro
       what: 'the user deleted',
     });
     expect(await resolvesThroughTunnel()).toBeNull();
+    expect(await workloadThroughTunnel()).toBe(false);
     expect(execFileSync('ip', ['netns', 'exec', ns, 'wg', 'show', ifname, 'peers']).toString().trim()).toBe('');
   });
 
   it('PEER-04 a peer route goes to the device its description names: traffic from the VPC to the range reaches the office; a route with no gateway fails with the reason', async () => {
     await device('office', office, 'bwgtoffice0');
     expect(await eventually(officeTalks, { what: 'the office talking to the VPC', timeoutMs: 20_000 })).toEqual([
-      NAME_ADDRESS,
+      workloadAddress,
     ]);
     expect(await officeReached()).toBe(false); // no route to its range yet
     const routes = [];
@@ -226,6 +254,11 @@ describeReal('VPC gateways on the local driver: WireGuard in the router, peer ro
     expect(await eventually(officeReached, { what: 'the office reached through the tunnel', timeoutMs: 20_000 })).toBe(
       true,
     );
+    // an attached workload, restarted by the apply (plugged again), sends the range through the gateway too
+    const fromWorkload = () => tcpRoundTrip(workload, OFFICE_HOST, ECHO_PORT);
+    expect(await fromWorkload()).toBe(false); // plugged before the apply: no route to the range
+    await plugWorkload();
+    expect(await fromWorkload()).toBe(true);
 
     // applying without the route withdraws it (and the office's allowed range)
     const results = await gateways.applyRoutes(vpc.uuid, []);
