@@ -269,6 +269,25 @@ describeReal('VPC gateways on the local driver: WireGuard in the router, peer ro
     ]);
     expect(again).toEqual([{ routeUuid: routes[0].uuid, applied: true }]);
     expect(await eventually(officeReached, { what: 'the office reached again', timeoutMs: 20_000 })).toBe(true);
+
+    // a range the router routes itself (the VPN pool; the API refuses it, the driver does not rely on that):
+    // the kernel refuses to add it, and the pool keeps its route
+    const pool = () => execFileSync('ip', ['-n', ns, 'route', 'show', vpc.vpn_pool_v4]).toString().trim();
+    const poolRoute = pool();
+    const clash = await gateways.applyRoutes(vpc.uuid, [
+      { routeUuid: routes[0].uuid, cidr: vpc.vpn_pool_v4, gatewayKind: 'wireguard' },
+    ]);
+    expect(clash).toEqual([
+      {
+        routeUuid: routes[0].uuid,
+        applied: false,
+        reason: 'the kernel refused the route: RTNETLINK answers: File exists',
+      },
+    ]);
+    expect(pool()).toBe(poolRoute);
+    await gateways.applyRoutes(vpc.uuid, [
+      { routeUuid: routes[0].uuid, cidr: '172.20.0.0/24', gatewayKind: 'wireguard' },
+    ]);
   });
 
   it('access kinds fail with the reason their provider is unreachable; site connections get 422 naming why; keys never leak', async () => {

@@ -62,7 +62,8 @@ export function createVpcGateways(deps: {
 
   /** The terminator interface of a kind in the VPC (only WireGuard has one here), or null. */
   function terminatorOf(gateways: GatewayRow[], kind: string): string | null {
-    const g = gateways.find((x) => x.kind === kind && x.kind === 'wireguard' && x.status !== 'deleting');
+    if (kind !== 'wireguard') return null;
+    const g = gateways.find((x) => x.kind === kind && x.status !== 'deleting');
     return g ? wireguardInterfaceName(g.uuid) : null;
   }
 
@@ -92,7 +93,7 @@ export function createVpcGateways(deps: {
       throw ApplicationFailure.nonRetryable(`gateway ${g.uuid} has no private key`, 'GatewayKeyMissing');
     if (!routerExists(g.vpc_uuid)) throw new Error(`the router of VPC ${g.vpc_uuid} does not exist (yet)`);
     const port = await gatewayPort(db, g.uuid);
-    const behind = routerExists(g.vpc_uuid) ? await routesBehind(g) : new Map<string, string[]>();
+    const behind = await routesBehind(g);
     const devices = await devicesOf(db, g.uuid);
     await wireguard.ensureGateway({
       ...vpcWireguardGateway({
@@ -136,6 +137,7 @@ export function createVpcGateways(deps: {
     const deviceNames = new Set(wg ? (await devicesOf(db, wg.uuid)).map((d) => d.name) : []);
     const results: RouteResult[] = [];
     const kept = new Set<string>();
+    const before = await installedPeerRoutes(ns);
     for (const r of routes) {
       const dev = terminatorOf(gateways, r.gatewayKind);
       if (!dev) {
@@ -151,7 +153,7 @@ export function createVpcGateways(deps: {
         });
         continue;
       }
-      const refused = await installPeerRoute(ns, r.cidr, dev);
+      const refused = await installPeerRoute(ns, r.cidr, dev, before);
       if (refused) results.push({ routeUuid: r.routeUuid, applied: false, reason: refused });
       else {
         results.push({ routeUuid: r.routeUuid, applied: true });

@@ -27,10 +27,20 @@ export async function installedPeerRoutes(ns: string): Promise<InstalledPeerRout
   return out;
 }
 
-/** Installs (or moves) one range toward `dev`; the kernel's refusal, or null when it took it. */
-export async function installPeerRoute(ns: string, cidr: string, dev: string): Promise<string | null> {
+/**
+ * Installs one range toward `dev`, or moves a peer route of the range already there; the
+ * kernel's refusal, or null when it took it. A new range is added, never replaced: the kernel
+ * refuses it where the router has a route of its own for that range (a subnet, the VPN pool).
+ */
+export async function installPeerRoute(
+  ns: string,
+  cidr: string,
+  dev: string,
+  installed: InstalledPeerRoute[],
+): Promise<string | null> {
+  const verb = installed.some((r) => r.cidr === cidr) ? 'replace' : 'add';
   try {
-    await ip(['-n', ns, 'route', 'replace', cidr, 'dev', dev, 'proto', String(PEER_ROUTE_PROTOCOL)]);
+    await ip(['-n', ns, 'route', verb, cidr, 'dev', dev, 'proto', String(PEER_ROUTE_PROTOCOL)]);
     return null;
   } catch (err) {
     return kernelReason(err as Error);
