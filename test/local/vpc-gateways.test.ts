@@ -3,13 +3,15 @@ import { randomUUID } from 'node:crypto';
 import { existsSync, readlinkSync } from 'node:fs';
 import { localCapabilities } from '../../activities/provider/local/capabilities';
 import { createVpcGateways, type VpcGateways } from '../../activities/provider/local/vpc/gateways';
+import { openLocalVpcs } from '../../activities/provider/local/vpc/driver';
 import { VpcFabric } from '../../activities/provider/local/vpc/fabric';
 import { GATEWAY_PORTS } from '../../activities/provider/local/vpc/gateway-ports';
 import { PEER_ROUTE_PROTOCOL, routerNamespace, vpcRunDir } from '../../activities/provider/local/vpc/names';
-import { ensureResolver } from '../../activities/provider/local/vpc/resolver';
+import { ensureResolver, publishName } from '../../activities/provider/local/vpc/resolver';
 import { ensureRouter, removeRouter } from '../../activities/provider/local/vpc/router';
 import { wireguardInterfaceName } from '../../activities/provider/local/vpn/wireguard-conf';
-import { controlSocket, wireguardGoPid } from '../../activities/provider/local/vpn/wireguard-go';
+import { controlSocket, stopWireguardGo, wireguardGoPid } from '../../activities/provider/local/vpn/wireguard-go';
+import type { NetworkDriver } from '../../platform/drivers/network';
 import { seedWorkspace, type Workspace } from '../support/fixtures';
 import {
   hostLinkedNamespace,
@@ -109,14 +111,13 @@ describeReal('VPC gateways on the local driver: WireGuard in the router, peer ro
       await gateways?.removeAll(vpc.uuid).catch(() => {});
       await removeRouter(TAG, vpc.uuid).catch(() => {});
     }
-    for (const c of clients) {
-      const pid = wireguardGoPid(c.ifname);
-      if (pid) process.kill(pid, 'SIGKILL');
-    }
     for (const e of echoes) await e.close();
     if (namespaceExists(workload)) execFileSync('ip', ['netns', 'del', workload]);
+    const pids = clients.map((c) => wireguardGoPid(c.ifname));
     laptop?.remove();
     office?.remove();
+    // the clients' TUN devices went with their namespaces: they end, and their sockets with them
+    for (const [i, c] of clients.entries()) await stopWireguardGo(pids[i]!, c.ifname, { interfaceDeleted: true });
     await stack?.close();
   });
 
@@ -361,3 +362,113 @@ describeReal('VPC gateways on the local driver: WireGuard in the router, peer ro
     await gateways.disableGateway(gw.uuid);
   });
 });
+
+describeReal(
+  'VPC gateways in the local VPC driver: a Berth restart rebuilds them, deleting the VPC leaves nothing',
+  () => {
+    const tag = `u${process.pid.toString(36)}`;
+    let stack: TestStack;
+    let ws: Workspace;
+    let laptop: HostLinkedNamespace;
+    let opened: Awaited<ReturnType<typeof openLocalVpcs>> | undefined;
+    let vpc: any;
+    const PROBE = 'probe.net.vpc.test';
+    const PROBE_ADDRESS = '10.224.1.99';
+
+    const open = () =>
+      openLocalVpcs({
+        dataSource: stack.ds,
+        tag,
+        logger: stack.logger,
+        gateways: createVpcGateways({
+          dataSource: stack.ds,
+          secretBox: stack.secretBox,
+          tag,
+          logger: stack.logger,
+          host: laptop.hostAddress,
+        }),
+        restartApp: async () => false,
+      });
+
+    beforeAll(async () => {
+      stack = await startStack();
+      ws = await seedWorkspace(stack.ds);
+      laptop = hostLinkedNamespace('lap2', '192.168.233.9', '192.168.233.10');
+      opened = await open();
+      (stack.activityDeps.provider as { network: NetworkDriver }).network = opened.driver;
+      await stack.startWorker();
+    });
+
+    afterAll(async () => {
+      await opened?.close().catch(() => {});
+      const pid = wireguardGoPid('bwgtlaptop1');
+      laptop?.remove();
+      await stopWireguardGo(pid, 'bwgtlaptop1', { interfaceDeleted: true });
+      await stack?.close();
+    });
+
+    const http = () => ({
+      get: (p: string) => stack.http.get(`/api/v1/vpcs/${vpc.uuid}${p}`).set(auth(ws.ownerToken)),
+      post: (p: string, body: object) =>
+        stack.http.post(`/api/v1/vpcs/${vpc.uuid}${p}`).set(auth(ws.ownerToken)).send(body),
+      del: (p: string) => stack.http.delete(`/api/v1/vpcs/${vpc.uuid}${p}`).set(auth(ws.ownerToken)),
+    });
+    const resolves = () => resolveIn(laptop.ns, vpc.resolver_v4, PROBE);
+    const resolvesAgain = () => eventually(resolves, { what: 'the probe name through the tunnel', timeoutMs: 60_000 });
+
+    it('a laptop reaches the resolver of a VPC the driver built; Berth stopping takes the gateway down, starting again brings it back on the same endpoint', async () => {
+      vpc = await activeVpc(stack, ws, { name: 'rebuilt' });
+      publishName(vpcRunDir(tag, vpc.uuid), 'probe', PROBE, PROBE_ADDRESS);
+      const created = await http().post('/vpn_gateways', { kind: 'wireguard' });
+      expect(created.status).toBe(201);
+      const gw = await eventually(
+        async () => (await http().get('/vpn_gateways')).body.find((g: any) => g.status === 'active'),
+        { what: 'the gateway active' },
+      );
+      const user = await http().post('/vpn_users', { name: 'laptop' });
+      await eventually(
+        async () =>
+          (await http().get('/vpn_users')).body.find((u: any) => u.uuid === user.body.uuid && u.status === 'active'),
+        { what: 'the user active' },
+      );
+      const config = await http().get(`/vpn_users/${user.body.uuid}/config`);
+      await wireguardClient(laptop.ns, 'bwgtlaptop1', config.text, parseWireguard(config.text).Peer!.Endpoint!);
+      expect(await resolvesAgain()).toEqual([PROBE_ADDRESS]);
+
+      const ifname = wireguardInterfaceName(gw.uuid);
+      await opened!.close(); // Berth stops
+      opened = undefined;
+      expect(wireguardGoPid(ifname)).toBeNull();
+      expect(namespaceExists(routerNamespace(tag, vpc.uuid))).toBe(false);
+      expect(await resolves()).toBeNull();
+
+      opened = await open(); // Berth starts: the router, its resolver and its gateway again, from the database
+      publishName(vpcRunDir(tag, vpc.uuid), 'probe', PROBE, PROBE_ADDRESS); // (an attached app's replica does this when it starts)
+      expect(wireguardGoPid(ifname)).not.toBeNull();
+      // the laptop keeps its configuration: same endpoint, same keys; it handshakes again once unanswered
+      expect(await resolvesAgain()).toEqual([PROBE_ADDRESS]);
+    });
+
+    it('deleting the VPC with its subnet and gateway leaves no namespace, interface, process, socket or file', async () => {
+      const ifname = wireguardInterfaceName((await http().get('/vpn_gateways')).body[0].uuid);
+      const pid = wireguardGoPid(ifname)!;
+      const [subnet] = (await http().get('/subnets')).body;
+      expect((await http().del(`/subnets/${subnet.uuid}`)).status).toBeLessThan(300);
+      await eventually(async () => ((await http().get('/subnets')).body.length === 0 ? true : null), {
+        what: 'the subnet deleted',
+      });
+      expect((await http().del('')).status).toBeLessThan(300);
+      await eventually(async () => ((await http().get('')).status === 404 ? true : null), {
+        what: 'the VPC deleted',
+        timeoutMs: 30_000,
+      });
+      expect(namespaceExists(routerNamespace(tag, vpc.uuid))).toBe(false);
+      expect(existsSync(vpcRunDir(tag, vpc.uuid))).toBe(false);
+      expect(wireguardGoPid(ifname)).toBeNull();
+      expect(existsSync(controlSocket(ifname))).toBe(false);
+      expect(linkIn(null, ifname)).toBe(false);
+      await eventually(async () => (!existsSync(`/proc/${pid}`) ? true : null), { what: 'wireguard-go reaped' });
+      expect(await resolves()).toBeNull();
+    });
+  },
+);
