@@ -4,7 +4,7 @@ import request from 'supertest';
 import { instanceTag } from '../../activities/provider/local/network/fabric';
 import { routerNamespace, vpcRunDir } from '../../activities/provider/local/vpc/names';
 import { eventually } from '../support/stack';
-import type { WorkingCopy } from '../support/working-copy';
+import { workingCopy, type WorkingCopy } from '../support/working-copy';
 import { startBerthDev, type BerthDev } from './support/berth-dev';
 import { ask as askProbe, deployProbe as deployTenantProbe } from './support/tenant-probe';
 
@@ -128,6 +128,7 @@ describeIf('VPCs on the local driver: real private networks', () => {
   let outsider: any;
   let attachA: any;
   let attachB: any;
+  let joined: any;
 
   beforeAll(async () => {
     vpc = await activeVpc({ name: 'net' });
@@ -164,6 +165,33 @@ describeIf('VPCs on the local driver: real private networks', () => {
     expect(attachB.fqdn).toBe(`${b.name}.net.vpc.${new URL(b.public_url).hostname.split('.').slice(1).join('.')}`);
     expect(await ask(a, `/resolve?name=${attachB.fqdn}&server=${vpc.resolver_v4}`)).toBe(attachB.address_v4);
     expect(await ask(a, `/connect?host=${attachB.fqdn}&port=${EXTRA_PORT}`)).not.toBe('open'); // the platform's resolver does not know VPC names
+  });
+
+  it('APP-11 an app that joins the VPC at creation is on its subnet from its first start, reachable by its fqdn (no attach, no restart)', async () => {
+    const subnet = (await subnets(vpc)).find((s) => s.name === 'default');
+    const app = (
+      await api
+        .post('/api/v1/apps')
+        .set(auth)
+        .send({
+          name: 'vpc-joined',
+          resource_id: resource,
+          deployment_method: 'git_push',
+          vpc_subnet_uuid: subnet.uuid,
+        })
+        .expect(201)
+    ).body;
+    joined = app;
+    const copy = workingCopy('tenant-probe');
+    copies.push(copy);
+    expect(berth.push(copy.dir, app.git_url)).toMatch(/deployed: /);
+    const attachment = (
+      (await api.get(`/api/v1/vpcs/${vpc.uuid}/attachments`).set(auth).expect(200)).body as any[]
+    ).find((x) => x.attachable_uuid === app.uuid);
+    expect(attachment).toMatchObject({ status: 'attached' });
+    expect(await vpcAddressOf(app, '10.224.1.')).toBe(attachment.address_v4);
+    expect(await ask(a, `/resolve?name=${attachment.fqdn}&server=${vpc.resolver_v4}`)).toBe(attachment.address_v4);
+    expect(await ask(a, `/connect?host=${attachment.address_v4}&port=${EXTRA_PORT}`)).toBe('open');
   });
 
   it('an app not attached reaches neither the attached apps nor the resolver', async () => {
@@ -221,6 +249,15 @@ describeIf('VPCs on the local driver: real private networks', () => {
     const processes = pidsIn(ns);
     expect(processes.length).toBeGreaterThan(0);
     await detach(vpc, attachA);
+    // an app deleted leaves its VPC with it (unplugged, its attachment removed)
+    await api.delete(`/api/v1/apps/${joined.uuid}`).set(auth).expect(202);
+    await eventually(
+      async () =>
+        ((await api.get(`/api/v1/vpcs/${vpc.uuid}/attachments`).set(auth).expect(200)).body as any[]).length === 0
+          ? true
+          : undefined,
+      { what: 'every attachment gone', timeoutMs: 90_000 },
+    );
     for (const s of await subnets(vpc))
       await api.delete(`/api/v1/vpcs/${vpc.uuid}/subnets/${s.uuid}`).set(auth).expect(204);
     await api.delete(`/api/v1/vpcs/${vpc.uuid}`).set(auth).expect(202);

@@ -3,7 +3,7 @@ import type { Config } from '../../../platform/config';
 import type { DriverCapabilities } from '../../../platform/drivers/capabilities';
 import { localEngineSupport } from './data';
 import { imageRuntimeRefusal } from './images/runtime';
-import { localVpcRefusal } from './vpcs';
+import { LOCAL_ATTACHABLES_ONLY_APPS, localVpcRefusal } from './vpcs';
 
 /** What the local driver does for real on this machine (read without starting it: the API asks). */
 export function localCapabilities(
@@ -12,6 +12,7 @@ export function localCapabilities(
   return {
     engine: localEngineSupport({ valkey: config.valkeyServer, mysql: config.mysqlServer }),
     vpcs: localVpcRefusal(config),
+    vpcAttachable: (type) => (type === 'App' ? null : LOCAL_ATTACHABLES_ONLY_APPS),
     images: imageRuntimeRefusal(),
     siteConnections: LOCAL_NO_SITE_TUNNELS,
   };

@@ -4,6 +4,14 @@ import type { Config } from '../../../platform/config';
 import type { NetworkDriver } from '../../../platform/drivers/network';
 import type { VpcGateways } from './vpc/driver';
 
+/**
+ * Why the local driver plugs only apps into subnets: its database servers run on the host
+ * side of the workload network (their apps reach them at the gateway), and cron runs are
+ * not plugged in.
+ */
+export const LOCAL_ATTACHABLES_ONLY_APPS =
+  'the local driver plugs apps into VPC subnets; its database servers run on the host side of the workload network (the apps attached to them reach them there) and its cron runs are not plugged in: attach the app';
+
 /** The Debian packages the VPC fabric needs beyond the workload network's, each found by its binary. */
 export const VPC_FABRIC_PACKAGES = [{ pkg: 'dnsmasq-base', binary: '/usr/sbin/dnsmasq' }] as const;
 

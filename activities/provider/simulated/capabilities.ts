@@ -5,5 +5,6 @@ export const simulatedCapabilities: DriverCapabilities = {
   engine: () => null,
   vpcs: null,
   images: null,
+  vpcAttachable: () => null,
   siteConnections: null,
 };

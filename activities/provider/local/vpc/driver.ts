@@ -10,6 +10,7 @@ import { ip, NETNS_DIR } from '../network/namespace';
 import { VpcFabric } from './fabric';
 import { routerNamespace, vpcKey, vpcRunDir } from './names';
 import { ensureResolver, stopResolver } from './resolver';
+import { LOCAL_ATTACHABLES_ONLY_APPS } from '../vpcs';
 import { endProcesses, ensureRouter, removeRouter, routerNamespaces } from './router';
 
 /** The gateway side of the VPC driver (VPN gateways and peers, peer routes, site tunnels). */
@@ -32,10 +33,6 @@ export interface LocalVpcDeps {
   /** Restarts an app that runs with its run spec as the database holds it now (false: it does not run). */
   restartApp(appUuid: string): Promise<boolean>;
 }
-
-/** Why the local driver plugs only apps into subnets. */
-export const LOCAL_ATTACHABLES_ONLY_APPS =
-  'the local driver plugs apps into VPC subnets; database servers run on the host side of the workload network (their apps reach them there) and cron runs are not plugged in; attach the app';
 
 /** Why an IPv6-only subnet has no workloads on the local driver. */
 export const LOCAL_NO_IPV6_SUBNETS =
