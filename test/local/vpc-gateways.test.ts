@@ -67,6 +67,7 @@ describeReal('VPC gateways on the local driver: WireGuard in the router, peer ro
   let gw: any;
   let ns: string;
   let gatewayKey: string;
+  let laptopUser: any;
   const clients: Array<{ ns: string; ifname: string }> = [];
 
   beforeAll(async () => {
@@ -171,7 +172,7 @@ describeReal('VPC gateways on the local driver: WireGuard in the router, peer ro
    */
   const officeTalks = () => resolveIn(office.ns, vpc.resolver_v4, NAME);
 
-  it('VPN-06 a laptop brought up from the configuration file reaches an attached workload by address and by name through the gateway; deleting the user cuts it at once', async () => {
+  it('VPN-06 a laptop brought up from the configuration file reaches an attached workload by address and by name through the gateway', async () => {
     vpc = await activeVpc(stack, ws, { name: 'net' });
     ns = await ensureRouter({ tag: TAG, vpcUuid: vpc.uuid, routerV4: '10.224.0.1', resolverV4: vpc.resolver_v4 });
     await ensureResolver({ ns, dir: vpcRunDir(TAG, vpc.uuid), address: vpc.resolver_v4 });
@@ -203,7 +204,25 @@ describeReal('VPC gateways on the local driver: WireGuard in the router, peer ro
       await eventually(resolvesThroughTunnel, { what: 'the name resolved through the tunnel', timeoutMs: 20_000 }),
     ).toEqual([workloadAddress]);
     expect(await workloadThroughTunnel()).toBe(true);
+    laptopUser = user;
+  });
 
+  it('the tunnel leads into the VPC only, and only from the device’s own address (the attacker’s side: a laptop that widens its own configuration)', async () => {
+    const inNs = (...argv: string[]) => execFileSync('ip', ['netns', 'exec', laptop.ns, ...argv]);
+    // everything routed into the tunnel: the machine's other networks (the office's link, which the
+    // machine routes) are not behind the VPC's router, which has no link to anything
+    inNs('wg', 'set', 'bwgtlaptop0', 'peer', gw.public_key, 'allowed-ips', '0.0.0.0/0');
+    inNs('ip', 'route', 'add', `${office.address}/32`, 'dev', 'bwgtlaptop0');
+    expect(await tcpRoundTrip(laptop.ns, office.address, ECHO_PORT)).toBe(false);
+    // another device's pool address as the source: the gateway accepts from a device its own address only
+    inNs('ip', 'addr', 'add', '10.224.0.200/32', 'dev', 'bwgtlaptop0');
+    expect(await tcpRoundTrip(laptop.ns, workloadAddress, ECHO_PORT, 1500, '10.224.0.200')).toBe(false);
+    expect(await workloadThroughTunnel()).toBe(true); // the device itself still gets through
+  });
+
+  it('deleting the user cuts the tunnel at once', async () => {
+    const user = laptopUser;
+    const ifname = wireguardInterfaceName(gw.uuid);
     const del = await stack.http.delete(`${base()}/vpn_users/${user.uuid}`).set(auth(ws.ownerToken));
     expect(del.status).toBe(202);
     await eventually(async () => !(await api().get('/vpn_users')).body.some((u: any) => u.uuid === user.uuid), {

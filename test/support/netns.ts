@@ -74,9 +74,17 @@ export async function tcpEcho(namespace: string, port: number): Promise<{ close(
  * Whether a TCP connection from inside the namespace reaches host:port and a line makes
  * the round trip, within `timeoutMs`.
  */
-export async function tcpRoundTrip(namespace: string, host: string, port: number, timeoutMs = 1500): Promise<boolean> {
+export async function tcpRoundTrip(
+  namespace: string,
+  host: string,
+  port: number,
+  timeoutMs = 1500,
+  /** The source address to send from (default: the kernel's choice). */
+  from?: string,
+): Promise<boolean> {
+  const target = { port, host, ...(from ? { localAddress: from } : {}) };
   const code = `
-    const s = require('net').connect(${port}, ${JSON.stringify(host)});
+    const s = require('net').connect(${JSON.stringify(target)});
     const t = setTimeout(() => process.exit(2), ${timeoutMs});
     s.on('error', () => process.exit(1));
     s.on('connect', () => s.write('through the tunnel\\n'));
