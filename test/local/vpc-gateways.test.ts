@@ -317,6 +317,22 @@ describeReal('VPC gateways on the local driver: WireGuard in the router, peer ro
       'failed',
     );
     expect(zt.failure_reason).toMatch(/zero_trust connector cannot reach its provider/);
+    // a route of that kind has no terminator to go to, and says why (the applied one stays)
+    const [officeRoute] = await stack.ds.query(`SELECT uuid FROM vpc_peer_routes WHERE cidr = '172.20.0.0/24'`);
+    const ztRoute = { routeUuid: randomUUID(), cidr: '172.23.0.0/24', gatewayKind: 'zero_trust' };
+    expect(
+      await gateways.applyRoutes(vpc.uuid, [
+        ztRoute,
+        { routeUuid: officeRoute.uuid, cidr: '172.20.0.0/24', gatewayKind: 'wireguard' },
+      ]),
+    ).toEqual([
+      {
+        routeUuid: ztRoute.routeUuid,
+        applied: false,
+        reason: expect.stringMatching(/^no zero_trust terminator in this VPC: the zero_trust connector cannot reach/),
+      },
+      { routeUuid: officeRoute.uuid, applied: true },
+    ]);
     const before = await stack.ds.query(`SELECT count(*)::int AS n FROM vpc_site_connections`);
     const site = await stack.http
       .post(`${base()}/site_connections`)

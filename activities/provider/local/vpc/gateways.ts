@@ -4,7 +4,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import type { SecretBox } from '../../../../domain/secret-box';
-import { LOCAL_NO_SITE_TUNNELS } from '../../../../domain/vpc';
+import { accessProviderUnreachable, LOCAL_NO_SITE_TUNNELS } from '../../../../domain/vpc';
 import type { GatewaySpec, PeerSpec, RouteResult, RouteSpec, TunnelSpec } from '../../../../platform/drivers/network';
 import { ip, NETNS_DIR } from '../network/namespace';
 import { vpcWireguardGateway } from '../vpn/vpc-wireguard';
@@ -141,7 +141,12 @@ export function createVpcGateways(deps: {
     for (const r of routes) {
       const dev = terminatorOf(gateways, r.gatewayKind);
       if (!dev) {
-        results.push({ routeUuid: r.routeUuid, applied: false, reason: `no ${r.gatewayKind} gateway in this VPC` });
+        const exists = gateways.some((g) => g.kind === r.gatewayKind && g.status !== 'deleting');
+        const reason =
+          exists && r.gatewayKind !== 'wireguard'
+            ? `no ${r.gatewayKind} terminator in this VPC: ${accessProviderUnreachable(r.gatewayKind)}`
+            : `no ${r.gatewayKind} gateway in this VPC`;
+        results.push({ routeUuid: r.routeUuid, applied: false, reason });
         continue;
       }
       const carrier = described.get(r.routeUuid)?.description.trim() ?? '';
