@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { createSocket } from 'node:dgram';
 import { existsSync, readlinkSync } from 'node:fs';
 import { localCapabilities } from '../../activities/provider/local/capabilities';
 import { createVpcGateways, type VpcGateways } from '../../activities/provider/local/vpc/gateways';
@@ -363,6 +364,14 @@ describeReal('VPC gateways on the local driver: WireGuard in the router, peer ro
     expect(refused).toEqual([
       { routeUuid: route.uuid, applied: false, reason: expect.stringMatching(/kernel refused.*Cannot find device/) },
     ]);
+
+    // another program on the gateway's port: the gateway does not move (devices' files name the port), it says why
+    const squatter = createSocket('udp4');
+    await new Promise<void>((resolve) => squatter.bind(Number(gw.endpoint.split(':').pop()), resolve));
+    await expect(gateways.rebuild(vpc.uuid)).rejects.toThrow(
+      /^UDP port \d+, the WireGuard gateway's .* is taken by another program/,
+    );
+    await new Promise<void>((resolve) => squatter.close(() => resolve()));
 
     await gateways.rebuild(vpc.uuid);
     await gateways.rebuild(vpc.uuid); // again: nothing changes

@@ -95,17 +95,25 @@ export function createVpcGateways(deps: {
     const port = await gatewayPort(db, g.uuid);
     const behind = await routesBehind(g);
     const devices = await devicesOf(db, g.uuid);
-    await wireguard.ensureGateway({
-      ...vpcWireguardGateway({
-        gatewayUuid: g.uuid,
-        namespace: nsOf(g.vpc_uuid),
-        listenPort: port,
-        privateKey: deps.secretBox.open(g.private_key_sealed),
-        cidrV4: g.cidr_v4,
-        users: devices.map((d) => peerOf(d, behind)),
-      }),
-      socket: 'host',
-    });
+    await wireguard
+      .ensureGateway({
+        ...vpcWireguardGateway({
+          gatewayUuid: g.uuid,
+          namespace: nsOf(g.vpc_uuid),
+          listenPort: port,
+          privateKey: deps.secretBox.open(g.private_key_sealed),
+          cidrV4: g.cidr_v4,
+          users: devices.map((d) => peerOf(d, behind)),
+        }),
+        socket: 'host',
+      })
+      .catch((err: Error) => {
+        if (!/Address already in use/i.test(err.message)) throw err;
+        // the port is the gateway's for good (its endpoint, every device's file names it): it is not moved
+        throw new Error(
+          `UDP port ${port}, the WireGuard gateway's (its endpoint and every device's configuration name it), is taken by another program on this machine: free it`,
+        );
+      });
     await setEndpoint(db, g.uuid, gatewayEndpoint(deps.host, port));
   }
 
