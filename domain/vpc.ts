@@ -316,6 +316,11 @@ export function attachmentFqdn(
   return `${workload.name}.${vpcName}.vpc.${regionDomain}`.toLowerCase();
 }
 
+/** Whether a name has the shape of an attachment's fqdn (`<workload>.<vpc>.vpc.<region domain>`). */
+export function isAttachmentFqdn(name: string): boolean {
+  return /^[^.]+\.[^.]+\.vpc\.[^.]/.test(name.toLowerCase());
+}
+
 /** Signal the API sends a device's vpnUserCreate workflow once its configuration was read. */
 export const VAULT_EMPTIED_SIGNAL = 'vaultEmptied';
 
