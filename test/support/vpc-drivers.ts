@@ -4,10 +4,11 @@ import path from 'node:path';
 import pino from 'pino';
 import { localCapabilities } from '../../activities/provider/local/capabilities';
 import { instanceTag } from '../../activities/provider/local/network/fabric';
-import { openLocalVpcs, type VpcGateways } from '../../activities/provider/local/vpc/driver';
+import { openLocalVpcs } from '../../activities/provider/local/vpc/driver';
 import { routerNamespace, vpcRunDir } from '../../activities/provider/local/vpc/names';
 import { resolverPid } from '../../activities/provider/local/vpc/resolver';
-import { localVpcRefusal, refusingGateways } from '../../activities/provider/local/vpcs';
+import { createVpcGateways } from '../../activities/provider/local/vpc/gateways';
+import { localVpcRefusal } from '../../activities/provider/local/vpcs';
 import type { TestStack } from './stack';
 
 /**
@@ -32,11 +33,7 @@ export interface VpcPlane {
 }
 
 /** Puts the driver under the stack's worker and API (call before `startWorker`). */
-export async function useVpcDriver(
-  stack: TestStack,
-  kind: VpcDriverKind,
-  gateways?: (deps: { tag: string }) => VpcGateways,
-): Promise<VpcPlane> {
+export async function useVpcDriver(stack: TestStack, kind: VpcDriverKind): Promise<VpcPlane> {
   if (kind === 'simulated') {
     return {
       kind,
@@ -60,11 +57,12 @@ export async function useVpcDriver(
   }
   const tag = instanceTag(mkdtempSync(path.join(tmpdir(), 'berth-vpc-rules-')));
   const restarts: Array<{ workloadUuid: string; request_id: string; reason: string }> = [];
+  const logger = pino({ level: 'silent' });
   const vpcs = await openLocalVpcs({
     dataSource: stack.ds,
     tag,
-    logger: pino({ level: 'silent' }),
-    gateways: gateways?.({ tag }) ?? refusingGateways('no gateways in this test'),
+    logger,
+    gateways: createVpcGateways({ dataSource: stack.ds, secretBox: stack.secretBox, tag, logger, host: '127.0.0.1' }),
     restartApp: async () => true,
   });
   // the driver's own restart bookkeeping, seen through a wrapper that records what it carries out
