@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -9,6 +10,7 @@ import { routerNamespace, vpcRunDir } from '../../activities/provider/local/vpc/
 import { resolverPid } from '../../activities/provider/local/vpc/resolver';
 import { createVpcGateways } from '../../activities/provider/local/vpc/gateways';
 import { localVpcRefusal } from '../../activities/provider/local/vpcs';
+import { wireguardInterfaceName } from '../../activities/provider/local/vpn/wireguard-conf';
 import type { TestStack } from './stack';
 
 /**
@@ -27,6 +29,8 @@ export interface VpcPlane {
   kind: VpcDriverKind;
   /** What of the VPC the data plane holds: its router, and the address its resolver answers at. */
   built(vpcUuid: string): Promise<{ router: boolean; resolver: string | null }>;
+  /** The WireGuard peers the VPC's gateway has (device public key and its address). */
+  peers(vpcUuid: string, gatewayUuid: string): Promise<Array<{ public_key: string; address: string }>>;
   /** The workload restarts the driver was asked for (request id and reason), oldest first. */
   restarts(workloadUuid: string): Promise<Array<{ request_id: string; reason: string }>>;
   close(): Promise<void>;
@@ -47,6 +51,11 @@ export async function useVpcDriver(stack: TestStack, kind: VpcDriverKind): Promi
           resolver: parts.find((p) => p.component === 'resolver')?.address ?? null,
         };
       },
+      peers: (_vpcUuid, gatewayUuid) =>
+        stack.ds.query(
+          `SELECT public_key, host(address) AS address FROM sim_network_peers WHERE gateway_uuid = $1 ORDER BY address`,
+          [gatewayUuid],
+        ),
       restarts: (workloadUuid) =>
         stack.ds.query(
           `SELECT request_id, reason FROM sim_network_restarts WHERE workload_uuid = $1 ORDER BY created_at`,
@@ -74,7 +83,12 @@ export async function useVpcDriver(stack: TestStack, kind: VpcDriverKind): Promi
   };
   Object.assign(stack.activityDeps.provider, { network: vpcs.driver });
   const local = localCapabilities({ valkeyServer: undefined, mysqlServer: undefined, workloadNetwork: 'on' });
-  stack.apiDeps.capabilities = { ...stack.apiDeps.capabilities!, vpcs: local.vpcs, vpcAttachable: local.vpcAttachable };
+  stack.apiDeps.capabilities = {
+    ...stack.apiDeps.capabilities!,
+    vpcs: local.vpcs,
+    vpcAttachable: local.vpcAttachable,
+    siteConnections: local.siteConnections,
+  };
   return {
     kind,
     async built(vpcUuid) {
@@ -85,6 +99,32 @@ export async function useVpcDriver(stack: TestStack, kind: VpcDriverKind): Promi
         ? /--listen-address=([\d.]+)/.exec(readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' '))
         : null;
       return { router, resolver: listen?.[1] ?? null };
+    },
+    async peers(vpcUuid, gatewayUuid) {
+      const ns = routerNamespace(tag, vpcUuid);
+      if (!existsSync(`/run/netns/${ns}`)) return [];
+      let out: string;
+      try {
+        out = execFileSync(
+          'ip',
+          ['netns', 'exec', ns, 'wg', 'show', wireguardInterfaceName(gatewayUuid), 'allowed-ips'],
+          {
+            encoding: 'utf8',
+            stdio: ['ignore', 'pipe', 'ignore'],
+          },
+        );
+      } catch {
+        return []; // no such interface: the gateway is off
+      }
+      return out
+        .trim()
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => {
+          const [publicKey, ...ranges] = line.split(/\s+/);
+          return { public_key: publicKey!, address: ranges[0]!.replace(/\/32$/, '') };
+        })
+        .sort((a, b) => a.address.localeCompare(b.address));
     },
     restarts: async (workloadUuid) =>
       restarts.filter((r) => r.workloadUuid === workloadUuid).map(({ request_id, reason }) => ({ request_id, reason })),
