@@ -6,6 +6,7 @@ import pino from 'pino';
 import { localCapabilities } from '../../activities/provider/local/capabilities';
 import { instanceTag } from '../../activities/provider/local/network/fabric';
 import { openLocalVpcs } from '../../activities/provider/local/vpc/driver';
+import { peerRouteRanges } from '../../activities/provider/local/vpc/fabric';
 import { routerNamespace, vpcRunDir } from '../../activities/provider/local/vpc/names';
 import { resolverPid } from '../../activities/provider/local/vpc/resolver';
 import { createVpcGateways } from '../../activities/provider/local/vpc/gateways';
@@ -31,6 +32,8 @@ export interface VpcPlane {
   built(vpcUuid: string): Promise<{ router: boolean; resolver: string | null }>;
   /** The WireGuard peers the VPC's gateway has (device public key and its address). */
   peers(vpcUuid: string, gatewayUuid: string): Promise<Array<{ public_key: string; address: string }>>;
+  /** The peer-route ranges the VPC's router holds now, sorted. */
+  routes(vpcUuid: string): Promise<string[]>;
   /** The workload restarts the driver was asked for (request id and reason), oldest first. */
   restarts(workloadUuid: string): Promise<Array<{ request_id: string; reason: string }>>;
   close(): Promise<void>;
@@ -56,6 +59,12 @@ export async function useVpcDriver(stack: TestStack, kind: VpcDriverKind): Promi
           `SELECT public_key, host(address) AS address FROM sim_network_peers WHERE gateway_uuid = $1 ORDER BY address`,
           [gatewayUuid],
         ),
+      routes: async (vpcUuid) =>
+        (
+          (await stack.ds.query(`SELECT cidr::text FROM sim_network_routes WHERE vpc_uuid = $1 ORDER BY cidr`, [
+            vpcUuid,
+          ])) as Array<{ cidr: string }>
+        ).map((r) => r.cidr),
       restarts: (workloadUuid) =>
         stack.ds.query(
           `SELECT request_id, reason FROM sim_network_restarts WHERE workload_uuid = $1 ORDER BY created_at`,
@@ -125,6 +134,10 @@ export async function useVpcDriver(stack: TestStack, kind: VpcDriverKind): Promi
           return { public_key: publicKey!, address: ranges[0]!.replace(/\/32$/, '') };
         })
         .sort((a, b) => a.address.localeCompare(b.address));
+    },
+    routes: async (vpcUuid) => {
+      const ns = routerNamespace(tag, vpcUuid);
+      return existsSync(`/run/netns/${ns}`) ? (await peerRouteRanges(ns)).sort() : [];
     },
     restarts: async (workloadUuid) =>
       restarts.filter((r) => r.workloadUuid === workloadUuid).map(({ request_id, reason }) => ({ request_id, reason })),
