@@ -1,4 +1,4 @@
-import { existsSync, rmSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
 import type { Logger } from 'pino';
@@ -6,12 +6,12 @@ import type { DataSource } from 'typeorm';
 import { one, rows } from '../../../../entities/sql';
 import type { NetworkDriver } from '../../../../platform/drivers/network';
 import { cidr4, routerV4 } from '../../../../domain/vpc';
-import { ip, NETNS_DIR } from '../network/namespace';
+import { NETNS_DIR } from '../network/namespace';
 import { VpcFabric } from './fabric';
 import { routerNamespace, vpcKey, vpcRunDir } from './names';
 import { ensureResolver, stopResolver } from './resolver';
 import { LOCAL_ATTACHABLES_ONLY_APPS } from '../vpcs';
-import { endProcesses, ensureRouter, removeRouter, routerNamespaces } from './router';
+import { ensureRouter, removeRouter, removeRouterNamespace, routerNamespaces } from './router';
 
 /** The gateway side of the VPC driver (VPN gateways and peers, peer routes, site tunnels). */
 export type VpcGateways = Pick<
@@ -67,6 +67,12 @@ export async function openLocalVpcs(deps: LocalVpcDeps): Promise<{
     address,
   });
 
+  const removeVpc = async (vpcUuid: string) => {
+    await gateways.removeAll(vpcUuid);
+    fabric.forgetVpc(vpcUuid);
+    await removeRouter(tag, vpcUuid);
+  };
+
   const vpcs = await rows<{ uuid: string; status: string; cidr_v4: string; resolver_v4: string | null }>(
     db,
     `SELECT uuid, status, cidr_v4::text, host(resolver_v4) AS resolver_v4 FROM vpcs`,
@@ -76,9 +82,8 @@ export async function openLocalVpcs(deps: LocalVpcDeps): Promise<{
     const v = known.get(ns);
     if (v && v.status !== 'deleting') continue;
     // a VPC deleted while Berth was down (or being deleted: its workflow removes it again, idempotently)
-    await endProcesses(ns);
-    await ip(['netns', 'del', ns]).catch(() => {});
-    if (v) rmSync(vpcRunDir(tag, v.uuid), { recursive: true, force: true });
+    if (v) await removeVpc(v.uuid);
+    else await removeRouterNamespace(ns);
   }
   for (const v of vpcs.filter((x) => x.status === 'active' && x.resolver_v4)) {
     try {
@@ -90,12 +95,6 @@ export async function openLocalVpcs(deps: LocalVpcDeps): Promise<{
       logger.error({ vpc: v.uuid, err: (err as Error).message }, 'VPC: could not be brought up again');
     }
   }
-
-  const removeVpc = async (vpcUuid: string) => {
-    await gateways.removeAll(vpcUuid);
-    fabric.forgetVpc(vpcUuid);
-    await removeRouter(tag, vpcUuid);
-  };
 
   const driver: NetworkDriver = {
     async createVpc(spec) {
@@ -161,10 +160,7 @@ export async function openLocalVpcs(deps: LocalVpcDeps): Promise<{
       for (const ns of routerNamespaces(tag)) {
         const uuid = byKey.get(ns.slice(ns.lastIndexOf('-') + 1));
         if (uuid) await removeVpc(uuid).catch(() => {});
-        else {
-          await endProcesses(ns);
-          await ip(['netns', 'del', ns]).catch(() => {});
-        }
+        else await removeRouterNamespace(ns);
       }
     },
   };

@@ -99,12 +99,15 @@ export async function endProcesses(ns: string, graceMs = 2000): Promise<void> {
  * the workloads' namespaces with them). Idempotent.
  */
 export async function removeRouter(tag: string, vpcUuid: string): Promise<void> {
-  const ns = routerNamespace(tag, vpcUuid);
-  if (existsSync(path.join(NETNS_DIR, ns))) {
-    await endProcesses(ns);
-    await ip(['netns', 'del', ns]).catch(() => {});
-  }
+  await removeRouterNamespace(routerNamespace(tag, vpcUuid));
   rmSync(vpcRunDir(tag, vpcUuid), { recursive: true, force: true });
+}
+
+/** Ends a router namespace's processes and deletes it (one whose VPC is unknown: a leftover). Idempotent. */
+export async function removeRouterNamespace(ns: string): Promise<void> {
+  if (!existsSync(path.join(NETNS_DIR, ns))) return;
+  await endProcesses(ns);
+  await ip(['netns', 'del', ns]).catch(() => {});
 }
 
 /** The router namespaces this instance has in the kernel now. */
