@@ -167,7 +167,11 @@ describe('local apps driver', () => {
     expect(await driver.status(a)).toBe('stopped');
     expect(ingress.ports(a)).toEqual([]);
     expect(await acceptsConnections('127.0.0.1', port2!, 500)).toBe(false);
-    expect(groupProcesses(isolation, { kind: 'app', id: a })).toEqual([]);
+    // the sandboxes' processes are on their way out once their launchers have exited
+    await eventually(async () => (groupProcesses(isolation, { kind: 'app', id: a }).length === 0 ? true : undefined), {
+      what: "the app's cgroup empty after stop",
+      timeoutMs: 5000,
+    });
 
     await driver.start(a, await runSpecOf(db.ds, secretBox, a));
     await eventually(async () => (await driver.status(a)) === 'running', { what: 'running after start' });
