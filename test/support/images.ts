@@ -141,3 +141,32 @@ export function pushTestImage(registry: TestRegistry, repo = 'acme/hello:1'): st
     rmSync(context, { recursive: true, force: true });
   }
 }
+
+/**
+ * A Dockerfile the tests build here (no public registry): FROM scratch, the folders a
+ * root file system has (`base/`, as a base image has them: a RUN step's runtime mounts
+ * /proc, /dev, /sys and /run there), Debian's static busybox copied in from the context
+ * (the file `busybox`), its applets installed by a RUN step, then `runs` (shell RUN
+ * steps), serving `www/` over HTTP on PORT.
+ */
+export function busyboxDockerfile(runs: string[] = []): string {
+  return [
+    'FROM scratch',
+    'COPY base /',
+    'COPY busybox /bin/busybox',
+    'RUN ["/bin/busybox", "--install", "-s", "/bin"]',
+    ...runs.map((r) => `RUN ${r}`),
+    'COPY www /www',
+    'CMD ["/bin/sh", "-c", "exec httpd -f -p $PORT -h /www"]',
+    '',
+  ].join('\n');
+}
+
+/** Puts Debian's static busybox (the file `busybox`) and the root folders (`base/`) into a working copy, for busyboxDockerfile. */
+export function addBusybox(dir: string): void {
+  execFileSync('cp', [BUSYBOX, path.join(dir, 'busybox')]);
+  for (const sub of ['bin', 'dev', 'etc', 'proc', 'run', 'sys', 'tmp']) {
+    mkdirSync(path.join(dir, 'base', sub), { recursive: true });
+    writeFileSync(path.join(dir, 'base', sub, '.keep'), '');
+  }
+}

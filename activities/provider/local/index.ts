@@ -20,6 +20,8 @@ import { createLocalData } from './data';
 import { refusingNetwork } from './vpcs';
 import { IngressCertificates } from './ingress/tls/certificates';
 import { openLocalCa } from './ingress/tls/local-ca';
+import { podmanConfig } from './images/config';
+import { imageRuntimeRefusal } from './images/runtime';
 
 export interface LocalProviderOptions {
   config: Config;
@@ -90,6 +92,7 @@ export async function startLocalProvider(options: LocalProviderOptions): Promise
     logger,
     allowFileUrls: config.gitAllowFileUrls,
     gitCaFile: config.gitCaFile,
+    podman: imageRuntimeRefusal() ? null : podmanConfig(layout),
   });
   const apps = new LocalAppsDriver({
     dataSource,

@@ -285,6 +285,7 @@ export class LocalAppsDriver implements AppsDriver {
         repository: request.repository!,
         commitSha: request.commitSha!,
         credential: request.credential ?? null,
+        dockerfile: request.builder === 'dockerfile' ? '' : null,
       },
     });
   }
