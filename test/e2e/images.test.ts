@@ -4,7 +4,10 @@ import path from 'node:path';
 import request from 'supertest';
 import { DEPLOYABLE_STATES } from '../../domain/apps';
 import { eventually } from '../support/stack';
+import { localRepo } from '../support/git';
 import {
+  addBusybox,
+  busyboxDockerfile,
   imageTestsMissing,
   pushTestImage,
   startTestRegistry,
@@ -278,6 +281,51 @@ describeImages('container_registry apps on the local driver (podman)', () => {
     for (const text of answers) {
       expect(text).not.toContain(wrong);
       expect(text).not.toContain(b64);
+    }
+  });
+
+  it("a Dockerfile app deployed by git push is built in namespaces of its own (the platform's ports out of reach of its RUN steps), serves through the ingress, and its build output is in the push and the deployment log", async () => {
+    const app = (
+      await api
+        .post('/api/v1/apps')
+        .set(auth)
+        .send({ name: 'dockered', resource_id: resource, deployment_method: 'git_push', builder: 'dockerfile' })
+        .expect(201)
+    ).body;
+    const gateway = /Network\s+each workload in a network namespace of its own, (\S+) its gateway/.exec(
+      berth.output(),
+    )?.[1];
+    const hosts = ['127.0.0.1', ...(gateway ? [gateway] : [])];
+    const ports = ['PORT', 'BERTH_TEMPORAL_PORT', 'BERTH_PG_PORT', 'BERTH_INGRESS_PORT'].map((k) => berth.env[k]);
+    const probe = `for h in ${hosts.join(' ')}; do for p in ${ports.join(' ')}; do if nc -w 1 $h $p -e true; then echo "probe reached $h:$p"; else echo "probe closed $h:$p"; fi; done; done`;
+    const page = 'built here from a Dockerfile\n';
+    const repo = localRepo({ 'www/index.html': page });
+    try {
+      addBusybox(repo.dir);
+      repo.commit({ Dockerfile: busyboxDockerfile([probe]) });
+      const out = berth.push(repo.dir, app.git_url);
+      expect(out).toMatch(/remote: .*STEP 1\/\d+: FROM scratch/);
+      expect(out).toMatch(new RegExp(`remote: deployed: ${app.public_url}`));
+      const [deployment] = (await api.get(`/api/v1/apps/${app.uuid}/deployments`).set(auth).expect(200)).body;
+      expect(deployment.state).toBe('completed');
+      const log = await buildLog(app.uuid, deployment.uuid);
+      expect(log).toContain('$ podman build --file Dockerfile .');
+      expect(log).toMatch(new RegExp(`runs localhost/berth/${app.uuid}@sha256:[0-9a-f]{64}`));
+      // with the workload network, every platform port is closed to the build, on loopback and at the gateway
+      if (gateway) {
+        expect(log.match(/probe closed [0-9]/g)).toHaveLength(hosts.length * ports.length);
+        expect(log).not.toMatch(/probe reached [0-9]/);
+      }
+      await eventually(async () => (await berth.viaPublicUrl(app.public_url)).status === 200, {
+        what: 'the Dockerfile app served',
+        timeoutMs: 60_000,
+      });
+      expect((await berth.viaPublicUrl(app.public_url)).text).toBe(page);
+      expect(containersOf(app.uuid)).toEqual([
+        expect.stringMatching(new RegExp(` localhost/berth/${app.uuid}@sha256:[0-9a-f]{64}$`)),
+      ]);
+    } finally {
+      repo.dispose();
     }
   });
 
