@@ -284,14 +284,16 @@ describeImages('container_registry apps on the local driver (podman)', () => {
     }
   });
 
+  let dockered: any;
+
   it("a Dockerfile app deployed by git push is built in namespaces of its own (the platform's ports out of reach of its RUN steps), serves through the ingress, and its build output is in the push and the deployment log", async () => {
-    const app = (
+    const app = (dockered = (
       await api
         .post('/api/v1/apps')
         .set(auth)
         .send({ name: 'dockered', resource_id: resource, deployment_method: 'git_push', builder: 'dockerfile' })
         .expect(201)
-    ).body;
+    ).body);
     const gateway = /Network\s+each workload in a network namespace of its own, (\S+) its gateway/.exec(
       berth.output(),
     )?.[1];
@@ -327,6 +329,26 @@ describeImages('container_registry apps on the local driver (podman)', () => {
     } finally {
       repo.dispose();
     }
+  });
+
+  it('an image app over its memory quota is killed, and its log says it ran out of memory', async () => {
+    const quotaMb = Math.round(dockered.quota.ram_size / 2 ** 20);
+    await api
+      .put(`/api/v1/apps/${dockered.uuid}/variables`)
+      .set(auth)
+      .send({ variables: [{ key: 'ALLOC_MB', value: String(quotaMb * 2) }] })
+      .expect(200);
+    await api.patch(`/api/v1/apps/${dockered.uuid}/state`).set(auth).send({ action: 'restart' }).expect(202);
+    await eventually(
+      async () => {
+        const logs = (await api.get(`/api/v1/apps/${dockered.uuid}/logs`).query({ tail: 200 }).set(auth).expect(200))
+          .body;
+        return logs.some((l: any) =>
+          new RegExp(`was killed: exceeded its ram quota of ${quotaMb} MiB`).test(l.message),
+        );
+      },
+      { what: 'the OOM kill in the app log', timeoutMs: 60_000 },
+    );
   });
 
   it('stopping Berth leaves no container running and nothing mounted under its data directory', async () => {

@@ -16,6 +16,7 @@ import type {
 import type { JobRequest, JobRun } from '../../../../platform/drivers/data';
 import { localBuildRefusal } from '../builds/refusal';
 import { ensurePodmanConfig, podmanConfig } from '../images/config';
+import { removeContainerParents } from '../images/cgroups';
 import { removeAppContainers } from '../images/container-run';
 import { ImagePulls } from '../images/pulls';
 import { imageRuntimeRefusal } from '../images/runtime';
@@ -381,6 +382,7 @@ export class LocalAppsDriver implements AppsDriver {
     for (const file of [this.deps.layout.appLogFile(appUuid), `${this.deps.layout.appLogFile(appUuid)}.1`])
       await rm(file, { force: true });
     removeLimits(this.deps.isolation, { kind: 'app', id: appUuid });
+    removeContainerParents(this.deps.isolation, { kind: 'app', id: appUuid });
     await this.store.remove(appUuid);
   }
 }
