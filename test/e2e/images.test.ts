@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, readlinkSync } from 'node:fs';
+import { existsSync, readFileSync, readlinkSync } from 'node:fs';
 import path from 'node:path';
 import request from 'supertest';
 import { DEPLOYABLE_STATES } from '../../domain/apps';
@@ -119,6 +119,13 @@ function podman(args: string[]): string {
   });
 }
 
+/** The embedded platform registry of this Berth (the banner's host, the login under its data dir). */
+function platformRegistry(): { host: string; password: string } {
+  const host = /Image registry\s+(\S+)/.exec(berth.output())![1]!;
+  const password = readFileSync(path.join(berth.dataDir, 'local', 'registry', 'password'), 'utf8').trim();
+  return { host, password };
+}
+
 async function buildLog(appUuid: string, deploymentUuid: string): Promise<string> {
   const res = await api.get(`/api/v1/apps/${appUuid}/deployments/${deploymentUuid}/logs`).set(auth).expect(200);
   return res.body.map((l: any) => l.message).join('\n');
@@ -130,7 +137,23 @@ describeImages('container_registry apps on the local driver (podman)', () => {
     expect(deployment).toMatchObject({ state: 'completed' });
     const log = await buildLog(app.uuid, deployment.uuid);
     expect(log).toContain(`pulling ${image}`);
-    expect(log).toMatch(new RegExp(`release image-[0-9a-f]{12} runs ${registry.host}/acme/hello@sha256:[0-9a-f]{64}`));
+    expect(log).toMatch(new RegExp(`pulled ${registry.host}/acme/hello@sha256:[0-9a-f]{64}`));
+    // the release runs the image from the platform registry, where it was pushed, by its digest there
+    const platform = platformRegistry();
+    const released = new RegExp(
+      `release image-[0-9a-f]{12} runs ${platform.host}/berth/${app.uuid}@(sha256:[0-9a-f]{64})`,
+    );
+    expect(log).toMatch(released);
+    const digest = released.exec(log)![1]!;
+    const manifest = (login?: string) =>
+      fetch(`http://${platform.host}/v2/berth/${app.uuid}/manifests/${digest}`, {
+        headers: {
+          Accept: 'application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json',
+          ...(login ? { Authorization: `Basic ${Buffer.from(login).toString('base64')}` } : {}),
+        },
+      }).then((r) => r.status);
+    expect(await manifest(`berth:${platform.password}`)).toBe(200);
+    expect(await manifest()).toBe(401);
     await eventually(async () => (await api.get(`/api/v1/apps/${app.uuid}`).set(auth)).body.state === 'running', {
       what: 'running',
       timeoutMs: 60_000,
@@ -147,7 +170,9 @@ describeImages('container_registry apps on the local driver (podman)', () => {
       expect(readlinkSync(`/proc/${pid}/ns/net`)).not.toBe(readlinkSync('/proc/self/ns/net'));
     }
     expect(container).toMatch(
-      new RegExp(`^berth-${app.uuid}-image-[0-9a-f]{12}-[0-9a-f]{6}-web1-1 ${registry.host}/acme/hello@sha256:`),
+      new RegExp(
+        `^berth-${app.uuid}-image-[0-9a-f]{12}-[0-9a-f]{6}-web1-1 ${platform.host}/berth/${app.uuid}@${digest}$`,
+      ),
     );
     await api.patch(`/api/v1/apps/${app.uuid}/state`).set(auth).send({ action: 'stop' }).expect(202);
     await eventually(async () => (await api.get(`/api/v1/apps/${app.uuid}`).set(auth)).body.state === 'stopped', {
@@ -312,7 +337,8 @@ describeImages('container_registry apps on the local driver (podman)', () => {
       expect(deployment.state).toBe('completed');
       const log = await buildLog(app.uuid, deployment.uuid);
       expect(log).toContain('$ podman build --file Dockerfile .');
-      expect(log).toMatch(new RegExp(`runs localhost/berth/${app.uuid}@sha256:[0-9a-f]{64}`));
+      const platform = platformRegistry();
+      expect(log).toMatch(new RegExp(`runs ${platform.host}/berth/${app.uuid}@sha256:[0-9a-f]{64}`));
       // with the workload network, every platform port is closed to the build, on loopback and at the gateway
       if (gateway) {
         expect(log.match(/probe closed [0-9]/g)).toHaveLength(hosts.length * ports.length);
@@ -324,7 +350,7 @@ describeImages('container_registry apps on the local driver (podman)', () => {
       });
       expect((await berth.viaPublicUrl(app.public_url)).text).toBe(page);
       expect(containersOf(app.uuid)).toEqual([
-        expect.stringMatching(new RegExp(` localhost/berth/${app.uuid}@sha256:[0-9a-f]{64}$`)),
+        expect.stringMatching(new RegExp(` ${platform.host}/berth/${app.uuid}@sha256:[0-9a-f]{64}$`)),
       ]);
     } finally {
       repo.dispose();
@@ -361,6 +387,9 @@ describeImages('container_registry apps on the local driver (podman)', () => {
       .split('\n')
       .filter((l) => l.includes(`${dataDir}/`));
     expect(mounts).toEqual([]);
-    expect(execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' })).not.toContain(confDir);
+    const processes = execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' });
+    expect(processes).not.toContain(confDir);
+    // the embedded platform registry ends with Berth
+    expect(processes).not.toContain(path.join(dataDir, 'local', 'registry'));
   });
 });

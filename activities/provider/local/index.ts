@@ -21,6 +21,7 @@ import { refusingNetwork } from './vpcs';
 import { IngressCertificates } from './ingress/tls/certificates';
 import { openLocalCa } from './ingress/tls/local-ca';
 import { podmanConfig } from './images/config';
+import { openPlatformRegistry } from './images/registry';
 import { imageRuntimeRefusal } from './images/runtime';
 
 export interface LocalProviderOptions {
@@ -86,13 +87,18 @@ export async function startLocalProvider(options: LocalProviderOptions): Promise
       certificates: new IngressCertificates(dataSource, secretBox, ca),
     },
   });
+  const podman = imageRuntimeRefusal() ? null : podmanConfig(layout);
+  const registry = podman
+    ? await openPlatformRegistry(config.registry, path.join(layout.privateRoot, 'registry'), logger)
+    : { registry: null, summary: 'off (this machine runs no container images)' };
   const builder = createLocalBuilder({
     layout,
     isolation,
     logger,
     allowFileUrls: config.gitAllowFileUrls,
     gitCaFile: config.gitCaFile,
-    podman: imageRuntimeRefusal() ? null : podmanConfig(layout),
+    podman,
+    registry: registry.registry,
   });
   const apps = new LocalAppsDriver({
     dataSource,
@@ -104,6 +110,7 @@ export async function startLocalProvider(options: LocalProviderOptions): Promise
     events,
     logger,
     host: config.host,
+    registry: registry.registry,
   });
   const data = createLocalData({
     dataSource,
@@ -131,6 +138,7 @@ export async function startLocalProvider(options: LocalProviderOptions): Promise
       `Local CA         ${ca.rootPath}   (curl --cacert ${ca.rootPath} https://<app name>.<region domain>${config.publicHttpsPort === 443 ? '' : `:${config.publicHttpsPort}`}/)`,
       `Isolation        ${isolation.summary}`,
       `Network          ${network.summary}`,
+      `Image registry   ${registry.summary}`,
       `App files        ${layout.appsRoot}`,
       'VPC networking   refused (one machine has no VPC fabric; BERTH_PROVIDER=simulated runs the VPC workflows)',
     ],
@@ -139,6 +147,7 @@ export async function startLocalProvider(options: LocalProviderOptions): Promise
       await apps.close();
       await data.close();
       await network.fabric?.close();
+      await registry.registry?.close();
     },
   };
 }

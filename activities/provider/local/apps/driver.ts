@@ -19,6 +19,7 @@ import { ensurePodmanConfig, podmanConfig } from '../images/config';
 import { removeContainerParents } from '../images/cgroups';
 import { removeAppContainers } from '../images/container-run';
 import { ImagePulls } from '../images/pulls';
+import type { PlatformRegistry } from '../images/registry';
 import { imageRuntimeRefusal } from '../images/runtime';
 import type { AppEventSink, IngressRoutes, LocalBuilder } from '../contracts';
 import { groupProcesses, removeLimits, type Isolation } from '../sandbox/isolation';
@@ -52,6 +53,8 @@ export interface LocalAppsDriverDeps {
   copyTool?: string;
   /** Why container images do not run here (default: imageRuntimeRefusal(), the missing packages); null: they do. */
   imagesRefusal?: string | null;
+  /** The platform registry pulled images are pushed to (and run from); absent or null: none. */
+  registry?: PlatformRegistry | null;
 }
 
 /**
@@ -91,7 +94,13 @@ export class LocalAppsDriver implements AppsDriver {
       podman,
     };
     this.pulls = podman
-      ? new ImagePulls({ layout: deps.layout, isolation: deps.isolation, podman, store: this.store })
+      ? new ImagePulls({
+          layout: deps.layout,
+          isolation: deps.isolation,
+          podman,
+          store: this.store,
+          registry: deps.registry ?? null,
+        })
       : null;
     this.rollouts = new Rollouts(this.ctx);
     this.ports = new PublicPorts(this.ctx, deps.host);

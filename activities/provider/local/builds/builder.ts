@@ -36,7 +36,9 @@ import { holdUserNamespace, inUserNamespace } from '../images/build-userns';
 import type { PodmanConfig } from '../images/config';
 import { dockerfileBuildArgv, saveImageArgv } from '../images/dockerfile';
 import { podmanReason, runPodman } from '../images/podman';
+import { publishImage } from '../images/publish';
 import { parseImageReference, pinnedImage } from '../images/reference';
+import type { PlatformRegistry } from '../images/registry';
 import { PODMAN } from '../images/runtime';
 import { findDockerfile } from './detect';
 
@@ -53,6 +55,8 @@ export interface LocalBuilderOptions {
   buildMemoryBytes?: number;
   /** Podman with Berth's configuration, where this machine runs images (Dockerfile builds); null: it does not. */
   podman?: PodmanConfig | null;
+  /** The platform registry built images are pushed to (and run from); null: they run from podman's storage. */
+  registry?: PlatformRegistry | null;
 }
 
 export const INTERRUPTED = 'the build was interrupted (Berth restarted); deploy again';
@@ -583,7 +587,17 @@ export class LocalReleaseBuilder implements LocalBuilder {
     const digest = inspected.stdout.trim();
     if (inspected.code !== 0 || !digest)
       throw new BuildFailed(`built ${tag}, but could not read its digest: ${podmanReason(inspected)}`);
-    const image = pinnedImage(parseImageReference(tag), digest);
+    let image = pinnedImage(parseImageReference(tag), digest);
+    if (this.options.registry) {
+      const published = await publishImage(iso, podman!, this.options.registry, {
+        from: image,
+        appUuid,
+        tag: releaseId.toLowerCase(),
+        onLine: (line) => this.log(build, line),
+      });
+      if (!published.ok) throw new BuildFailed(published.reason);
+      image = published.image;
+    }
     const manifest: ReleaseManifest = {
       releaseId,
       appUuid,

@@ -8,7 +8,9 @@ import type { AppStateStore } from '../apps/state';
 import type { ReleaseManifest } from '../contracts';
 import type { Isolation } from '../sandbox/isolation';
 import type { PodmanConfig } from './config';
+import { publishImage } from './publish';
 import { pullImage, type RegistryAuth } from './pull';
+import type { PlatformRegistry } from './registry';
 
 /** The release an image becomes: one per digest and app (`image-<first 12 hex digits>`). */
 export function imageReleaseId(digest: string): string {
@@ -25,7 +27,14 @@ export class ImagePulls {
   private readonly running = new Map<string, { cancelled: boolean }>();
 
   constructor(
-    private readonly deps: { layout: LocalLayout; isolation: Isolation; podman: PodmanConfig; store: AppStateStore },
+    private readonly deps: {
+      layout: LocalLayout;
+      isolation: Isolation;
+      podman: PodmanConfig;
+      store: AppStateStore;
+      /** Where release images are pushed (and run from); null: they run from podman's storage as pulled. */
+      registry: PlatformRegistry | null;
+    },
   ) {}
 
   private marker(deploymentUuid: string): string {
@@ -83,8 +92,23 @@ export class ImagePulls {
         return await settle({ reason: pulled.reason });
       }
       const releaseId = imageReleaseId(pulled.digest);
-      await this.writeRelease(appUuid, releaseId, pulled.image);
-      this.log(deploymentUuid, `release ${releaseId} runs ${pulled.image}`);
+      let image = pulled.image;
+      if (this.deps.registry) {
+        const published = await publishImage(this.deps.isolation, this.deps.podman, this.deps.registry, {
+          from: pulled.image,
+          appUuid,
+          tag: releaseId,
+          onLine: (line) => this.log(deploymentUuid, line),
+        });
+        if (state.cancelled) return await settle({ reason: 'the deployment was cancelled' });
+        if (!published.ok) {
+          this.log(deploymentUuid, `push failed: ${published.reason}`);
+          return await settle({ reason: published.reason });
+        }
+        image = published.image;
+      }
+      await this.writeRelease(appUuid, releaseId, image);
+      this.log(deploymentUuid, `release ${releaseId} runs ${image}`);
       await settle({ image: releaseImage(appUuid, releaseId) });
     } catch (err) {
       const reason = `the image pull failed: ${(err as Error).message}`;
