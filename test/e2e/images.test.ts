@@ -39,7 +39,7 @@ beforeAll(async () => {
   if (missing) return;
   registry = await startTestRegistry();
   image = pushTestImage(registry);
-  berth = await startBerthDev();
+  berth = await startBerthDev({ BERTH_GIT_ALLOW_FILE_URLS: '1' });
   api = request(berth.apiUrl);
   auth = { Authorization: `Bearer ${berth.token}` };
   resource = (await api.get('/api/v1/resources').set(auth).expect(200)).body[0].uuid;
@@ -375,6 +375,63 @@ describeImages('container_registry apps on the local driver (podman)', () => {
       },
       { what: 'the OOM kill in the app log', timeoutMs: 60_000 },
     );
+  });
+
+  it("a stack runs its image: service as a container (pulled from a registry, pushed to the platform's) and builds its build: service's Dockerfile; it reaches running and both answer", async () => {
+    const open = await startTestRegistry(undefined, undefined, { open: true });
+    const webPage = 'a stack service built from its Dockerfile\n';
+    const source = localRepo({
+      'compose.yaml': [
+        'services:',
+        '  hello:',
+        `    image: ${pushTestImage(open)}`,
+        '    ports: ["8080"]',
+        '  web:',
+        '    build: ./web',
+        '    ports: ["8080"]',
+        '',
+      ].join('\n'),
+      'web/www/index.html': webPage,
+    });
+    try {
+      addBusybox(path.join(source.dir, 'web'));
+      source.commit({ 'web/Dockerfile': busyboxDockerfile() });
+      const created = (
+        await api
+          .post('/api/v1/stacks')
+          .set(auth)
+          .send({ name: 'imaged-stack', resource_id: resource, repository_url: source.url, branch: 'main' })
+          .expect(201)
+      ).body;
+      const stack = await eventually(
+        async () => {
+          const s = (await api.get(`/api/v1/stacks/${created.uuid}`).set(auth).expect(200)).body;
+          return s.latest_deployment && ['completed', 'failed'].includes(s.latest_deployment.state) ? s : undefined;
+        },
+        { what: 'the stack deployed', timeoutMs: 180_000 },
+      );
+      expect(stack.latest_deployment).toMatchObject({ state: 'completed', validation_errors: {} });
+      expect(stack.state).toBe('running');
+      const platform = platformRegistry();
+      for (const [name, page] of [
+        ['hello', TEST_IMAGE_PAGE],
+        ['web', webPage],
+      ] as const) {
+        const service = stack.services.find((s: any) => s.compose_service_name === name);
+        const app = (await api.get(`/api/v1/apps/${service.item_uuid}`).set(auth).expect(200)).body;
+        await eventually(async () => (await berth.viaPublicUrl(app.public_url)).text === page, {
+          what: `the stack's ${name} service answering`,
+          timeoutMs: 60_000,
+        });
+        // each runs as a container of its image, from the platform registry
+        expect(containersOf(app.uuid)).toEqual([
+          expect.stringMatching(new RegExp(` ${platform.host}/berth/${app.uuid}@sha256:[0-9a-f]{64}$`)),
+        ]);
+      }
+    } finally {
+      source.dispose();
+      await open.stop();
+    }
   });
 
   it('stopping Berth leaves no container running and nothing mounted under its data directory', async () => {

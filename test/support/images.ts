@@ -37,10 +37,11 @@ export interface TestRegistry {
   stop(): Promise<void>;
 }
 
-/** A registry on a free loopback port that wants `username`/`password` (htpasswd, bcrypt). */
+/** A registry on a free loopback port that wants `username`/`password` (htpasswd, bcrypt); `open`: no login at all. */
 export async function startTestRegistry(
   username = 'pusher',
   password = `pw-${Math.random().toString(36).slice(2)}`,
+  options: { open?: boolean } = {},
 ): Promise<TestRegistry> {
   const dir = mkdtempSync(path.join(tmpdir(), 'berth-registry-'));
   const port = await freePort();
@@ -57,10 +58,9 @@ export async function startTestRegistry(
       `    rootdirectory: ${path.join(dir, 'data')}`,
       'http:',
       `  addr: 127.0.0.1:${port}`,
-      'auth:',
-      '  htpasswd:',
-      '    realm: berth-test',
-      `    path: ${path.join(dir, 'htpasswd')}`,
+      ...(options.open
+        ? []
+        : ['auth:', '  htpasswd:', '    realm: berth-test', `    path: ${path.join(dir, 'htpasswd')}`]),
       '',
     ].join('\n'),
   );
@@ -71,7 +71,7 @@ export async function startTestRegistry(
       (r) => r.status,
       () => 0,
     );
-    if (status === 401) break;
+    if (status === (options.open ? 200 : 401)) break;
     if (i > 100 || proc.exitCode !== null) throw new Error(`the test registry did not start on ${host}`);
     await new Promise((r) => setTimeout(r, 100));
   }

@@ -39,6 +39,8 @@ export interface BuildSource {
    * source runs (Procfile, Node, Python, static).
    */
   dockerfile?: string | null;
+  /** Without `dockerfile`: a Dockerfile (or Containerfile) at the context's root is built if there is one (a stack's `build:`), else the source is detected. */
+  dockerfileIfPresent?: boolean;
   /** A stored credential for a private repository, opened for this build only. */
   credential?: { username: string; token: string } | null;
 }

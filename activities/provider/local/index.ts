@@ -132,7 +132,16 @@ export async function startLocalProvider(options: LocalProviderOptions): Promise
     data,
     network: refusingNetwork(),
     storage,
-    stacks: createLocalStacks({ dataSource, secretBox, builder, apps, data, logger }),
+    stacks: createLocalStacks({
+      dataSource,
+      secretBox,
+      builder,
+      apps,
+      data,
+      logger,
+      imagesRefusal: imageRuntimeRefusal(),
+      imageRelease: (appUuid, image) => apps.imageRelease(appUuid, image),
+    }),
     summary: [
       `Apps (local)     ${ingress.tlsUrl} and ${ingress.url}   (Host: <app name>.<region domain>; git push: <api>/git/<app name>.git)`,
       `Local CA         ${ca.rootPath}   (curl --cacert ${ca.rootPath} https://<app name>.<region domain>${config.publicHttpsPort === 443 ? '' : `:${config.publicHttpsPort}`}/)`,

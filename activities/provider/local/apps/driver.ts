@@ -333,6 +333,21 @@ export class LocalAppsDriver implements AppsDriver {
     await this.rollouts.request(appUuid, releaseId, spec);
   }
 
+  /**
+   * Pulls a registry image (no login: a stack's `image:` service) and makes it a release of
+   * the app; answers the release's image (`local-release:...`) for `rollout`. What it does
+   * goes to the app's log.
+   */
+  async imageRelease(appUuid: string, image: string): Promise<string> {
+    await this.require(appUuid);
+    if (!this.pulls) throw ApplicationFailure.nonRetryable(this.imagesRefusal!, 'LocalImageRefused');
+    const outcome = await this.pulls.release({ appUuid, image, auth: null }, (line) =>
+      this.ctx.log.berth(appUuid, line),
+    );
+    if ('reason' in outcome) throw ApplicationFailure.nonRetryable(outcome.reason, 'LocalImagePullFailed');
+    return outcome.image;
+  }
+
   async currentImage(appUuid: string): Promise<string | null> {
     const row = await this.store.get(appUuid);
     return row?.release_id ? releaseImage(appUuid, row.release_id) : null;

@@ -40,7 +40,7 @@ import { publishImage } from '../images/publish';
 import { parseImageReference, pinnedImage } from '../images/reference';
 import type { PlatformRegistry } from '../images/registry';
 import { PODMAN } from '../images/runtime';
-import { findDockerfile } from './detect';
+import { findDockerfile, hasDockerfile } from './detect';
 
 export interface LocalBuilderOptions {
   layout: LocalLayout;
@@ -303,7 +303,8 @@ export class LocalReleaseBuilder implements LocalBuilder {
       writeBuildRecord(this.layout, record);
       await this.fetch(build, work, releaseDir);
       await this.narrow(build, releaseDir);
-      if (build.source.dockerfile !== undefined && build.source.dockerfile !== null) {
+      const { dockerfile, dockerfileIfPresent } = build.source;
+      if ((dockerfile !== undefined && dockerfile !== null) || (dockerfileIfPresent && hasDockerfile(releaseDir))) {
         await this.buildImage(build, group, releaseId, releaseDir);
       } else {
         const detection = detect(releaseDir);

@@ -148,6 +148,9 @@ export function detect(dir: string): Detection {
   return { reason: NOTHING_DETECTED, notes };
 }
 
+/** Whether the tree has a Dockerfile or Containerfile at its root (a plain file). */
+export const hasDockerfile = (dir: string): boolean => DOCKERFILE_NAMES.some((name) => plain(dir, name));
+
 /**
  * The Dockerfile of a Dockerfile build, relative to the context: the one named (a plain file
  * of the tree: no link, nothing outside), else `Dockerfile` or `Containerfile` at the root.
