@@ -1,4 +1,4 @@
-import { rm } from 'node:fs/promises';
+import { readdir, rm } from 'node:fs/promises';
 import { ApplicationFailure } from '@temporalio/common';
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
@@ -18,6 +18,7 @@ import { localBuildRefusal } from '../builds/refusal';
 import { ensurePodmanConfig, podmanConfig } from '../images/config';
 import { removeContainerParents } from '../images/cgroups';
 import { removeAppContainers } from '../images/container-run';
+import { pruneImageReleases, removeUnusedImages } from '../images/prune';
 import { ImagePulls } from '../images/pulls';
 import type { PlatformRegistry } from '../images/registry';
 import { imageRuntimeRefusal } from '../images/runtime';
@@ -102,6 +103,19 @@ export class LocalAppsDriver implements AppsDriver {
           registry: deps.registry ?? null,
         })
       : null;
+    if (podman) {
+      const prune = { layout: deps.layout, isolation: deps.isolation, podman, registry: deps.registry ?? null };
+      this.ctx.pruneImages = (appUuid) => {
+        void (async () => {
+          const row = await this.store.get(appUuid);
+          const inUse = [row?.release_id, row?.pending_release_id].filter((r): r is string => Boolean(r));
+          const pruned = await pruneImageReleases(prune, appUuid, inUse);
+          if (pruned.length > 0) this.ctx.log.berth(appUuid, `pruned old image releases: ${pruned.join(', ')}`);
+        })().catch((err: Error) =>
+          deps.logger.error({ appUuid, err: err.message }, 'local apps driver: could not prune image releases'),
+        );
+      };
+    }
     this.rollouts = new Rollouts(this.ctx);
     this.ports = new PublicPorts(this.ctx, deps.host);
     this.volumes = new VolumeCopies(this.ctx, deps.copyTool);
@@ -144,6 +158,18 @@ export class LocalAppsDriver implements AppsDriver {
   async close(): Promise<void> {
     await Promise.all([...this.runtimes.keys()].map((a) => this.halt(a, { ports: true })));
     await this.ctx.log.close();
+  }
+
+  /** The images the app's releases name. */
+  private async imagesOf(appUuid: string): Promise<string[]> {
+    const dir = `${this.deps.layout.appDir(appUuid)}/releases`;
+    const names = (await readdir(dir).catch(() => [] as string[])).filter((n) => n.endsWith('.json'));
+    const images: string[] = [];
+    for (const name of names) {
+      const m = await this.deps.builder.manifest(appUuid, name.slice(0, -'.json'.length)).catch(() => null);
+      if (m?.kind === 'image' && m.image) images.push(m.image);
+    }
+    return images;
   }
 
   /** Whether the app's release (or the one it rolls out) is an image. */
@@ -401,7 +427,23 @@ export class LocalAppsDriver implements AppsDriver {
     this.deps.ingress.remove(appUuid);
     await this.killLeftovers(appUuid);
     await this.ctx.log.close(appUuid);
+    const images = this.ctx.podman ? await this.imagesOf(appUuid) : [];
     await rm(this.deps.layout.appDir(appUuid), { recursive: true, force: true });
+    if (this.ctx.podman && images.length > 0)
+      await removeUnusedImages(
+        {
+          layout: this.deps.layout,
+          isolation: this.deps.isolation,
+          podman: this.ctx.podman,
+          registry: this.deps.registry ?? null,
+        },
+        images,
+      ).catch((err: Error) =>
+        this.deps.logger.error(
+          { appUuid, err: err.message },
+          "local apps driver: could not remove a deleted app's images",
+        ),
+      );
     await rm(this.deps.layout.volumeDir(appUuid), { recursive: true, force: true });
     for (const file of [this.deps.layout.appLogFile(appUuid), `${this.deps.layout.appLogFile(appUuid)}.1`])
       await rm(file, { force: true });

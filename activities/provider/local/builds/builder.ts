@@ -34,7 +34,7 @@ import { copyReleaseTo } from './release-copy';
 import { buildSpace, clearBuild, ensureBuildSpace, type BuildSpace } from '../images/build-space';
 import { holdUserNamespace, inUserNamespace } from '../images/build-userns';
 import type { PodmanConfig } from '../images/config';
-import { dockerfileBuildArgv, saveImageArgv } from '../images/dockerfile';
+import { dockerfileBuildArgv, pruneBuildCacheArgv, saveImageArgv } from '../images/dockerfile';
 import { podmanReason, runPodman } from '../images/podman';
 import { publishImage } from '../images/publish';
 import { parseImageReference, pinnedImage } from '../images/reference';
@@ -579,6 +579,12 @@ export class LocalReleaseBuilder implements LocalBuilder {
         { sandbox: null, command: asBuildRoot(saveImageArgv(tag, archive)), env: space.env },
         'podman save',
       );
+      // the app's build cache keeps a week of layers
+      await this.step(
+        build,
+        { sandbox: null, command: asBuildRoot(pruneBuildCacheArgv()), env: space.env },
+        'podman image prune',
+      ).catch((err: Error) => this.log(build, `the build cache was not pruned: ${err.message}`));
     } finally {
       holder.kill('SIGKILL');
     }

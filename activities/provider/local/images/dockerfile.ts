@@ -39,6 +39,14 @@ export function dockerfileBuildArgv(spec: DockerfileBuildSpec): string[] {
   return argv;
 }
 
+/** How long an app's build cache keeps layers no build used since. */
+export const BUILD_CACHE_HOURS = 7 * 24;
+
+/** Removes the images and layers of the app's build storage older than BUILD_CACHE_HOURS. */
+export function pruneBuildCacheArgv(): string[] {
+  return [PODMAN, 'image', 'prune', '--all', '--force', '--filter', `until=${BUILD_CACHE_HOURS}h`];
+}
+
 /** Saves the built image to an archive Berth's podman loads (docker-archive: the tag travels with it). */
 export function saveImageArgv(tag: string, archive: string): string[] {
   return [PODMAN, 'save', '--quiet', '--format', 'docker-archive', '--output', archive, tag];
