@@ -4,7 +4,7 @@ import type { SecretBox } from '../domain/secret-box';
 import type { AppQuota, HealthCheck } from '../entities/app';
 import type { Db } from '../entities/sql';
 import { one, rows } from '../entities/sql';
-import { DEFAULT_APP_RUN, type AppMount, type AppRunSpec } from '../platform/drivers/apps';
+import { DEFAULT_APP_RUN, type AppMount, type AppRunSpec, type AppVpcAttachment } from '../platform/drivers/apps';
 
 /**
  * The connection variables (`var`) of the add-ons an app uses: its own add-ons (no cron
@@ -119,6 +119,7 @@ export async function appRunSpec(db: Db, box: SecretBox, appUuid: string): Promi
             serviceName: app.service_name,
             allowConnections: app.allow_connections,
             clusters: await attachedClusters(db, appUuid),
+            vpcs: await vpcAttachments(db, appUuid),
           },
         }
       : {}),
@@ -135,4 +136,38 @@ async function attachedClusters(db: Db, appUuid: string): Promise<string[]> {
     [appUuid],
   );
   return found.map((r) => r.cluster_id);
+}
+
+/**
+ * The VPC subnets the app's replicas are plugged into: its attachments being made or made
+ * (an attach restarts the app before it is recorded attached), on IPv4 subnets of active VPCs.
+ */
+async function vpcAttachments(db: Db, appUuid: string): Promise<AppVpcAttachment[]> {
+  const found = await rows<{
+    uuid: string;
+    vpc_uuid: string;
+    vpc_v4: string;
+    subnet_v4: string;
+    address: string | null;
+    public: boolean;
+    fqdn: string | null;
+  }>(
+    db,
+    `SELECT a.uuid, a.vpc_uuid, v.cidr_v4::text AS vpc_v4, s.cidr_v4::text AS subnet_v4, host(a.address_v4) AS address,
+            s.public, a.fqdn
+       FROM vpc_attachments a JOIN vpc_subnets s ON s.uuid = a.subnet_uuid JOIN vpcs v ON v.uuid = a.vpc_uuid
+      WHERE a.attachable_type = 'App' AND a.attachable_uuid = $1 AND a.status IN ('attaching', 'attached')
+        AND v.status = 'active' AND s.cidr_v4 IS NOT NULL
+      ORDER BY a.created_at, a.uuid`,
+    [appUuid],
+  );
+  return found.map((r) => ({
+    attachmentUuid: r.uuid,
+    vpcUuid: r.vpc_uuid,
+    vpcCidrV4: r.vpc_v4,
+    subnetCidrV4: r.subnet_v4,
+    address: r.address,
+    public: r.public,
+    fqdn: r.fqdn,
+  }));
 }

@@ -2,6 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { HTPASSWD, REGISTRY_BINARY } from '../activities/provider/local/images/registry';
 import { IMAGE_RUNTIME_PACKAGES } from '../activities/provider/local/images/runtime';
+import { VPC_FABRIC_PACKAGES } from '../activities/provider/local/vpcs';
 
 /** A Debian package the local driver uses, found by one of its binaries. */
 export interface MachinePackage {
@@ -29,6 +30,7 @@ export const LOCAL_DRIVER_PACKAGES: MachinePackage[] = [
   ...IMAGE_RUNTIME_PACKAGES.map((p) => ({ ...p, why: 'container images (container_registry apps)' })),
   { pkg: 'docker-registry', binary: REGISTRY_BINARY, why: "the platform's image registry (BERTH_REGISTRY)" },
   { pkg: 'apache2-utils', binary: HTPASSWD, why: "the platform registry's login (htpasswd)" },
+  ...VPC_FABRIC_PACKAGES.map((p) => ({ ...p, why: "VPCs' resolvers" })),
 ];
 
 /** Whether the system's Python has a module (Debian's python3-* packages put them in dist-packages). */

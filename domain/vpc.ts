@@ -318,11 +318,3 @@ export function attachmentFqdn(
 
 /** Signal the API sends a device's vpnUserCreate workflow once its configuration was read. */
 export const VAULT_EMPTIED_SIGNAL = 'vaultEmptied';
-
-/**
- * Why a VPC cannot be made on the local driver: one machine has no VPC fabric (no routers,
- * resolvers, tunnels or gateways between workloads), and the driver refuses what it cannot
- * do for real rather than pretend (the API answers 422 at create, the driver fails the rest).
- */
-export const LOCAL_NO_VPC_FABRIC =
-  'the local driver has no VPC fabric on one machine (routers, resolvers, gateways, tunnels): VPCs need a driver with a network (kubernetes, planned); BERTH_PROVIDER=simulated runs the VPC workflows without one';

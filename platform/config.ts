@@ -40,7 +40,7 @@ export interface Config {
   providerFaultRate: number;
   providerLatencyMs: number;
   s3Endpoint: string | undefined;
-  /** The cluster's own ranges (pods, services); no VPC range may overlap them. */
+  /** The cluster's own ranges (pods, services) and the workload network's; no VPC range may overlap them. */
   platformNetworks: string[];
   /** Public IPv4 addresses per region code for site-to-site connections ("code=cidr|addr[,...];..."). */
   publicIpv4Pools: Record<string, string[]>;
@@ -266,6 +266,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
   const faultRate = int(env.BERTH_PROVIDER_FAULT_RATE, 0, 'BERTH_PROVIDER_FAULT_RATE');
   if (faultRate < 0 || faultRate > 1) throw new Error('BERTH_PROVIDER_FAULT_RATE must be between 0 and 1');
   parseAllowList(list(env.BERTH_WEBHOOK_ALLOW_CIDRS)); // a malformed range stops the start instead of failing every webhook request
+  const workloadRange = workloadNetwork(env.BERTH_WORKLOAD_NETWORK);
   return {
     databaseUrl: env.DATABASE_URL || undefined,
     temporalAddress: env.TEMPORAL_ADDRESS || undefined,
@@ -292,7 +293,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     providerFaultRate: faultRate,
     providerLatencyMs: int(env.BERTH_PROVIDER_LATENCY_MS, 1000, 'BERTH_PROVIDER_LATENCY_MS'),
     s3Endpoint: env.BERTH_S3_ENDPOINT || undefined,
-    platformNetworks: cidrList(env.BERTH_PLATFORM_NETWORKS ?? '10.42.0.0/16,10.43.0.0/16', 'BERTH_PLATFORM_NETWORKS'),
+    platformNetworks: [
+      ...cidrList(env.BERTH_PLATFORM_NETWORKS ?? '10.42.0.0/16,10.43.0.0/16', 'BERTH_PLATFORM_NETWORKS'),
+      // a VPC on the workload network's range would shadow the routes of workloads' own namespaces
+      ...(workloadRange ? [workloadRange] : []),
+    ],
     publicIpv4Pools: pools(env.BERTH_PUBLIC_IPV4_POOLS ?? 'local=192.0.2.0/28', 'BERTH_PUBLIC_IPV4_POOLS'),
     s3AccessKey: env.BERTH_S3_ACCESS_KEY || undefined,
     s3SecretKey: env.BERTH_S3_SECRET_KEY || undefined,
@@ -304,7 +309,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     simIngressPort: int(env.BERTH_SIM_INGRESS_PORT, 8081, 'BERTH_SIM_INGRESS_PORT'),
     ingressPort: int(env.BERTH_INGRESS_PORT, 8081, 'BERTH_INGRESS_PORT'),
     ingressTlsPort,
-    workloadNetwork: workloadNetwork(env.BERTH_WORKLOAD_NETWORK),
+    workloadNetwork: workloadRange,
     registry: registrySetting(env),
     publicHttpsPort: int(
       env.BERTH_PUBLIC_HTTPS_PORT,

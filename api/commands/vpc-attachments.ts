@@ -28,6 +28,8 @@ export async function attachWorkload(
       { path: 'body.attachable_uuid', message: `no such ${type}` },
     ]);
   }
+  const refusal = tx.deps.capabilities?.vpcAttachable(type, workload) ?? null;
+  if (refusal) throw unprocessable(refusal, [{ path: 'body.attachable_type', message: `not on this driver: ${type}` }]);
   await checkAttachment(tx.m, vpc, input.subnet_uuid, workload);
   const attachment = await insertAttachment(tx.m, vpc, input.subnet_uuid, type, workload, 'attaching');
   await tx.audit({

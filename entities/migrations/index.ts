@@ -20,6 +20,7 @@ import { AuthNotify1733300000000 } from './1733300000000-auth-notify';
 import { ProjectUuidColumns1733400000000 } from './1733400000000-project-uuid-columns';
 import { LocalAppRunSpecs1733500000000 } from './1733500000000-local-app-run-specs';
 import { Certificates1733600000000 } from './1733600000000-certificates';
+import { LocalVpcRestarts1733700000000 } from './1733700000000-local-vpc-restarts';
 
 /** Every migration, in timestamp order (one entry per line). */
 export const migrations = [
@@ -45,4 +46,5 @@ export const migrations = [
   ProjectUuidColumns1733400000000,
   LocalAppRunSpecs1733500000000,
   Certificates1733600000000,
+  LocalVpcRestarts1733700000000,
 ];

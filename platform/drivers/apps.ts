@@ -49,6 +49,22 @@ export interface AppNetworkSpec {
   allowConnections: boolean;
   /** The clusters of the add-ons attached to it: it may reach their servers. */
   clusters: string[];
+  /** The VPC subnets it is attached to: each replica gets an interface on every one (none in a spec sealed before VPCs). */
+  vpcs?: AppVpcAttachment[];
+}
+
+/** One VPC attachment of an app, as its replicas are plugged in. */
+export interface AppVpcAttachment {
+  attachmentUuid: string;
+  vpcUuid: string;
+  vpcCidrV4: string;
+  subnetCidrV4: string;
+  /** The address recorded at attach: a replica takes it when no other replica holds it. */
+  address: string | null;
+  /** A public subnet keeps the platform's default route; a private one routes everything through the VPC. */
+  public: boolean;
+  /** The name the VPC's resolver answers with the replicas' addresses (null: none). */
+  fqdn: string | null;
 }
 
 /** What an app runs with where its record names nothing: one replica of 1 core and 512 MiB on 8080, no checks, no volumes. */

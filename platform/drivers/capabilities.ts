@@ -1,3 +1,4 @@
+import type { AttachableType } from '../../domain/vpc';
 import type { DataDriver } from './data';
 
 /**
@@ -12,4 +13,6 @@ export interface DriverCapabilities {
   vpcs: string | null;
   /** Whether container images run (container_registry apps): null, or the reason they cannot (what to install). */
   images: string | null;
+  /** Whether a workload of this type (a cron job: `cronJob`) can be plugged into a VPC subnet: null, or the reason it cannot. */
+  vpcAttachable(type: AttachableType, workload: { cronJob: boolean }): string | null;
 }

@@ -45,6 +45,7 @@ beforeAll(async () => {
       engine: (type) => (unsupported.has(type) ? `${type} cannot run on this data plane` : null),
       vpcs: null,
       images: null,
+      vpcAttachable: () => null,
     },
   };
 });

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import request from 'supertest';
 import { instanceTag } from '../../activities/provider/local/network/fabric';
+import { routerNamespace } from '../../activities/provider/local/vpc/names';
 import { gitRepository } from '../support/apps';
 import { workingCopy } from '../support/working-copy';
 import { ROOT, TEST_ENV } from '../support/env';
@@ -21,6 +22,12 @@ import { RECEIVER_ALLOW, startReceiver } from '../support/webhooks';
  * berth itself is SIGKILLed, its children do not outlive it by more than that.
  */
 const STOP_WITHIN_MS = 10_000;
+/** Resolves a name at one DNS server (argv: server, name): its addresses, or the error code. */
+const RESOLVE = `
+const r = new (require('node:dns').promises.Resolver)({ timeout: 1500, tries: 2 });
+r.setServers([process.argv[1]]);
+r.resolve4(process.argv[2]).then((a) => console.log(a.sort().join(',')), (e) => console.log(e.code));
+`;
 const TOKEN = `brt_clean_stop_${randomBytes(12).toString('hex')}`;
 const dataDir = mkdtempSync(path.join(tmpdir(), 'berth-clean-stop-'));
 chmodSync(dataDir, 0o755); // as root, PostgreSQL runs as its own user and must reach its data dir
@@ -264,7 +271,7 @@ describe('clean stop of npm start', () => {
 
   const networked = process.getuid?.() === 0 && existsSync('/usr/sbin/nft');
   (networked ? it : it.skip)(
-    'killed (SIGKILL) with an app and its add-on running, the next start serves them again and leaves no namespace behind; its stop removes every namespace, interface, rule and address',
+    'killed (SIGKILL) with an app, its add-on and its VPC running, the next start serves them again (the VPC router taken back, the app on its subnet) and leaves no namespace behind; its stop removes every namespace, interface, rule and address',
     async () => {
       const tag = instanceTag(dataDir);
       const namespaces = () => readdirSync('/run/netns').filter((n) => n.startsWith(`berth-${tag}-`));
@@ -297,12 +304,56 @@ describe('clean stop of npm start', () => {
           },
           { what, timeoutMs: 150_000, intervalMs: 500 },
         );
+      const vpcUuid = (
+        await request(berth.api).post('/api/v1/vpcs').set(auth).send({ region_id: resource.region.id }).expect(201)
+      ).body.uuid;
       const first = await boot('the app serving');
       await request(berth.api)
         .post(`/api/v1/apps/${created.uuid}/addons`)
         .set(auth)
         .send({ type: 'postgres', label: 'db' })
         .expect(201);
+      // and a VPC the app is attached to: a router with its resolver, the app plugged into its subnet
+      const vpc = await eventually(
+        async () => {
+          const got = await request(berth.api).get(`/api/v1/vpcs/${vpcUuid}`).set(auth);
+          return got.body.status === 'active' ? got.body : undefined;
+        },
+        { what: 'the VPC active', timeoutMs: 60_000 },
+      );
+      const subnet = (await request(berth.api).get(`/api/v1/vpcs/${vpc.uuid}/subnets`).set(auth).expect(200)).body[0];
+      const attached = (
+        await request(berth.api)
+          .post(`/api/v1/vpcs/${vpc.uuid}/attachments`)
+          .set(auth)
+          .send({ subnet_uuid: subnet.uuid, attachable_type: 'App', attachable_uuid: created.uuid })
+          .expect(201)
+      ).body;
+      const attachment = await eventually(
+        async () => {
+          const list = (await request(berth.api).get(`/api/v1/vpcs/${vpc.uuid}/attachments`).set(auth)).body as any[];
+          const got = list.find((x) => x.uuid === attached.uuid);
+          return got?.status === 'attached' ? got : undefined;
+        },
+        { what: 'the app attached to the VPC', timeoutMs: 90_000 },
+      );
+      const router = routerNamespace(tag, vpc.uuid);
+      const onTheVpc = () =>
+        namespaces().some((ns) =>
+          execFileSync('ip', ['-n', ns, '-4', '-o', 'addr', 'show'], { encoding: 'utf8' }).includes(
+            ` ${attachment.address_v4}/24 `,
+          ),
+        );
+      const resolved = () =>
+        execFileSync(
+          'ip',
+          ['netns', 'exec', router, process.execPath, '-e', RESOLVE, vpc.resolver_v4, attachment.fqdn],
+          {
+            encoding: 'utf8',
+          },
+        ).trim();
+      await eventually(async () => (onTheVpc() ? true : undefined), { what: 'the app on its VPC subnet' });
+      expect(resolved()).toBe(attachment.address_v4);
       const serving = namespaces();
       expect(serving.length).toBeGreaterThanOrEqual(1);
 
@@ -321,6 +372,9 @@ describe('clean stop of npm start', () => {
       berth = await npmStart();
       const second = await boot('the app serving again');
       expect(second).not.toBe(first);
+      // the VPC's router was taken back: its resolver answers, the app is on its subnet again
+      await eventually(async () => (onTheVpc() ? true : undefined), { what: 'the app back on its VPC subnet' });
+      expect(resolved()).toBe(attachment.address_v4);
       // the killed run's namespaces were swept once its replicas were gone: one per replica now
       await eventually(async () => namespaces().length === serving.length, {
         what: `as many namespaces as before the kill (${serving.length}); now ${namespaces().join(', ')}`,
@@ -331,6 +385,7 @@ describe('clean stop of npm start', () => {
       process.kill(berth.npm.pid!, 'SIGTERM');
       await expectAllGone(pids, berth, Date.now());
       expect(namespaces()).toEqual([]);
+      expect(readdirSync('/run/netns').filter((n) => n.startsWith(`bvpc-${tag}-`))).toEqual([]);
       expect(execFileSync('ip', ['-o', 'link', 'show'], { encoding: 'utf8' })).not.toContain(`berth-${tag}-`);
       expect(execFileSync('nft', ['list', 'tables'], { encoding: 'utf8' })).not.toContain(`berth_${tag}`);
       app.dispose();

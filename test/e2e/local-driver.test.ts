@@ -220,27 +220,38 @@ describe('the local driver hosts pushed apps', () => {
     await eventually(async () => (await viaIngress(web)).status === 200, { what: 'routed again' });
   });
 
-  it('a TCP client on the external port reaches the app', async () => {
+  it('PRT-01 PRT-02 PRT-03 a TCP client on the external port (from the pool, not the internal one) reaches the app; make_private closes it, expose_publicly opens it again', async () => {
     const internalPort = Number(web.internal_url.split(':').pop());
     const port = (
       await api.post(`/api/v1/apps/${web.uuid}/ports`).set(auth).send({ port: internalPort, public: true }).expect(201)
     ).body;
     expect(port.external_port).not.toBe(internalPort);
-    const answer = await eventually(
-      () =>
-        new Promise<string | undefined>((resolve) => {
-          const s = connect(port.external_port, '127.0.0.1');
-          let text = '';
-          s.once('connect', () => s.write('GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'));
-          s.on('data', (d) => {
-            text += d.toString();
-          });
-          s.once('end', () => resolve(text));
-          s.once('error', () => resolve(undefined));
-        }),
-      { what: 'the forwarded port' },
-    );
+    expect(port.public_endpoint).toBe(`${port.endpoint_hostname}:${port.external_port}`);
+    for (const f of ['endpoint_id', 'endpoint_hostname', 'endpoint_ipv4_primary', 'endpoint_ipv6_primary'])
+      expect(typeof port[f]).toBe('string');
+    const ask = (externalPort: number) =>
+      new Promise<string | undefined>((resolve) => {
+        const s = connect(externalPort, '127.0.0.1');
+        let text = '';
+        s.once('connect', () => s.write('GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'));
+        s.on('data', (d) => {
+          text += d.toString();
+        });
+        s.once('end', () => resolve(text));
+        s.once('error', () => resolve(undefined));
+      });
+    const answer = await eventually(() => ask(port.external_port), { what: 'the forwarded port' });
     expect(answer).toMatch(/hello from e2e-web/);
+    await api.patch(`/api/v1/apps/${web.uuid}/ports/${port.id}/make_private`).set(auth).expect(200);
+    await eventually(async () => ((await ask(port.external_port)) === undefined ? true : undefined), {
+      what: 'the external port closed',
+    });
+    const exposed = (await api.patch(`/api/v1/apps/${web.uuid}/ports/${port.id}/expose_publicly`).set(auth).expect(200))
+      .body;
+    expect(exposed.public_endpoint).toBe(`${exposed.endpoint_hostname}:${exposed.external_port}`);
+    expect(await eventually(() => ask(exposed.external_port), { what: 'the port public again' })).toMatch(
+      /hello from e2e-web/,
+    );
   });
 
   it("an app process cannot read Berth's secret key nor its databases, and one allocating past its ram quota is killed and reported", async () => {

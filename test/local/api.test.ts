@@ -16,7 +16,7 @@ describe('add-ons on the local data driver, through the API', () => {
     h = await localDataHarness({ db: stack.db, binaries: { searchPath: '/nonexistent' } });
     stack.activityDeps.provider.data = h.driver;
     stack.apiDeps.capabilities = {
-      ...localCapabilities({ valkeyServer: undefined, mysqlServer: undefined }),
+      ...localCapabilities({ valkeyServer: undefined, mysqlServer: undefined, workloadNetwork: null }),
       engine: (e) => h.driver.supports(e),
     };
     ws = await seedWorkspace(stack.ds);
@@ -65,11 +65,11 @@ describe('add-ons on the local data driver, through the API', () => {
     expect(res.body.errors).toEqual([expect.objectContaining({ path: 'body.type' })]);
   });
 
-  it('creating a VPC on the local driver is a 422 that says why (no VPC fabric), and nothing is written', async () => {
+  it('creating a VPC on a local driver without the workload network is a 422 that says why, and nothing is written', async () => {
     // the API asks the driver what it can do (the local driver's capabilities are in force in this file)
     const res = await stack.http.post('/api/v1/vpcs').set(owner()).send({ name: 'net', region_id: ws.regionId });
     expect(res.status).toBe(422);
-    expect(res.body.detail).toMatch(/no VPC fabric/);
+    expect(res.body.detail).toMatch(/workload network, which is off/);
     expect(await stack.ds.query(`SELECT 1 FROM vpcs`)).toEqual([]);
   });
 });

@@ -47,7 +47,7 @@ describe('cron jobs and storage volumes on the local driver, through the API', (
     data = createLocalData({ ...deps, jobs: apps });
     stack.activityDeps.provider.data = data;
     stack.apiDeps.capabilities = {
-      ...localCapabilities({ valkeyServer: undefined, mysqlServer: undefined }),
+      ...localCapabilities({ valkeyServer: undefined, mysqlServer: undefined, workloadNetwork: null }),
       engine: (e) => data.supports(e),
     };
     ws = await seedWorkspace(stack.ds);

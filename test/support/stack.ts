@@ -103,7 +103,7 @@ export async function startStack(
     config,
     storage: provider.storage,
     localLayout: layout,
-    capabilities: { engine: (e) => provider.data.supports(e), vpcs: null, images: null },
+    capabilities: { engine: (e) => provider.data.supports(e), vpcs: null, images: null, vpcAttachable: () => null },
     tokenCache,
     validateResponses: true,
     verifyAudit: true,

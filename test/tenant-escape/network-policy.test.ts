@@ -192,30 +192,49 @@ describeIf('tenant escape: the workload network (kernel policy)', () => {
     expect(await connectFrom(cPath, net.gateway, hostPort)).toBe('timeout');
   });
 
-  it("goes out to the world through NAT: a host outside sees the machine's address, not the workload's", async () => {
-    // "the world": a namespace of this test's own, behind a veth of the host (198.18.0.0/15 is for tests)
-    const world = `berth-test-world-${process.pid}`;
-    const hostIf = `tw${process.pid}`.slice(0, 15);
+  /** A host outside the machine: a namespace of this test's own behind a veth of the host, at `<prefix>.2/30`. */
+  async function outsideHost(name: string, prefix: string, port: number, run: () => Promise<void>): Promise<void> {
+    const ns = `berth-test-${name}-${process.pid}`;
+    const hostIf = `t${name.slice(0, 2)}${process.pid}`.slice(0, 15);
     const sh = (args: string[]) => execFileSync('ip', args, { stdio: 'ignore' });
-    sh(['netns', 'add', world]);
+    sh(['netns', 'add', ns]);
     try {
-      sh(['link', 'add', hostIf, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', world]);
-      sh(['addr', 'add', '198.18.77.1/30', 'dev', hostIf]);
+      sh(['link', 'add', hostIf, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', ns]);
+      sh(['addr', 'add', `${prefix}.1/30`, 'dev', hostIf]);
       sh(['link', 'set', hostIf, 'up']);
-      sh(['-n', world, 'addr', 'add', '198.18.77.2/30', 'dev', 'eth0']);
-      sh(['-n', world, 'link', 'set', 'eth0', 'up']);
-      sh(['-n', world, 'route', 'add', 'default', 'via', '198.18.77.1']);
-      const server = inside(`/run/netns/${world}`, WHO_ASKS, ['8000']);
+      sh(['-n', ns, 'addr', 'add', `${prefix}.2/30`, 'dev', 'eth0']);
+      sh(['-n', ns, 'link', 'set', 'eth0', 'up']);
+      sh(['-n', ns, 'route', 'add', 'default', 'via', `${prefix}.1`]);
+      const server = inside(`/run/netns/${ns}`, WHO_ASKS, [String(port)]);
       await new Promise<void>((resolve) => server.stdout!.once('data', () => resolve()));
-      const child = inside(a1Path, READ, ['198.18.77.2', '8000']);
-      let seen = '';
-      child.stdout!.on('data', (buf: Buffer) => (seen += buf.toString()));
-      await new Promise((r) => child.once('close', r));
-      expect(seen.trim()).toBe('198.18.77.1');
+      await run();
     } finally {
       execFileSync('ip', ['link', 'del', hostIf], { stdio: 'ignore' });
-      execFileSync('ip', ['netns', 'del', world], { stdio: 'ignore' });
+      execFileSync('ip', ['netns', 'del', ns], { stdio: 'ignore' });
     }
+  }
+
+  const readFrom = async (netnsPath: string, host: string, port: number) => {
+    const child = inside(netnsPath, READ, [host, String(port)]);
+    let seen = '';
+    child.stdout!.on('data', (buf: Buffer) => (seen += buf.toString()));
+    await new Promise((r) => child.once('close', r));
+    return seen.trim();
+  };
+
+  it("goes out to the world through NAT: a host outside sees the machine's address, not the workload's", async () => {
+    // "the world": 198.18.0.0/15 is for tests
+    await outsideHost('world', '198.18.77', 8000, async () => {
+      expect(await readFrom(a1Path, '198.18.77.2', 8000)).toBe('198.18.77.1');
+    });
+  });
+
+  it("never reaches a private range through the host: a host on the machine's LAN is out of a workload's reach", async () => {
+    await outsideHost('lan', '192.168.77', 8001, async () => {
+      // the machine itself reaches the LAN host: what refuses the workload is the rule
+      expect(await readFrom(`/proc/${process.pid}/ns/net`, '192.168.77.2', 8001)).toBe('192.168.77.1');
+      expect(await readFrom(a1Path, '192.168.77.2', 8001)).toBe('timeout');
+    });
   });
 
   it('a workload that leaves takes its namespace and interface with it; close leaves nothing', async () => {

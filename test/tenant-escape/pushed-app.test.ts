@@ -4,7 +4,8 @@ import request from 'supertest';
 import { eventually } from '../support/stack';
 import { healthyAddon } from '../e2e/support/addons';
 import { startBerthDev, type BerthDev } from '../e2e/support/berth-dev';
-import { workingCopy, type WorkingCopy } from '../support/working-copy';
+import { ask as askProbe, deployProbe as deployTenantProbe } from '../e2e/support/tenant-probe';
+import type { WorkingCopy } from '../support/working-copy';
 
 /**
  * Issue 25's tenant-escape suite, end to end: `npm start`'s platform, a tenant's app pushed
@@ -28,35 +29,9 @@ let machineService: Server;
 let machinePort: number;
 const copies: WorkingCopy[] = [];
 
-/** Creates an app and pushes the probe to it; resolves once it serves. */
-async function deployProbe(name: string, body: Record<string, unknown> = {}): Promise<any> {
-  const app = (
-    await api
-      .post('/api/v1/apps')
-      .set(auth)
-      .send({ name, resource_id: resource, deployment_method: 'git_push', ...body })
-      .expect(201)
-  ).body;
-  const copy = workingCopy('tenant-probe');
-  copies.push(copy);
-  expect(berth.push(copy.dir, app.git_url)).toMatch(/deployed: /);
-  return app;
-}
-
-/**
- * Asks the app (through the ingress) to try something from the inside; the answer's text.
- * A replica being restarted answers 502/503 a moment: asked again, up to 60 s.
- */
-async function ask(app: { public_url: string }, pathname: string): Promise<string> {
-  const answer = await eventually(
-    async () => {
-      const res = await berth.viaPublicUrl(app.public_url, pathname);
-      return res.status === 200 ? { text: res.text.trim() } : undefined;
-    },
-    { what: `${pathname} answered`, timeoutMs: 60_000 },
-  );
-  return answer.text;
-}
+const host = () => ({ berth, api, auth, resource, copies });
+const deployProbe = (name: string, body: Record<string, unknown> = {}) => deployTenantProbe(host(), name, body);
+const ask = (app: { public_url: string }, pathname: string) => askProbe(host(), app, pathname);
 
 beforeAll(async () => {
   if (!root) return;

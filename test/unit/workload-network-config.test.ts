@@ -1,5 +1,6 @@
 import pino from 'pino';
 import { openWorkloadNetwork } from '../../activities/provider/local/network/open';
+import { vpcRangeProblems } from '../../domain/vpc';
 import { loadConfig } from '../../platform/config';
 import {
   blockAt,
@@ -17,6 +18,18 @@ describe('BERTH_WORKLOAD_NETWORK', () => {
     expect(loadConfig({ BERTH_WORKLOAD_NETWORK: 'off' }).workloadNetwork).toBeNull();
     expect(() => loadConfig({ BERTH_WORKLOAD_NETWORK: 'everything' })).toThrow(/BERTH_WORKLOAD_NETWORK/);
     expect(() => loadConfig({ BERTH_WORKLOAD_NETWORK: '10.0.0.0/24' })).toThrow(/from \/8 to \/22/);
+  });
+
+  it('VPC-04 the workload network is a platform network: a VPC range overlapping it gets 422', () => {
+    const config = loadConfig({});
+    expect(config.platformNetworks).toEqual(['10.42.0.0/16', '10.43.0.0/16', '10.200.0.0/13']);
+    expect(
+      vpcRangeProblems('10.200.0.0/16', config.platformNetworks)
+        .map((p) => p.message)
+        .join(),
+    ).toMatch(/10\.200\.0\.0\/13/);
+    expect(vpcRangeProblems('10.224.0.0/16', config.platformNetworks)).toEqual([]);
+    expect(loadConfig({ BERTH_WORKLOAD_NETWORK: 'off' }).platformNetworks).toEqual(['10.42.0.0/16', '10.43.0.0/16']);
   });
 
   it('turned off, the banner says plainly that tenant network isolation is off and why', async () => {

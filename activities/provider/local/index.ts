@@ -17,7 +17,9 @@ import { detectIsolation, type Isolation } from './sandbox/isolation';
 import { openWorkloadNetwork } from './network/open';
 import { createLocalStacks } from './stacks';
 import { createLocalData } from './data';
-import { refusingNetwork } from './vpcs';
+import { localVpcRefusal, refusingGateways, refusingNetwork } from './vpcs';
+import { openLocalVpcs } from './vpc/driver';
+import { appRunSpec } from '../../app-environment';
 import { IngressCertificates } from './ingress/tls/certificates';
 import { openLocalCa } from './ingress/tls/local-ca';
 import { podmanConfig } from './images/config';
@@ -49,9 +51,10 @@ export function localLayoutFor(
 /**
  * The LOCAL data-plane driver: this machine, everything real. Apps are built from their
  * commit and run as supervised processes behind one HTTP ingress; postgres, valkey and
- * mysql add-ons are real servers. Buckets live on the real object store. VPC networking
- * has no real implementation on one machine: that part refuses with the reason (the API
- * answers 422 at VPC create), and the banner says so. Stacks build their `build:` services into apps and run
+ * mysql add-ons are real servers. Buckets live on the real object store. VPCs are router
+ * namespaces on the workload network with apps' replicas plugged into their subnets (where
+ * the workload network runs; otherwise they are refused with the reason, and the banner
+ * says so). Stacks build their `build:` services into apps and run
  * their database images as add-ons; what cannot run for real fails validation with a reason.
  */
 export async function startLocalProvider(options: LocalProviderOptions): Promise<Provider> {
@@ -123,6 +126,23 @@ export async function startLocalProvider(options: LocalProviderOptions): Promise
     jobs: apps,
   });
   await publishLocalEndpoints(dataSource, config.host);
+  // VPC routers first: the replicas resume() starts are plugged into their subnets
+  const vpcRefusal =
+    localVpcRefusal(config) ?? (network.fabric ? null : 'the workload network could not be built on this machine');
+  const vpcs =
+    network.fabric && !vpcRefusal
+      ? await openLocalVpcs({
+          dataSource,
+          tag: network.fabric.tag,
+          logger,
+          gateways: refusingGateways(
+            'the local driver builds no VPN gateways, peer routes or site connections yet: VPCs, subnets and attachments are built',
+          ),
+          restartApp: async (appUuid) =>
+            apps.restartIfRunning(appUuid, await appRunSpec(dataSource, secretBox, appUuid)),
+        })
+      : null;
+  if (vpcs) isolation.vpcs = vpcs.fabric;
   await apps.resume();
   await data.resume();
   await network.fabric?.sweep(); // what a previous run left and nothing took back
@@ -130,7 +150,7 @@ export async function startLocalProvider(options: LocalProviderOptions): Promise
     name: 'local',
     apps,
     data,
-    network: refusingNetwork(),
+    network: vpcs?.driver ?? refusingNetwork(vpcRefusal!),
     storage,
     stacks: createLocalStacks({
       dataSource,
@@ -149,12 +169,15 @@ export async function startLocalProvider(options: LocalProviderOptions): Promise
       `Network          ${network.summary}`,
       `Image registry   ${registry.summary}`,
       `App files        ${layout.appsRoot}`,
-      'VPC networking   refused (one machine has no VPC fabric; BERTH_PROVIDER=simulated runs the VPC workflows)',
+      vpcs
+        ? `VPCs             a router namespace per VPC (bvpc-${network.fabric!.tag}-…), its resolver dnsmasq at base+2; apps' replicas plugged into their subnets`
+        : `VPCs             refused (${vpcRefusal})`,
     ],
     async close() {
       await ingress.close();
       await apps.close();
       await data.close();
+      await vpcs?.close();
       await network.fabric?.close();
       await registry.registry?.close();
     },

@@ -240,6 +240,14 @@ export class LocalAppsDriver implements AppsDriver {
     await startServing(this.ctx, appUuid, { ...row, ...running }, spec);
   }
 
+  /** Restarts the app with `spec` when it is meant to run (a stopped or sleeping app takes its spec at its next start). */
+  async restartIfRunning(appUuid: string, spec: AppRunSpec): Promise<boolean> {
+    const row = await this.store.get(appUuid);
+    if (!row || row.desired !== 'running' || row.gave_up_at) return false;
+    await this.restart(appUuid, spec);
+    return true;
+  }
+
   async scaleToZero(appUuid: string): Promise<void> {
     await this.require(appUuid);
     await this.store.update(appUuid, { desired: 'zero' });

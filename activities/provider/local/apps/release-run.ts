@@ -63,6 +63,7 @@ export async function releaseRun(
     probes: probesFor(spec.healthChecks, spec.internalPort),
     port: spec.internalPort,
     member: networkMember(appUuid, spec),
+    vpcs: spec.network?.vpcs ?? [],
     env: { ...env, ...volumes.env, PATH: [...pathDirs, env.PATH ?? SYSTEM_PATH].join(':'), HOME: home, TMPDIR: home },
   };
 }

@@ -6,6 +6,7 @@ import { probeOnce, type Probe } from './health-probe';
 import { oomKills, type Isolation, type Limits, type SandboxView } from '../sandbox/isolation';
 import { launch, releaseNetwork, type Address, type Launched, type Workload } from '../sandbox/launcher';
 import type { NetworkMember } from '../network/fabric';
+import type { AppVpcAttachment } from '../../../../platform/drivers/apps';
 import type { VolumeAccess } from './volumes';
 
 /** The supervisor's thresholds (docs/decisions.md "Local apps driver"); tests shorten them. */
@@ -57,6 +58,8 @@ export interface ReleaseRun {
   port: number;
   /** What the workload network knows of each replica (its workspace, name, add-ons). */
   member: NetworkMember;
+  /** The VPC subnets each replica is plugged into as well. */
+  vpcs: AppVpcAttachment[];
   /** An image release: each replica start is a container (images/replicas.ts) instead of `sh -c <web>`. */
   container?: ContainerReplicas;
 }
@@ -225,7 +228,7 @@ export class ReleaseSupervisor {
     const source = `web.${r.index}`;
     const { binds, gids, umask } = this.run.volumes;
     const container = this.run.container?.replica(r.index);
-    const network = { name: this.networkName(r), member: this.run.member };
+    const network = { name: this.networkName(r), member: this.run.member, vpcs: this.run.vpcs };
     const started = await launch(
       this.deps.isolation,
       container

@@ -11,7 +11,9 @@
  * - reach another workload only when the pair is allowed (`peers`: an app of the same
  *   workspace whose target has `allow_connections`), on any port;
  * - go out to the world through NAT (masquerade), but never to another workload of the
- *   platform range and never to the host itself: the Temporal ports, the control database,
+ *   platform range, never to a private, shared or link-local range (the machine's LAN, a
+ *   cloud's metadata service, a VPC it is not plugged into: those never leave the machine
+ *   from a workload) and never to the host itself: the Temporal ports, the control database,
  *   the object store, the API's listeners and the machine's own services all live on the
  *   host, and everything a workload sends to the host but the above is dropped.
  *
@@ -41,6 +43,9 @@ export interface PolicyState {
   /** Host-side interfaces' common prefix (never NAT'ed towards them). */
   interfacePrefix: string;
 }
+
+/** Ranges a workload's traffic never goes to through the host (RFC 1918, RFC 6598 shared, link-local). */
+export const PRIVATE_RANGES = ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '100.64.0.0/10', '169.254.0.0/16'];
 
 const elements = (items: string[]) => (items.length === 0 ? '' : ` elements = { ${items.join(', ')} };`);
 
@@ -81,6 +86,7 @@ export function policyScript(s: PolicyState): string {
     `    ip saddr ${s.block} ip saddr . ip daddr @peers accept`,
     `    ip daddr ${s.block} drop`,
     `    ip saddr ${s.block} ip daddr ${s.range} drop`,
+    `    ip saddr ${s.block} ip daddr { ${PRIVATE_RANGES.join(', ')} } drop`,
     '  }',
     '  chain postrouting {',
     '    type nat hook postrouting priority srcnat; policy accept;',

@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, lstatSync, mkdirSync, readFileSync, readlinkSync, rmdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { WorkloadNetwork } from '../network/fabric';
+import type { VpcFabric } from '../vpc/fabric';
 import { compileSeccompFilter } from './seccomp';
 
 /**
@@ -35,6 +36,8 @@ export interface Isolation {
   seccomp?: string;
   /** The workload network (namespaces, routes, policy) when this machine has it: a live object, made at start. */
   network?: WorkloadNetwork;
+  /** The VPC fabric (the local driver's VPCs): workloads attached to a VPC are plugged into its subnets. */
+  vpcs?: VpcFabric;
   /** One line for the start banner. */
   summary: string;
 }

@@ -2,7 +2,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { closeSync, openSync } from 'node:fs';
+import path from 'node:path';
 import type { Readable } from 'node:stream';
+import type { AppVpcAttachment } from '../../../../platform/drivers/apps';
 import type { Attachment, NetworkMember } from '../network/fabric';
 import {
   applyLimits,
@@ -70,9 +72,10 @@ export interface Workload {
    * `name` identifies it (the same name is the same namespace and address, e.g. a replica
    * restarted after a crash); `ephemeral` ones (a cron run, a build step) are removed when
    * the process ends, the others by their owner (`releaseNetwork`). A container's `podman
-   * run` (no sandbox of the launcher's) has one too: the container shares it.
+   * run` (no sandbox of the launcher's) has one too: the container shares it. `vpcs`: the VPC
+   * subnets it is plugged into as well (when the machine has the VPC fabric, `iso.vpcs`).
    */
-  network?: { name: string; member: NetworkMember; ephemeral?: boolean };
+  network?: { name: string; member: NetworkMember; ephemeral?: boolean; vpcs?: AppVpcAttachment[] };
   command: string[];
   cwd?: string;
   /** The whole environment (default: PATH with the system folders); unset values are left out. */
@@ -144,6 +147,7 @@ export const PLATFORM_CLIENT_HOST = LOOPBACK;
 
 /** Removes a workload's network namespace (idempotent; nothing without the fabric). */
 export async function releaseNetwork(iso: Isolation, name: string): Promise<void> {
+  await iso.vpcs?.unplug(name);
   await iso.network?.detach(name);
 }
 
@@ -152,6 +156,13 @@ export async function launch(iso: Isolation, workload: Workload): Promise<Launch
   const wanted = workload.network && iso.network ? workload.network : null;
   const netName = wanted && (wanted.ephemeral ? `${wanted.name}-${randomBytes(3).toString('hex')}` : wanted.name);
   const network = wanted && netName ? await iso.network!.attach(netName, wanted.member) : null;
+  if (network && wanted?.vpcs?.length) {
+    if (!iso.vpcs) throw new Error('the workload is attached to a VPC, and this machine has no VPC fabric');
+    await iso.vpcs.plug(netName!, path.basename(network.netnsPath), wanted.vpcs).catch(async (err: Error) => {
+      await releaseNetwork(iso, netName!);
+      throw err;
+    });
+  }
   const address = !workload.listens
     ? null
     : network
