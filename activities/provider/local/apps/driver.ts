@@ -16,6 +16,7 @@ import type {
 import type { JobRequest, JobRun } from '../../../../platform/drivers/data';
 import { localBuildRefusal } from '../builds/refusal';
 import { ensurePodmanConfig, podmanConfig } from '../images/config';
+import { buildSpace } from '../images/build-space';
 import { removeContainerParents } from '../images/cgroups';
 import { removeAppContainers } from '../images/container-run';
 import { pruneImageReleases, removeUnusedImages } from '../images/prune';
@@ -437,6 +438,8 @@ export class LocalAppsDriver implements AppsDriver {
     await this.ctx.log.close(appUuid);
     const images = this.ctx.podman ? await this.imagesOf(appUuid) : [];
     await rm(this.deps.layout.appDir(appUuid), { recursive: true, force: true });
+    // its Dockerfile builds' cache and storage
+    await rm(buildSpace(this.deps.layout, appUuid).dir, { recursive: true, force: true });
     if (this.ctx.podman && images.length > 0)
       await removeUnusedImages(
         {

@@ -198,6 +198,7 @@ export class LocalReleaseBuilder implements LocalBuilder {
     if (record.releaseId)
       await rm(this.layout.releaseDir(record.appUuid, record.releaseId), { recursive: true, force: true });
     await rm(scratchRepo(this.layout, record.deploymentUuid), { recursive: true, force: true });
+    await clearBuild(buildSpace(this.layout, record.appUuid), record.deploymentUuid);
   }
 
   async manifest(appUuid: string, releaseId: string): Promise<ReleaseManifest | null> {
