@@ -316,5 +316,25 @@ export function attachmentFqdn(
   return `${workload.name}.${vpcName}.vpc.${regionDomain}`.toLowerCase();
 }
 
+/** Whether a name has the shape of an attachment's fqdn (`<workload>.<vpc>.vpc.<region domain>`). */
+export function isAttachmentFqdn(name: string): boolean {
+  return /^[^.]+\.[^.]+\.vpc\.[^.]/.test(name.toLowerCase());
+}
+
 /** Signal the API sends a device's vpnUserCreate workflow once its configuration was read. */
 export const VAULT_EMPTIED_SIGNAL = 'vaultEmptied';
+
+/**
+ * Why the local driver makes no IPsec site-to-site connections (docs/decisions.md): a VPC's
+ * router has no link to anything (its isolation), strongSwan's charon keeps its IKE and ESP
+ * sockets in the namespace it runs in (unlike WireGuard, whose socket stays where its
+ * interface was born), and the region's public addresses (BERTH_PUBLIC_IPV4_POOLS) are not
+ * this machine's, so no far side could reach the tunnel. The API answers 422 with this.
+ */
+export const LOCAL_NO_SITE_TUNNELS =
+  'the local driver makes no IPsec site-to-site connections: a VPC router on one machine has no link to the outside for IKE and ESP (the VPC stays isolated), and the region public address would not be this machine; connect remote machines as WireGuard VPN users instead';
+
+/** Why a provider-hosted access gateway (zero_trust, mesh) fails on the local driver. */
+export function accessProviderUnreachable(kind: string): string {
+  return `the ${kind} connector cannot reach its provider from this machine: the local driver has no connection to the provider's service (the gateway and its sealed credentials are kept; delete it, or use a wireguard gateway)`;
+}

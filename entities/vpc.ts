@@ -77,6 +77,8 @@ export class VpcVpnGateway {
   @Column('text', { nullable: true }) private_key_sealed: string | null;
   @Column('text', { nullable: true }) endpoint: string | null;
   @Column('text', { nullable: true }) credentials_sealed: string | null;
+  /** The machine's UDP port a local-driver WireGuard gateway listens on (null until enabled there). */
+  @Column('integer', { nullable: true }) listen_port: number | null;
   @Column('text', { nullable: true }) failure_reason: string | null;
   @CreateDateColumn({ type: 'timestamptz' }) created_at: Date;
   @UpdateDateColumn({ type: 'timestamptz' }) updated_at: Date;

@@ -40,6 +40,11 @@ export const vpcSiteConnectionRoutes = [
     summary:
       'Connect a remote network over IPsec: takes one public IPv4 of the region (public_ip, for the far side; 422 when none is free), 199 USD per month',
     async handler(ctx) {
+      const refusal = ctx.deps.capabilities?.siteConnections ?? null;
+      if (refusal)
+        throw unprocessable(refusal, [
+          { path: 'body', message: 'the data-plane driver makes no site-to-site tunnels' },
+        ]);
       const remote = parseCidr4(`${ctx.body.remote_address}/32`);
       if (!remote)
         throw badRequest('remote_address is not an IPv4 address', [

@@ -21,6 +21,7 @@ import { ProjectUuidColumns1733400000000 } from './1733400000000-project-uuid-co
 import { LocalAppRunSpecs1733500000000 } from './1733500000000-local-app-run-specs';
 import { Certificates1733600000000 } from './1733600000000-certificates';
 import { LocalVpcRestarts1733700000000 } from './1733700000000-local-vpc-restarts';
+import { VpnGatewayPorts1733800000000 } from './1733800000000-vpn-gateway-ports';
 
 /** Every migration, in timestamp order (one entry per line). */
 export const migrations = [
@@ -47,4 +48,5 @@ export const migrations = [
   LocalAppRunSpecs1733500000000,
   Certificates1733600000000,
   LocalVpcRestarts1733700000000,
+  VpnGatewayPorts1733800000000,
 ];

@@ -15,4 +15,6 @@ export interface DriverCapabilities {
   images: string | null;
   /** Whether a workload of this type (a cron job: `cronJob`) can be plugged into a VPC subnet: null, or the reason it cannot. */
   vpcAttachable(type: AttachableType, workload: { cronJob: boolean }): string | null;
+  /** Whether IPsec site-to-site connections are made: null, or the reason they cannot be. */
+  siteConnections: string | null;
 }

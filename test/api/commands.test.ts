@@ -46,6 +46,7 @@ beforeAll(async () => {
       vpcs: null,
       images: null,
       vpcAttachable: () => null,
+      siteConnections: null,
     },
   };
 });

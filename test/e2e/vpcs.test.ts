@@ -164,7 +164,9 @@ describeIf('VPCs on the local driver: real private networks', () => {
     expect(await ask(b, `/connect?host=${attachA.address_v4}&port=${EXTRA_PORT}`)).toBe('open');
     expect(attachB.fqdn).toBe(`${b.name}.net.vpc.${new URL(b.public_url).hostname.split('.').slice(1).join('.')}`);
     expect(await ask(a, `/resolve?name=${attachB.fqdn}&server=${vpc.resolver_v4}`)).toBe(attachB.address_v4);
-    expect(await ask(a, `/connect?host=${attachB.fqdn}&port=${EXTRA_PORT}`)).not.toBe('open'); // the platform's resolver does not know VPC names
+    // the platform's resolver answers the fqdn too, for apps plugged into the VPC
+    expect(await ask(a, `/resolve?name=${attachB.fqdn}`)).toBe(attachB.address_v4);
+    expect(await ask(a, `/connect?host=${attachB.fqdn}&port=${EXTRA_PORT}`)).toBe('open');
   });
 
   it('APP-11 an app that joins the VPC at creation is on its subnet from its first start, reachable by its fqdn (no attach, no restart)', async () => {
@@ -194,8 +196,9 @@ describeIf('VPCs on the local driver: real private networks', () => {
     expect(await ask(a, `/connect?host=${attachment.address_v4}&port=${EXTRA_PORT}`)).toBe('open');
   });
 
-  it('an app not attached reaches neither the attached apps nor the resolver', async () => {
+  it('an app not attached reaches neither the attached apps nor the resolver, and learns no VPC name', async () => {
     expect(await ask(outsider, `/connect?host=${attachB.address_v4}&port=${EXTRA_PORT}`)).not.toBe('open');
+    expect(await ask(outsider, `/resolve?name=${attachB.fqdn}`)).toMatch(/^E[A-Z]+$/);
     expect(await ask(outsider, `/resolve?name=${attachB.fqdn}&server=${vpc.resolver_v4}`)).toMatch(/^E[A-Z]+$/);
   });
 

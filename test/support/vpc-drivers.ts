@@ -70,8 +70,7 @@ export async function useVpcDriver(
   // the driver's own restart bookkeeping, seen through a wrapper that records what it carries out
   const restart = vpcs.driver.restartWorkload;
   vpcs.driver.restartWorkload = async (requestId, workload, reason) => {
-    const before = (await stack.ds.query(`SELECT 1 FROM local_vpc_restarts WHERE request_id = $1`, [requestId]))
-      .length;
+    const before = (await stack.ds.query(`SELECT 1 FROM local_vpc_restarts WHERE request_id = $1`, [requestId])).length;
     await restart(requestId, workload, reason);
     if (before === 0) restarts.push({ workloadUuid: workload.workloadUuid, request_id: requestId, reason });
   };

@@ -1,3 +1,4 @@
+import { LOCAL_NO_SITE_TUNNELS } from '../../../domain/vpc';
 import type { Config } from '../../../platform/config';
 import type { DriverCapabilities } from '../../../platform/drivers/capabilities';
 import { localEngineSupport } from './data';
@@ -13,5 +14,6 @@ export function localCapabilities(
     vpcs: localVpcRefusal(config),
     vpcAttachable: (type) => (type === 'App' ? null : LOCAL_ATTACHABLES_ONLY_APPS),
     images: imageRuntimeRefusal(),
+    siteConnections: LOCAL_NO_SITE_TUNNELS,
   };
 }

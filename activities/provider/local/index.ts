@@ -142,7 +142,10 @@ export async function startLocalProvider(options: LocalProviderOptions): Promise
             apps.restartIfRunning(appUuid, await appRunSpec(dataSource, secretBox, appUuid)),
         })
       : null;
-  if (vpcs) isolation.vpcs = vpcs.fabric;
+  if (vpcs) {
+    isolation.vpcs = vpcs.fabric;
+    network.fabric!.vpcNames = (asker, name) => vpcs.fabric.answer(asker, name);
+  }
   await apps.resume();
   await data.resume();
   await network.fabric?.sweep(); // what a previous run left and nothing took back

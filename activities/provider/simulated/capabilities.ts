@@ -6,4 +6,5 @@ export const simulatedCapabilities: DriverCapabilities = {
   vpcs: null,
   images: null,
   vpcAttachable: () => null,
+  siteConnections: null,
 };

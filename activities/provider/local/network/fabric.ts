@@ -115,7 +115,11 @@ export class WorkloadNetwork {
     this.table = `berth_${tag}`;
     this.resolver = new InternalResolver({
       lookup: (_listener, name, client) => {
-        const workspace = this.workspaceAt(client);
+        const asker = this.byAddress.get(client);
+        // a VPC attachment's fqdn, for a workload plugged into that VPC (vpc/fabric.ts)
+        const inVpc = asker && this.vpcNames ? this.vpcNames(asker.name, name) : null;
+        if (inVpc) return inVpc;
+        const workspace = asker?.member.workspace ?? null;
         if (!workspace || name.includes('.')) return null;
         const found = this.addressesOf(workspace, name);
         return found.length > 0 ? found : null;
@@ -126,6 +130,8 @@ export class WorkloadNetwork {
 
   /** Answers workloads' names at the gateway: an app's service_name, within the asker's workspace. */
   private readonly resolver: InternalResolver;
+  /** VPC names (the asker's workload name, the name asked): their addresses, [] for none, null when the name is not a VPC's. */
+  vpcNames: ((asker: string, name: string) => string[] | null) | null = null;
   private readonly forwarders: Server[] = [];
 
   /**

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
-import { cidr4, formatAddress4, last, parseCidr4 } from '../../../../domain/vpc';
+import { cidr4, formatAddress4, isAttachmentFqdn, last, parseCidr4 } from '../../../../domain/vpc';
 import type { AppVpcAttachment } from '../../../../platform/drivers/apps';
 import { ip, NETNS_DIR } from '../network/namespace';
 import { PEER_ROUTE_PROTOCOL, plugInterfaces, routerNamespace, subnetBridge, vpcRunDir } from './names';
@@ -33,6 +33,7 @@ interface Plugged {
   address: string;
   routerIf: string;
   nameKey: string;
+  fqdn: string | null;
 }
 
 /** The addresses the database holds for a VPC's attachments (the driver's query). */
@@ -134,6 +135,7 @@ export class VpcFabric {
       address,
       routerIf: ifs.router,
       nameKey: `${a.attachmentUuid}--${workload}`,
+      fqdn: a.fqdn,
     };
     this.plugged.set(workload, [...(this.plugged.get(workload) ?? []), entry]);
     await ip(['-n', router, 'link', 'set', ifs.router, 'master', bridge, 'up']);
@@ -184,6 +186,24 @@ export class VpcFabric {
     const dir = vpcRunDir(this.tag, vpcUuid);
     const live = new Set([...this.plugged.values()].flat().map((p) => p.nameKey));
     for (const key of publishedNames(dir)) if (!live.has(key)) withdrawName(dir, key);
+  }
+
+  /**
+   * What the platform's resolver answers a workload (`asker`, its name) for `name`: null when
+   * it is not an attachment's fqdn (not the VPCs' to answer); else the addresses of the live
+   * workloads with that fqdn in the VPCs the asker is plugged into, none for anyone else. So
+   * an fqdn works with the system's resolver as well as through the VPC's own, and a workload
+   * outside the VPC learns nothing (and the name never leaves the machine).
+   */
+  answer(asker: string, name: string): string[] | null {
+    if (!isAttachmentFqdn(name)) return null;
+    const vpcs = new Set((this.plugged.get(asker) ?? []).map((p) => p.vpcUuid));
+    const wanted = name.toLowerCase().replace(/\.$/, '');
+    return [...this.plugged.values()]
+      .flat()
+      .filter((p) => vpcs.has(p.vpcUuid) && p.fqdn === wanted)
+      .map((p) => p.address)
+      .sort();
   }
 
   /** The VPC's plugged workloads now: workload name -> address (tests, the banner). */

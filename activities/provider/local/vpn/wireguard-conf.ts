@@ -12,6 +12,8 @@ export interface WireguardPeer {
   publicKey: string;
   /** The device's address in the VPN pool (a host, allowed as /32 or /128). */
   address: string;
+  /** Ranges behind the device (a site's network it routes for): sent to it too. */
+  routes?: string[];
 }
 
 /** Names one gateway on this machine. */
@@ -20,6 +22,13 @@ export interface WireguardRef {
   namespace: string;
   /** Unique on the machine (wireguard-go's control socket is /run/wireguard/<name>.sock): see wireguardInterfaceName. */
   interfaceName: string;
+  /**
+   * Where the UDP socket lives: `namespace` (default), or `host`: the interface is made in
+   * the machine's own namespace and moved into `namespace`, so its socket stays on the
+   * machine's addresses (WireGuard's namespace rule: the socket stays where the interface
+   * was born) while its traffic enters and leaves in `namespace`.
+   */
+  socket?: 'namespace' | 'host';
 }
 
 export interface WireguardGatewaySpec extends WireguardRef {
@@ -48,6 +57,11 @@ export function peerAllowedIp(address: string): string {
   return `${address}/${isIP(address) === 6 ? 128 : 32}`;
 }
 
+/** Everything a peer is allowed: its own address, then the ranges behind it. */
+export function peerAllowedIps(peer: WireguardPeer): string[] {
+  return [peerAllowedIp(peer.address), ...(peer.routes ?? [])];
+}
+
 /** Throws (naming the field, never a key's value) when a reference is malformed. */
 export function checkRef(ref: WireguardRef): void {
   checkNamespace(ref.namespace);
@@ -57,6 +71,7 @@ export function checkRef(ref: WireguardRef): void {
 export function checkPeer(peer: WireguardPeer): void {
   if (!isWireguardKey(peer.publicKey)) throw new Error(`not a WireGuard public key: ${peer.publicKey}`);
   if (isIP(peer.address) === 0) throw new Error(`not a peer address: ${peer.address}`);
+  for (const r of peer.routes ?? []) if (!isRange(r)) throw new Error(`not a range behind a peer: ${r}`);
 }
 
 /** Throws when the spec is malformed: nothing invalid reaches a command or a configuration line. */
@@ -79,18 +94,24 @@ export function checkSpec(spec: WireguardGatewaySpec): void {
 export function gatewayConf(spec: Pick<WireguardGatewaySpec, 'privateKey' | 'listenPort' | 'peers'>): string {
   const lines = ['[Interface]', `PrivateKey = ${spec.privateKey}`, `ListenPort = ${spec.listenPort}`];
   for (const peer of spec.peers)
-    lines.push('', '[Peer]', `PublicKey = ${peer.publicKey}`, `AllowedIPs = ${peerAllowedIp(peer.address)}`);
+    lines.push('', '[Peer]', `PublicKey = ${peer.publicKey}`, `AllowedIPs = ${peerAllowedIps(peer).join(', ')}`);
   return `${lines.join('\n')}\n`;
 }
 
-/** Peers from `wg show <if> allowed-ips` ("<public key>\t<range> <range>..." per line; "(none)" when empty). */
+/**
+ * Peers from `wg show <if> allowed-ips` ("<public key>\t<range> <range>..." per line; "(none)"
+ * when empty): the first host range is the peer's address (wg lists them in its own order),
+ * the others (if any) its routes.
+ */
 export function parseAllowedIps(output: string): WireguardPeer[] {
   const peers: WireguardPeer[] = [];
   for (const line of output.split('\n')) {
     const [publicKey, ranges] = line.trim().split('\t');
     if (!publicKey) continue;
-    const first = (ranges ?? '').split(' ').find((r) => r.includes('/'));
-    peers.push({ publicKey, address: first ? first.split('/')[0]! : '' });
+    const all = (ranges ?? '').split(' ').filter((r) => r.includes('/'));
+    const own = all.find((r) => r.endsWith('/32') || r.endsWith('/128'));
+    const rest = all.filter((r) => r !== own);
+    peers.push({ publicKey, address: own ? own.split('/')[0]! : '', ...(rest.length > 0 ? { routes: rest } : {}) });
   }
   return peers;
 }

@@ -41,7 +41,8 @@ export const controlSocket = (interfaceName: string) => `/run/wireguard/${interf
 export interface WireguardGoStart {
   ip: string;
   wireguardGo: string;
-  namespace: string;
+  /** The namespace it runs in (its UDP socket is that namespace's); null: the machine's own. */
+  namespace: string | null;
   interfaceName: string;
   env: NodeJS.ProcessEnv;
   trace?: (argv: string[]) => void;
@@ -53,7 +54,12 @@ export interface WireguardGoStart {
 /** Starts wireguard-go for the interface and waits until it answers; its pid. */
 export async function startWireguardGo(s: WireguardGoStart): Promise<number> {
   if (!existsSync('/dev/net/tun')) throw new Error('wireguard-go needs /dev/net/tun, which this machine lacks');
-  const command = [s.ip, 'netns', 'exec', s.namespace, s.wireguardGo, '-f', s.interfaceName];
+  const command = [
+    ...(s.namespace === null ? [] : [s.ip, 'netns', 'exec', s.namespace]),
+    s.wireguardGo,
+    '-f',
+    s.interfaceName,
+  ];
   s.trace?.(command);
   const { child } = await launch(OWN_TOOL, {
     sandbox: null,

@@ -8,7 +8,7 @@ import {
   checkSpec,
   gatewayConf,
   parseAllowedIps,
-  peerAllowedIp,
+  peerAllowedIps,
   type WireguardGatewaySpec,
   type WireguardPeer,
   type WireguardRef,
@@ -114,15 +114,21 @@ export function createWireguard(options: WireguardOptions = {}) {
       throw new Error(`network namespace ${ref.namespace} does not exist (ip netns add ${ref.namespace})`);
   }
 
-  async function link(ref: WireguardRef): Promise<LinkInfo | null> {
+  /** The interface in `namespace` (null: the machine's own namespace), or null when there is none. */
+  async function linkIn(namespace: string | null, interfaceName: string): Promise<LinkInfo | null> {
+    const args = ['-d', '-j', 'link', 'show', 'dev', interfaceName];
     try {
-      const [info] = JSON.parse(await ipIn(ref, ['-d', '-j', 'link', 'show', 'dev', ref.interfaceName])) as LinkInfo[];
+      const [info] = JSON.parse(
+        await cmd(namespace === null ? [bin().ip, ...args] : [bin().ip, '-n', namespace, ...args]),
+      ) as LinkInfo[];
       return info ?? null;
     } catch (err) {
       if (/does not exist|Cannot find device/i.test((err as Error).message)) return null;
       throw err;
     }
   }
+
+  const link = (ref: WireguardRef) => linkIn(ref.namespace, ref.interfaceName);
 
   async function answers(ref: WireguardRef): Promise<boolean> {
     try {
@@ -133,12 +139,28 @@ export function createWireguard(options: WireguardOptions = {}) {
     }
   }
 
-  /** Deletes the interface (if there is one) and stops its wireguard-go (if there is one). */
+  /**
+   * Deletes the interface (if there is one) and stops its wireguard-go (if there is one). A
+   * host-socket interface may also sit in the machine's namespace, made but not yet moved
+   * when a worker died: that one goes too.
+   */
   async function remove(ref: WireguardRef): Promise<void> {
     const pid = wireguardGoPid(ref.interfaceName);
-    const present = existsSync(`/run/netns/${ref.namespace}`) && (await link(ref)) !== null;
-    if (present) await ipIn(ref, ['link', 'del', 'dev', ref.interfaceName]);
-    await stopWireguardGo(pid, ref.interfaceName, { interfaceDeleted: present });
+    let deleted = false;
+    if (existsSync(`/run/netns/${ref.namespace}`) && (await link(ref)) !== null) {
+      await ipIn(ref, ['link', 'del', 'dev', ref.interfaceName]);
+      deleted = true;
+    }
+    if (ref.socket === 'host' && (await linkIn(null, ref.interfaceName)) !== null) {
+      await cmd([bin().ip, 'link', 'del', 'dev', ref.interfaceName]);
+      deleted = true;
+    }
+    await stopWireguardGo(pid, ref.interfaceName, { interfaceDeleted: deleted });
+  }
+
+  /** A host-socket interface, born in the machine's namespace, moves into its own. */
+  async function moveIn(ref: WireguardRef): Promise<void> {
+    if (ref.socket === 'host') await cmd([bin().ip, 'link', 'set', 'dev', ref.interfaceName, 'netns', ref.namespace]);
   }
 
   /** The interface, adopted when it answers, otherwise (re)made: the kernel's first unless told. */
@@ -146,9 +168,12 @@ export function createWireguard(options: WireguardOptions = {}) {
     const existing = await link(ref);
     if (existing && (await answers(ref))) return;
     await remove(ref); // a half-made interface, or a wireguard-go without one
+    const born = ref.socket === 'host' ? null : ref.namespace;
     if (options.implementation !== 'userspace') {
       try {
-        await ipIn(ref, ['link', 'add', 'dev', ref.interfaceName, 'type', 'wireguard']);
+        const add = ['link', 'add', 'dev', ref.interfaceName, 'type', 'wireguard'];
+        await (born === null ? cmd([bin().ip, ...add]) : ipIn(ref, add));
+        await moveIn(ref);
         return;
       } catch (err) {
         if (!KERNEL_LACKS_WIREGUARD.test((err as Error).message)) throw err;
@@ -162,12 +187,14 @@ export function createWireguard(options: WireguardOptions = {}) {
     await startWireguardGo({
       ip,
       wireguardGo,
-      namespace: ref.namespace,
+      namespace: born,
       interfaceName: ref.interfaceName,
       env,
       trace: options.trace,
+      // its control socket (/run/wireguard) answers from every namespace
       ready: () => answers(ref),
     });
+    await moveIn(ref);
   }
 
   async function addresses(ref: WireguardRef): Promise<string[]> {
@@ -260,11 +287,11 @@ export function createWireguard(options: WireguardOptions = {}) {
       return state;
     },
 
-    /** Adds (or updates) one peer: it may send from, and is sent, exactly its address. */
+    /** Adds (or updates) one peer: it may send from, and is sent, exactly its address and the ranges behind it. */
     async addPeer(ref: WireguardRef, peer: WireguardPeer): Promise<void> {
       checkRef(ref);
       checkPeer(peer);
-      await wg(ref, ['set', ref.interfaceName, 'peer', peer.publicKey, 'allowed-ips', peerAllowedIp(peer.address)]);
+      await wg(ref, ['set', ref.interfaceName, 'peer', peer.publicKey, 'allowed-ips', peerAllowedIps(peer).join(',')]);
     },
 
     /** Removes one peer: its session ends at once (nothing it sends is accepted, nothing goes to it). */
