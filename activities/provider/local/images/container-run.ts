@@ -1,3 +1,4 @@
+import path from 'node:path';
 import type { Isolation } from '../sandbox/isolation';
 import type { Workload } from '../sandbox/launcher';
 import type { PodmanConfig } from './config';
@@ -86,7 +87,14 @@ export function containerWorkload(
   }
   const argv = containerRunArgv({ ...spec, envNames: [...Object.keys(carried), 'PORT'], envValues: byValue });
   return {
-    workload: { sandbox: null, command: argv, env: { ...carried, ...podmanEnv(cfg) }, listens: true },
+    // conmon writes its files (an `oom` marker when the container runs out of memory) in its working folder: podman's own
+    workload: {
+      sandbox: null,
+      command: argv,
+      cwd: path.join(cfg.dir, 'tmp'),
+      env: { ...carried, ...podmanEnv(cfg) },
+      listens: true,
+    },
     dropped,
   };
 }
