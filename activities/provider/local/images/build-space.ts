@@ -36,7 +36,7 @@ export interface BuildSpace {
   dir: string;
   /** The host uid (= gid) of the namespace's root. */
   idBase: number;
-  /** The environment podman is given there (PATH, HOME, XDG_RUNTIME_DIR, the configuration files). */
+  /** The environment podman is given there (PATH, HOME, XDG_RUNTIME_DIR, TMPDIR, the configuration files). */
   env: Record<string, string>;
   /** Where a build's context is checked out to (owned by the build root). */
   context(deploymentUuid: string): string;
@@ -53,6 +53,8 @@ export function buildSpace(layout: LocalLayout, appUuid: string): BuildSpace {
       PATH: '/usr/sbin:/usr/bin:/sbin:/bin',
       HOME: path.join(dir, 'home'),
       XDG_RUNTIME_DIR: path.join(dir, 'run'),
+      // buildah's RUN bundles (else under the machine's /var/tmp)
+      TMPDIR: path.join(dir, 'tmp'),
       CONTAINERS_CONF: path.join(dir, 'containers.conf'),
       CONTAINERS_STORAGE_CONF: path.join(dir, 'storage.conf'),
       CONTAINERS_REGISTRIES_CONF: path.join(dir, 'registries.conf'),
