@@ -1,13 +1,17 @@
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
 import { localCapabilities } from '../../activities/provider/local/capabilities';
 import { instanceTag } from '../../activities/provider/local/network/fabric';
-import { openLocalVpcs, type VpcGateways } from '../../activities/provider/local/vpc/driver';
+import { openLocalVpcs } from '../../activities/provider/local/vpc/driver';
+import { peerRouteRanges } from '../../activities/provider/local/vpc/fabric';
 import { routerNamespace, vpcRunDir } from '../../activities/provider/local/vpc/names';
 import { resolverPid } from '../../activities/provider/local/vpc/resolver';
-import { localVpcRefusal, refusingGateways } from '../../activities/provider/local/vpcs';
+import { createVpcGateways } from '../../activities/provider/local/vpc/gateways';
+import { localVpcRefusal } from '../../activities/provider/local/vpcs';
+import { wireguardInterfaceName } from '../../activities/provider/local/vpn/wireguard-conf';
 import type { TestStack } from './stack';
 
 /**
@@ -26,17 +30,17 @@ export interface VpcPlane {
   kind: VpcDriverKind;
   /** What of the VPC the data plane holds: its router, and the address its resolver answers at. */
   built(vpcUuid: string): Promise<{ router: boolean; resolver: string | null }>;
+  /** The WireGuard peers the VPC's gateway has (device public key and its address). */
+  peers(vpcUuid: string, gatewayUuid: string): Promise<Array<{ public_key: string; address: string }>>;
+  /** The peer-route ranges the VPC's router holds now, sorted. */
+  routes(vpcUuid: string): Promise<string[]>;
   /** The workload restarts the driver was asked for (request id and reason), oldest first. */
   restarts(workloadUuid: string): Promise<Array<{ request_id: string; reason: string }>>;
   close(): Promise<void>;
 }
 
 /** Puts the driver under the stack's worker and API (call before `startWorker`). */
-export async function useVpcDriver(
-  stack: TestStack,
-  kind: VpcDriverKind,
-  gateways?: (deps: { tag: string }) => VpcGateways,
-): Promise<VpcPlane> {
+export async function useVpcDriver(stack: TestStack, kind: VpcDriverKind): Promise<VpcPlane> {
   if (kind === 'simulated') {
     return {
       kind,
@@ -50,6 +54,17 @@ export async function useVpcDriver(
           resolver: parts.find((p) => p.component === 'resolver')?.address ?? null,
         };
       },
+      peers: (_vpcUuid, gatewayUuid) =>
+        stack.ds.query(
+          `SELECT public_key, host(address) AS address FROM sim_network_peers WHERE gateway_uuid = $1 ORDER BY address`,
+          [gatewayUuid],
+        ),
+      routes: async (vpcUuid) =>
+        (
+          (await stack.ds.query(`SELECT cidr::text FROM sim_network_routes WHERE vpc_uuid = $1 ORDER BY cidr`, [
+            vpcUuid,
+          ])) as Array<{ cidr: string }>
+        ).map((r) => r.cidr),
       restarts: (workloadUuid) =>
         stack.ds.query(
           `SELECT request_id, reason FROM sim_network_restarts WHERE workload_uuid = $1 ORDER BY created_at`,
@@ -60,11 +75,12 @@ export async function useVpcDriver(
   }
   const tag = instanceTag(mkdtempSync(path.join(tmpdir(), 'berth-vpc-rules-')));
   const restarts: Array<{ workloadUuid: string; request_id: string; reason: string }> = [];
+  const logger = pino({ level: 'silent' });
   const vpcs = await openLocalVpcs({
     dataSource: stack.ds,
     tag,
-    logger: pino({ level: 'silent' }),
-    gateways: gateways?.({ tag }) ?? refusingGateways('no gateways in this test'),
+    logger,
+    gateways: createVpcGateways({ dataSource: stack.ds, secretBox: stack.secretBox, tag, logger, host: '127.0.0.1' }),
     restartApp: async () => true,
   });
   // the driver's own restart bookkeeping, seen through a wrapper that records what it carries out
@@ -76,7 +92,12 @@ export async function useVpcDriver(
   };
   Object.assign(stack.activityDeps.provider, { network: vpcs.driver });
   const local = localCapabilities({ valkeyServer: undefined, mysqlServer: undefined, workloadNetwork: 'on' });
-  stack.apiDeps.capabilities = { ...stack.apiDeps.capabilities!, vpcs: local.vpcs, vpcAttachable: local.vpcAttachable };
+  stack.apiDeps.capabilities = {
+    ...stack.apiDeps.capabilities!,
+    vpcs: local.vpcs,
+    vpcAttachable: local.vpcAttachable,
+    siteConnections: local.siteConnections,
+  };
   return {
     kind,
     async built(vpcUuid) {
@@ -87,6 +108,36 @@ export async function useVpcDriver(
         ? /--listen-address=([\d.]+)/.exec(readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' '))
         : null;
       return { router, resolver: listen?.[1] ?? null };
+    },
+    async peers(vpcUuid, gatewayUuid) {
+      const ns = routerNamespace(tag, vpcUuid);
+      if (!existsSync(`/run/netns/${ns}`)) return [];
+      let out: string;
+      try {
+        out = execFileSync(
+          'ip',
+          ['netns', 'exec', ns, 'wg', 'show', wireguardInterfaceName(gatewayUuid), 'allowed-ips'],
+          {
+            encoding: 'utf8',
+            stdio: ['ignore', 'pipe', 'ignore'],
+          },
+        );
+      } catch {
+        return []; // no such interface: the gateway is off
+      }
+      return out
+        .trim()
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => {
+          const [publicKey, ...ranges] = line.split(/\s+/);
+          return { public_key: publicKey!, address: ranges[0]!.replace(/\/32$/, '') };
+        })
+        .sort((a, b) => a.address.localeCompare(b.address));
+    },
+    routes: async (vpcUuid) => {
+      const ns = routerNamespace(tag, vpcUuid);
+      return existsSync(`/run/netns/${ns}`) ? (await peerRouteRanges(ns)).sort() : [];
     },
     restarts: async (workloadUuid) =>
       restarts.filter((r) => r.workloadUuid === workloadUuid).map(({ request_id, reason }) => ({ request_id, reason })),

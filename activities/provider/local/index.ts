@@ -17,8 +17,9 @@ import { detectIsolation, type Isolation } from './sandbox/isolation';
 import { openWorkloadNetwork } from './network/open';
 import { createLocalStacks } from './stacks';
 import { createLocalData } from './data';
-import { localVpcRefusal, refusingGateways, refusingNetwork } from './vpcs';
+import { localVpcRefusal, refusingNetwork } from './vpcs';
 import { openLocalVpcs } from './vpc/driver';
+import { createVpcGateways } from './vpc/gateways';
 import { appRunSpec } from '../../app-environment';
 import { IngressCertificates } from './ingress/tls/certificates';
 import { openLocalCa } from './ingress/tls/local-ca';
@@ -135,9 +136,7 @@ export async function startLocalProvider(options: LocalProviderOptions): Promise
           dataSource,
           tag: network.fabric.tag,
           logger,
-          gateways: refusingGateways(
-            'the local driver builds no VPN gateways, peer routes or site connections yet: VPCs, subnets and attachments are built',
-          ),
+          gateways: createVpcGateways({ dataSource, secretBox, tag: network.fabric.tag, logger, host: config.host }),
           restartApp: async (appUuid) =>
             apps.restartIfRunning(appUuid, await appRunSpec(dataSource, secretBox, appUuid)),
         })
@@ -173,7 +172,7 @@ export async function startLocalProvider(options: LocalProviderOptions): Promise
       `Image registry   ${registry.summary}`,
       `App files        ${layout.appsRoot}`,
       vpcs
-        ? `VPCs             a router namespace per VPC (bvpc-${network.fabric!.tag}-…), its resolver dnsmasq at base+2; apps' replicas plugged into their subnets`
+        ? `VPCs             a router namespace per VPC (bvpc-${network.fabric!.tag}-…), its resolver dnsmasq at base+2; apps' replicas plugged into their subnets; WireGuard gateways on UDP ports of ${config.host}`
         : `VPCs             refused (${vpcRefusal})`,
     ],
     async close() {

@@ -2,7 +2,6 @@ import { existsSync } from 'node:fs';
 import { ApplicationFailure } from '@temporalio/common';
 import type { Config } from '../../../platform/config';
 import type { NetworkDriver } from '../../../platform/drivers/network';
-import type { VpcGateways } from './vpc/driver';
 
 /**
  * Why the local driver plugs only apps into subnets: its database servers run on the host
@@ -61,21 +60,5 @@ export function refusingNetwork(reason: string): NetworkDriver {
     disableGateway: nothing,
     removePeer: nothing,
     deleteTunnel: nothing,
-  };
-}
-
-/** Gateways not built yet on this driver: each making call fails with the reason, removal succeeds. */
-export function refusingGateways(reason: string): VpcGateways {
-  const network = refusingNetwork(reason);
-  return {
-    enableGateway: network.enableGateway,
-    disableGateway: network.disableGateway,
-    addPeer: network.addPeer,
-    removePeer: network.removePeer,
-    applyRoutes: network.applyRoutes,
-    createTunnel: network.createTunnel,
-    deleteTunnel: network.deleteTunnel,
-    rebuild: async () => {},
-    removeAll: async () => {},
   };
 }

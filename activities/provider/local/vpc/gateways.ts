@@ -1,3 +1,4 @@
+import type { VpcGateways } from './driver';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
@@ -49,7 +50,7 @@ export function createVpcGateways(deps: {
   logger: Logger;
   /** config.host: how clients reach this machine. */
   host: string;
-}) {
+}): VpcGateways {
   const db = deps.dataSource;
   const wireguard = createWireguard({ logger: deps.logger });
   const nsOf = (vpcUuid: string) => routerNamespace(deps.tag, vpcUuid);
@@ -264,5 +265,3 @@ export function createVpcGateways(deps: {
     },
   };
 }
-
-export type VpcGateways = ReturnType<typeof createVpcGateways>;
