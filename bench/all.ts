@@ -51,6 +51,15 @@ const BENCHES: Array<{ name: string; file: string; summary: Array<[RegExp, (m: R
     ],
   },
   {
+    name: 'bench:images',
+    file: 'images.ts',
+    summary: [
+      [/image app .*median (\S+ s)/, (m) => `local image app create -> serving median ${m[1]}`],
+      [/process app .*median (\S+ s)/, (m) => `, process app ${m[1]}`],
+      [/ratio image\/process (\S+)/, (m) => ` (image/process ${m[1]})`],
+    ],
+  },
+  {
     name: 'bench:temporal-memory',
     file: 'temporal-memory.ts',
     summary: [

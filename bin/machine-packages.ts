@@ -1,5 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
+import { HTPASSWD, REGISTRY_BINARY } from '../activities/provider/local/images/registry';
 import { IMAGE_RUNTIME_PACKAGES } from '../activities/provider/local/images/runtime';
 import { VPC_FABRIC_PACKAGES } from '../activities/provider/local/vpcs';
 
@@ -27,6 +28,8 @@ export const LOCAL_DRIVER_PACKAGES: MachinePackage[] = [
     why: "libseccomp, which compiles app code's seccomp filter",
   },
   ...IMAGE_RUNTIME_PACKAGES.map((p) => ({ ...p, why: 'container images (container_registry apps)' })),
+  { pkg: 'docker-registry', binary: REGISTRY_BINARY, why: "the platform's image registry (BERTH_REGISTRY)" },
+  { pkg: 'apache2-utils', binary: HTPASSWD, why: "the platform registry's login (htpasswd)" },
   ...VPC_FABRIC_PACKAGES.map((p) => ({ ...p, why: "VPCs' resolvers" })),
 ];
 

@@ -69,6 +69,13 @@ export interface Config {
    */
   workloadNetwork: string | null;
   /**
+   * The platform's image registry every release image is pushed to (BERTH_REGISTRY):
+   * `embedded` (the default: Debian's docker-registry on loopback, credentials under the
+   * data dir), `off`, or `host[:port]` of one of the operator's, logged into with
+   * BERTH_REGISTRY_USERNAME and BERTH_REGISTRY_PASSWORD.
+   */
+  registry: RegistrySetting;
+  /**
    * The port apps answer HTTPS at, as `public_url` shows it (BERTH_PUBLIC_HTTPS_PORT; default: the
    * local ingress's HTTPS port, or 443 when the data plane is not this machine's).
    */
@@ -214,6 +221,24 @@ export function dnsServer(entry: string): string {
   return entry;
 }
 
+export type RegistrySetting =
+  | { kind: 'embedded' }
+  | { kind: 'off' }
+  | { kind: 'external'; host: string; username: string | undefined; password: string | undefined };
+
+function registrySetting(env: NodeJS.ProcessEnv): RegistrySetting {
+  const value = env.BERTH_REGISTRY || 'embedded';
+  if (value === 'embedded' || value === 'off') return { kind: value };
+  if (!/^[A-Za-z0-9.-]+(:\d{1,5})?$|^\[[0-9a-fA-F:]+\](:\d{1,5})?$/.test(value))
+    throw new Error(`BERTH_REGISTRY: "${value}" is not embedded, off, or a registry's host[:port]`);
+  return {
+    kind: 'external',
+    host: value,
+    username: env.BERTH_REGISTRY_USERNAME || undefined,
+    password: env.BERTH_REGISTRY_PASSWORD || undefined,
+  };
+}
+
 function workloadNetwork(value: string | undefined): string | null {
   if (value === 'off') return null;
   const range = value || DEFAULT_WORKLOAD_RANGE;
@@ -285,6 +310,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     ingressPort: int(env.BERTH_INGRESS_PORT, 8081, 'BERTH_INGRESS_PORT'),
     ingressTlsPort,
     workloadNetwork: workloadRange,
+    registry: registrySetting(env),
     publicHttpsPort: int(
       env.BERTH_PUBLIC_HTTPS_PORT,
       provider === 'local' && ingressTlsPort > 0 ? ingressTlsPort : 443,

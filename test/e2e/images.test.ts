@@ -1,10 +1,14 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, readlinkSync } from 'node:fs';
+import { existsSync, readFileSync, readlinkSync } from 'node:fs';
 import path from 'node:path';
 import request from 'supertest';
 import { DEPLOYABLE_STATES } from '../../domain/apps';
+import { ROOT } from '../support/env';
 import { eventually } from '../support/stack';
+import { localRepo } from '../support/git';
 import {
+  addBusybox,
+  busyboxDockerfile,
   imageTestsMissing,
   pushTestImage,
   startTestRegistry,
@@ -36,7 +40,7 @@ beforeAll(async () => {
   if (missing) return;
   registry = await startTestRegistry();
   image = pushTestImage(registry);
-  berth = await startBerthDev();
+  berth = await startBerthDev({ BERTH_GIT_ALLOW_FILE_URLS: '1' });
   api = request(berth.apiUrl);
   auth = { Authorization: `Bearer ${berth.token}` };
   resource = (await api.get('/api/v1/resources').set(auth).expect(200)).body[0].uuid;
@@ -116,6 +120,13 @@ function podman(args: string[]): string {
   });
 }
 
+/** The embedded platform registry of this Berth (the banner's host, the login under its data dir). */
+function platformRegistry(): { host: string; password: string } {
+  const host = /Image registry\s+(\S+)/.exec(berth.output())![1]!;
+  const password = readFileSync(path.join(berth.dataDir, 'local', 'registry', 'password'), 'utf8').trim();
+  return { host, password };
+}
+
 async function buildLog(appUuid: string, deploymentUuid: string): Promise<string> {
   const res = await api.get(`/api/v1/apps/${appUuid}/deployments/${deploymentUuid}/logs`).set(auth).expect(200);
   return res.body.map((l: any) => l.message).join('\n');
@@ -127,7 +138,23 @@ describeImages('container_registry apps on the local driver (podman)', () => {
     expect(deployment).toMatchObject({ state: 'completed' });
     const log = await buildLog(app.uuid, deployment.uuid);
     expect(log).toContain(`pulling ${image}`);
-    expect(log).toMatch(new RegExp(`release image-[0-9a-f]{12} runs ${registry.host}/acme/hello@sha256:[0-9a-f]{64}`));
+    expect(log).toMatch(new RegExp(`pulled ${registry.host}/acme/hello@sha256:[0-9a-f]{64}`));
+    // the release runs the image from the platform registry, where it was pushed, by its digest there
+    const platform = platformRegistry();
+    const released = new RegExp(
+      `release image-[0-9a-f]{12} runs ${platform.host}/berth/${app.uuid}@(sha256:[0-9a-f]{64})`,
+    );
+    expect(log).toMatch(released);
+    const digest = released.exec(log)![1]!;
+    const manifest = (login?: string) =>
+      fetch(`http://${platform.host}/v2/berth/${app.uuid}/manifests/${digest}`, {
+        headers: {
+          Accept: 'application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json',
+          ...(login ? { Authorization: `Basic ${Buffer.from(login).toString('base64')}` } : {}),
+        },
+      }).then((r) => r.status);
+    expect(await manifest(`berth:${platform.password}`)).toBe(200);
+    expect(await manifest()).toBe(401);
     await eventually(async () => (await api.get(`/api/v1/apps/${app.uuid}`).set(auth)).body.state === 'running', {
       what: 'running',
       timeoutMs: 60_000,
@@ -144,7 +171,9 @@ describeImages('container_registry apps on the local driver (podman)', () => {
       expect(readlinkSync(`/proc/${pid}/ns/net`)).not.toBe(readlinkSync('/proc/self/ns/net'));
     }
     expect(container).toMatch(
-      new RegExp(`^berth-${app.uuid}-image-[0-9a-f]{12}-[0-9a-f]{6}-web1-1 ${registry.host}/acme/hello@sha256:`),
+      new RegExp(
+        `^berth-${app.uuid}-image-[0-9a-f]{12}-[0-9a-f]{6}-web1-1 ${platform.host}/berth/${app.uuid}@${digest}$`,
+      ),
     );
     await api.patch(`/api/v1/apps/${app.uuid}/state`).set(auth).send({ action: 'stop' }).expect(202);
     await eventually(async () => (await api.get(`/api/v1/apps/${app.uuid}`).set(auth)).body.state === 'stopped', {
@@ -281,6 +310,133 @@ describeImages('container_registry apps on the local driver (podman)', () => {
     }
   });
 
+  let dockered: any;
+
+  it("a Dockerfile app deployed by git push is built in namespaces of its own (the platform's ports out of reach of its RUN steps), serves through the ingress, and its build output is in the push and the deployment log", async () => {
+    const app = (dockered = (
+      await api
+        .post('/api/v1/apps')
+        .set(auth)
+        .send({ name: 'dockered', resource_id: resource, deployment_method: 'git_push', builder: 'dockerfile' })
+        .expect(201)
+    ).body);
+    const gateway = /Network\s+each workload in a network namespace of its own, (\S+) its gateway/.exec(
+      berth.output(),
+    )?.[1];
+    const hosts = ['127.0.0.1', ...(gateway ? [gateway] : [])];
+    const ports = ['PORT', 'BERTH_TEMPORAL_PORT', 'BERTH_PG_PORT', 'BERTH_INGRESS_PORT'].map((k) => berth.env[k]);
+    const probe = `for h in ${hosts.join(' ')}; do for p in ${ports.join(' ')}; do if nc -w 1 $h $p -e true; then echo "probe reached $h:$p"; else echo "probe closed $h:$p"; fi; done; done`;
+    const page = 'built here from a Dockerfile\n';
+    const repo = localRepo({ 'www/index.html': page });
+    try {
+      addBusybox(repo.dir);
+      repo.commit({ Dockerfile: busyboxDockerfile([probe]) });
+      const out = berth.push(repo.dir, app.git_url);
+      expect(out).toMatch(/remote: .*STEP 1\/\d+: FROM scratch/);
+      expect(out).toMatch(new RegExp(`remote: deployed: ${app.public_url}`));
+      const [deployment] = (await api.get(`/api/v1/apps/${app.uuid}/deployments`).set(auth).expect(200)).body;
+      expect(deployment.state).toBe('completed');
+      const log = await buildLog(app.uuid, deployment.uuid);
+      expect(log).toContain('$ podman build --file Dockerfile .');
+      const platform = platformRegistry();
+      expect(log).toMatch(new RegExp(`runs ${platform.host}/berth/${app.uuid}@sha256:[0-9a-f]{64}`));
+      // with the workload network, every platform port is closed to the build, on loopback and at the gateway
+      if (gateway) {
+        expect(log.match(/probe closed [0-9]/g)).toHaveLength(hosts.length * ports.length);
+        expect(log).not.toMatch(/probe reached [0-9]/);
+      }
+      await eventually(async () => (await berth.viaPublicUrl(app.public_url)).status === 200, {
+        what: 'the Dockerfile app served',
+        timeoutMs: 60_000,
+      });
+      expect((await berth.viaPublicUrl(app.public_url)).text).toBe(page);
+      expect(containersOf(app.uuid)).toEqual([
+        expect.stringMatching(new RegExp(` ${platform.host}/berth/${app.uuid}@sha256:[0-9a-f]{64}$`)),
+      ]);
+    } finally {
+      repo.dispose();
+    }
+  });
+
+  it('an image app over its memory quota is killed, and its log says it ran out of memory', async () => {
+    const quotaMb = Math.round(dockered.quota.ram_size / 2 ** 20);
+    await api
+      .put(`/api/v1/apps/${dockered.uuid}/variables`)
+      .set(auth)
+      .send({ variables: [{ key: 'ALLOC_MB', value: String(quotaMb * 2) }] })
+      .expect(200);
+    await api.patch(`/api/v1/apps/${dockered.uuid}/state`).set(auth).send({ action: 'restart' }).expect(202);
+    await eventually(
+      async () => {
+        const logs = (await api.get(`/api/v1/apps/${dockered.uuid}/logs`).query({ tail: 200 }).set(auth).expect(200))
+          .body;
+        return logs.some((l: any) =>
+          new RegExp(`was killed: exceeded its ram quota of ${quotaMb} MiB`).test(l.message),
+        );
+      },
+      { what: 'the OOM kill in the app log', timeoutMs: 60_000 },
+    );
+    // conmon's out-of-memory marker stays in podman's folder, not in Berth's working directory
+    expect(existsSync(path.join(ROOT, 'oom'))).toBe(false);
+  });
+
+  it("a stack runs its image: service as a container (pulled from a registry, pushed to the platform's) and builds its build: service's Dockerfile; it reaches running and both answer", async () => {
+    const open = await startTestRegistry(undefined, undefined, { open: true });
+    const webPage = 'a stack service built from its Dockerfile\n';
+    const source = localRepo({
+      'compose.yaml': [
+        'services:',
+        '  hello:',
+        `    image: ${pushTestImage(open)}`,
+        '    ports: ["8080"]',
+        '  web:',
+        '    build: ./web',
+        '    ports: ["8080"]',
+        '',
+      ].join('\n'),
+      'web/www/index.html': webPage,
+    });
+    try {
+      addBusybox(path.join(source.dir, 'web'));
+      source.commit({ 'web/Dockerfile': busyboxDockerfile() });
+      const created = (
+        await api
+          .post('/api/v1/stacks')
+          .set(auth)
+          .send({ name: 'imaged-stack', resource_id: resource, repository_url: source.url, branch: 'main' })
+          .expect(201)
+      ).body;
+      const stack = await eventually(
+        async () => {
+          const s = (await api.get(`/api/v1/stacks/${created.uuid}`).set(auth).expect(200)).body;
+          return s.latest_deployment && ['completed', 'failed'].includes(s.latest_deployment.state) ? s : undefined;
+        },
+        { what: 'the stack deployed', timeoutMs: 180_000 },
+      );
+      expect(stack.latest_deployment).toMatchObject({ state: 'completed', validation_errors: {} });
+      expect(stack.state).toBe('running');
+      const platform = platformRegistry();
+      for (const [name, page] of [
+        ['hello', TEST_IMAGE_PAGE],
+        ['web', webPage],
+      ] as const) {
+        const service = stack.services.find((s: any) => s.compose_service_name === name);
+        const app = (await api.get(`/api/v1/apps/${service.item_uuid}`).set(auth).expect(200)).body;
+        await eventually(async () => (await berth.viaPublicUrl(app.public_url)).text === page, {
+          what: `the stack's ${name} service answering`,
+          timeoutMs: 60_000,
+        });
+        // each runs as a container of its image, from the platform registry
+        expect(containersOf(app.uuid)).toEqual([
+          expect.stringMatching(new RegExp(` ${platform.host}/berth/${app.uuid}@sha256:[0-9a-f]{64}$`)),
+        ]);
+      }
+    } finally {
+      source.dispose();
+      await open.stop();
+    }
+  });
+
   it('stopping Berth leaves no container running and nothing mounted under its data directory', async () => {
     const apps = (await api.get('/api/v1/apps').set(auth).expect(200)).body;
     expect(apps.flatMap((a: any) => containersOf(a.uuid)).length).toBeGreaterThan(0);
@@ -291,6 +447,9 @@ describeImages('container_registry apps on the local driver (podman)', () => {
       .split('\n')
       .filter((l) => l.includes(`${dataDir}/`));
     expect(mounts).toEqual([]);
-    expect(execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' })).not.toContain(confDir);
+    const processes = execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' });
+    expect(processes).not.toContain(confDir);
+    // the embedded platform registry ends with Berth
+    expect(processes).not.toContain(path.join(dataDir, 'local', 'registry'));
   });
 });

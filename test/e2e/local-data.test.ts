@@ -154,7 +154,8 @@ describe('issue 14 on the local driver', () => {
 
   it('a stack service the local driver cannot run is a validation error that names it', async () => {
     const source = repo({
-      'compose.yaml': 'services:\n  proxy:\n    image: nginx:1.27\n  db:\n    image: postgres:16\n',
+      'compose.yaml':
+        'services:\n  files:\n    build: ./files\n    volumes: [uploads:/data]\n  db:\n    image: postgres:16\nvolumes:\n  uploads: {}\n',
     });
     const created = (
       await api
@@ -172,9 +173,7 @@ describe('issue 14 on the local driver', () => {
     );
     expect(stack.latest_deployment.state).toBe('failed');
     expect(stack.latest_deployment.validation_errors).toEqual({
-      services: [
-        expect.stringMatching(/^proxy: image "nginx:1\.27" is not a managed database or cache image .*build:/),
-      ],
+      services: [expect.stringMatching(/^files: the named volumes "uploads" cannot be mounted/)],
     });
     expect(stack.services).toEqual([]);
   });

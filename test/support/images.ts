@@ -37,10 +37,11 @@ export interface TestRegistry {
   stop(): Promise<void>;
 }
 
-/** A registry on a free loopback port that wants `username`/`password` (htpasswd, bcrypt). */
+/** A registry on a free loopback port that wants `username`/`password` (htpasswd, bcrypt); `open`: no login at all. */
 export async function startTestRegistry(
   username = 'pusher',
   password = `pw-${Math.random().toString(36).slice(2)}`,
+  options: { open?: boolean } = {},
 ): Promise<TestRegistry> {
   const dir = mkdtempSync(path.join(tmpdir(), 'berth-registry-'));
   const port = await freePort();
@@ -57,10 +58,9 @@ export async function startTestRegistry(
       `    rootdirectory: ${path.join(dir, 'data')}`,
       'http:',
       `  addr: 127.0.0.1:${port}`,
-      'auth:',
-      '  htpasswd:',
-      '    realm: berth-test',
-      `    path: ${path.join(dir, 'htpasswd')}`,
+      ...(options.open
+        ? []
+        : ['auth:', '  htpasswd:', '    realm: berth-test', `    path: ${path.join(dir, 'htpasswd')}`]),
       '',
     ].join('\n'),
   );
@@ -71,7 +71,7 @@ export async function startTestRegistry(
       (r) => r.status,
       () => 0,
     );
-    if (status === 401) break;
+    if (status === (options.open ? 200 : 401)) break;
     if (i > 100 || proc.exitCode !== null) throw new Error(`the test registry did not start on ${host}`);
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -139,5 +139,35 @@ export function pushTestImage(registry: TestRegistry, repo = 'acme/hello:1'): st
     return ref;
   } finally {
     rmSync(context, { recursive: true, force: true });
+  }
+}
+
+/**
+ * A Dockerfile the tests build here (no public registry): FROM scratch, the folders a
+ * root file system has (`base/`, as a base image has them: a RUN step's runtime mounts
+ * /proc, /dev, /sys and /run there), Debian's static busybox copied in from the context
+ * (the file `busybox`), its applets installed by a RUN step, then `runs` (shell RUN
+ * steps), serving `www/` over HTTP on PORT (or, with ALLOC_MB set, allocating that many MiB).
+ */
+export function busyboxDockerfile(runs: string[] = []): string {
+  return [
+    'FROM scratch',
+    'COPY base /',
+    'COPY busybox /bin/busybox',
+    'RUN ["/bin/busybox", "--install", "-s", "/bin"]',
+    ...runs.map((r) => `RUN ${r}`),
+    'COPY www /www',
+    // with ALLOC_MB set it allocates that much instead (an app over its memory quota)
+    'CMD ["/bin/sh", "-c", "if [ -n \\"$ALLOC_MB\\" ]; then exec dd if=/dev/zero of=/dev/null bs=${ALLOC_MB}M count=1; fi; exec httpd -f -p $PORT -h /www"]',
+    '',
+  ].join('\n');
+}
+
+/** Puts Debian's static busybox (the file `busybox`) and the root folders (`base/`) into a working copy, for busyboxDockerfile. */
+export function addBusybox(dir: string): void {
+  execFileSync('cp', [BUSYBOX, path.join(dir, 'busybox')]);
+  for (const sub of ['bin', 'dev', 'etc', 'proc', 'run', 'sys', 'tmp']) {
+    mkdirSync(path.join(dir, 'base', sub), { recursive: true });
+    writeFileSync(path.join(dir, 'base', sub, '.keep'), '');
   }
 }

@@ -553,7 +553,7 @@ describe('local builder: private https repositories and limits', () => {
 });
 
 describe('local builder: what it refuses', () => {
-  it('registry images run where podman does (else the missing packages are the reason); Dockerfiles are refused; git commits and local releases are not', () => {
+  it('registry images and Dockerfiles are built where podman runs (else the missing packages are the reason); git commits and local releases are not', () => {
     const noPodman = imageRuntimeRefusal((file) => file !== PODMAN, true);
     expect(noPodman).toMatch(/lacks Debian's podman package: install it as root/);
     expect(imageRuntimeRefusal(() => true, true)).toBeNull();
@@ -564,9 +564,13 @@ describe('local builder: what it refuses', () => {
     expect(
       localBuildRefusal({ method: 'container_registry', image: 'nginx:1', commitSha: null }, 'auto', null),
     ).toBeNull();
-    expect(localBuildRefusal({ method: 'github', image: null, commitSha: 'a'.repeat(40) }, 'dockerfile', null)).toMatch(
-      /builds no Dockerfiles/,
-    );
+    // Dockerfiles are built with podman: refused with the same reason where it is missing
+    expect(
+      localBuildRefusal({ method: 'github', image: null, commitSha: 'a'.repeat(40) }, 'dockerfile', null),
+    ).toBeNull();
+    expect(
+      localBuildRefusal({ method: 'github', image: null, commitSha: 'a'.repeat(40) }, 'dockerfile', noPodman),
+    ).toBe(noPodman);
     expect(localBuildRefusal({ method: 'parent_image', image: 'nginx:1', commitSha: null }, 'auto', null)).toMatch(
       /runs no container images/,
     );

@@ -13,6 +13,7 @@ import {
   pinnedImage,
   qualifiedImage,
 } from '../../activities/provider/local/images/reference';
+import { loadConfig } from '../../platform/config';
 import { localLayout } from '../../platform/local-layout';
 
 const DIGEST = `sha256:${'ab'.repeat(32)}`;
@@ -111,5 +112,22 @@ describe('podman run of a replica', () => {
     const auth = { hostname: null, username: 'bot', token: 'tok-123' };
     const b64 = Buffer.from('bot:tok-123').toString('base64');
     expect(withoutSecret(`denied for tok-123 (${b64})`, auth)).toBe('denied for *** (***)');
+  });
+});
+
+describe('BERTH_REGISTRY', () => {
+  it('is the embedded registry by default, off, or an operator registry with its login', () => {
+    expect(loadConfig({}).registry).toEqual({ kind: 'embedded' });
+    expect(loadConfig({ BERTH_REGISTRY: 'off' }).registry).toEqual({ kind: 'off' });
+    expect(
+      loadConfig({
+        BERTH_REGISTRY: 'registry.example.com:5000',
+        BERTH_REGISTRY_USERNAME: 'ci',
+        BERTH_REGISTRY_PASSWORD: 'pw',
+      }).registry,
+    ).toEqual({ kind: 'external', host: 'registry.example.com:5000', username: 'ci', password: 'pw' });
+    expect(() => loadConfig({ BERTH_REGISTRY: 'https://registry.example.com/x' })).toThrow(
+      /BERTH_REGISTRY: "https:\/\/registry.example.com\/x" is not embedded, off, or a registry's host\[:port\]/,
+    );
   });
 });

@@ -9,10 +9,10 @@ describe('local stacks: what the local driver refuses at validation', () => {
     const m = manifestOf(
       'services:\n  web:\n    build: ./web\n  db:\n    image: postgres:16\n    volumes: [pgdata:/var/lib/postgresql/data]\n  cache:\n    image: redis:7\nvolumes:\n  pgdata: {}\n',
     );
-    expect(localStackRefusals(m, everythingInstalled)).toEqual([]);
+    expect(localStackRefusals(m, everythingInstalled, null)).toEqual([]);
   });
 
-  it('an image that is no managed kind, a Dockerfile, a context outside the repository and a volume on a built service are each named', () => {
+  it('where images do not run: an image that is no managed kind and a Dockerfile are refused with the reason; a context outside the repository and a volume on a service are each named', () => {
     const m = manifestOf(
       [
         'services:',
@@ -23,13 +23,15 @@ describe('local stacks: what the local driver refuses at validation', () => {
         'volumes:\n  uploads: {}',
       ].join('\n'),
     );
-    expect(localStackRefusals(m, everythingInstalled)).toEqual([
-      expect.stringMatching(
-        /^proxy: image "nginx:1\.27" is not a managed database or cache image .* services built from the repository \(build:\)/,
-      ),
-      expect.stringMatching(
-        /^api: build\.dockerfile "Dockerfile\.prod" cannot be built: the local driver builds no Dockerfiles/,
-      ),
+    const noPodman = "this machine lacks Debian's podman package";
+    expect(localStackRefusals(m, everythingInstalled, noPodman)).toEqual([
+      `proxy: image "nginx:1.27" cannot run here: ${noPodman}`,
+      `api: build.dockerfile "Dockerfile.prod" cannot be built here: ${noPodman}`,
+      'up: the build context "../elsewhere" must not contain .. segments',
+      expect.stringMatching(/^files: the named volumes "uploads" cannot be mounted/),
+    ]);
+    // where podman runs, the image service and the Dockerfile run
+    expect(localStackRefusals(m, everythingInstalled, null)).toEqual([
       'up: the build context "../elsewhere" must not contain .. segments',
       expect.stringMatching(/^files: the named volumes "uploads" cannot be mounted/),
     ]);
@@ -37,8 +39,8 @@ describe('local stacks: what the local driver refuses at validation', () => {
 
   it('an add-on whose server is not installed is refused with what to install', () => {
     const m = manifestOf('services:\n  web:\n    build: .\n  cache:\n    image: valkey/valkey:8\n');
-    expect(localStackRefusals(m, (engine) => (engine === 'valkey' ? 'valkey needs valkey-server' : null))).toEqual([
-      'cache: valkey needs valkey-server',
-    ]);
+    expect(
+      localStackRefusals(m, (engine) => (engine === 'valkey' ? 'valkey needs valkey-server' : null), null),
+    ).toEqual(['cache: valkey needs valkey-server']);
   });
 });

@@ -13,8 +13,8 @@ export interface ReleaseManifest {
   commitSha: string | null;
   /** `process`: run `web` in the release directory; `static`: the ingress serves `staticRoot`; `image`: run `image` with podman. */
   kind: 'process' | 'static' | 'image';
-  /** Which detection won: a Procfile, Node, Python or a static folder; or a registry image. */
-  stack: 'procfile' | 'node' | 'python' | 'static' | 'image';
+  /** Which detection won: a Procfile, Node, Python or a static folder; or a registry image, or a Dockerfile built here. */
+  stack: 'procfile' | 'node' | 'python' | 'static' | 'image' | 'dockerfile';
   /** For image releases: the image pinned to its digest (`registry/path@sha256:...`). */
   image?: string | null;
   /** The web command, run as `sh -c <web>` in the release directory with PORT set. */
@@ -33,6 +33,14 @@ export interface BuildSource {
   commitSha: string;
   /** The folder of the repository the release is made of (a stack service's build context); default: the whole tree. */
   context?: string;
+  /**
+   * A Dockerfile build: the Dockerfile's path in the context ('' or absent name: Dockerfile,
+   * else Containerfile, at the context's root); null or absent: the builder detects how the
+   * source runs (Procfile, Node, Python, static).
+   */
+  dockerfile?: string | null;
+  /** Without `dockerfile`: a Dockerfile (or Containerfile) at the context's root is built if there is one (a stack's `build:`), else the source is detected. */
+  dockerfileIfPresent?: boolean;
   /** A stored credential for a private repository, opened for this build only. */
   credential?: { username: string; token: string } | null;
 }

@@ -23,6 +23,9 @@ import { createVpcGateways } from './vpc/gateways';
 import { appRunSpec } from '../../app-environment';
 import { IngressCertificates } from './ingress/tls/certificates';
 import { openLocalCa } from './ingress/tls/local-ca';
+import { podmanConfig } from './images/config';
+import { openPlatformRegistry } from './images/registry';
+import { imageRuntimeRefusal } from './images/runtime';
 
 export interface LocalProviderOptions {
   config: Config;
@@ -88,12 +91,18 @@ export async function startLocalProvider(options: LocalProviderOptions): Promise
       certificates: new IngressCertificates(dataSource, secretBox, ca),
     },
   });
+  const podman = imageRuntimeRefusal() ? null : podmanConfig(layout);
+  const registry = podman
+    ? await openPlatformRegistry(config.registry, path.join(layout.privateRoot, 'registry'), logger)
+    : { registry: null, summary: 'off (this machine runs no container images)' };
   const builder = createLocalBuilder({
     layout,
     isolation,
     logger,
     allowFileUrls: config.gitAllowFileUrls,
     gitCaFile: config.gitCaFile,
+    podman,
+    registry: registry.registry,
   });
   const apps = new LocalAppsDriver({
     dataSource,
@@ -105,6 +114,7 @@ export async function startLocalProvider(options: LocalProviderOptions): Promise
     events,
     logger,
     host: config.host,
+    registry: registry.registry,
   });
   const data = createLocalData({
     dataSource,
@@ -144,12 +154,22 @@ export async function startLocalProvider(options: LocalProviderOptions): Promise
     data,
     network: vpcs?.driver ?? refusingNetwork(vpcRefusal!),
     storage,
-    stacks: createLocalStacks({ dataSource, secretBox, builder, apps, data, logger }),
+    stacks: createLocalStacks({
+      dataSource,
+      secretBox,
+      builder,
+      apps,
+      data,
+      logger,
+      imagesRefusal: imageRuntimeRefusal(),
+      imageRelease: (appUuid, image) => apps.imageRelease(appUuid, image),
+    }),
     summary: [
       `Apps (local)     ${ingress.tlsUrl} and ${ingress.url}   (Host: <app name>.<region domain>; git push: <api>/git/<app name>.git)`,
       `Local CA         ${ca.rootPath}   (curl --cacert ${ca.rootPath} https://<app name>.<region domain>${config.publicHttpsPort === 443 ? '' : `:${config.publicHttpsPort}`}/)`,
       `Isolation        ${isolation.summary}`,
       `Network          ${network.summary}`,
+      `Image registry   ${registry.summary}`,
       `App files        ${layout.appsRoot}`,
       vpcs
         ? `VPCs             a router namespace per VPC (bvpc-${network.fabric!.tag}-…), its resolver dnsmasq at base+2; apps' replicas plugged into their subnets; WireGuard gateways on UDP ports of ${config.host}`
@@ -161,6 +181,7 @@ export async function startLocalProvider(options: LocalProviderOptions): Promise
       await data.close();
       await vpcs?.close();
       await network.fabric?.close();
+      await registry.registry?.close();
     },
   };
 }

@@ -10,6 +10,7 @@ import { clusterIdOf, generatePassword } from '../../data';
 import type { AppNetworkSpec, AppsDriver } from '../../../platform/drivers/apps';
 import type { DataDriver, DataEngine } from '../../../platform/drivers/data';
 import type { StacksDriver } from '../../../platform/drivers/stacks';
+import { parseReleaseImage } from '../../../platform/local-layout';
 import type { LocalBuilder } from './contracts';
 
 export interface LocalStacksDeps {
@@ -19,6 +20,10 @@ export interface LocalStacksDeps {
   apps: AppsDriver;
   data: DataDriver;
   logger: Logger;
+  /** Why container images do not run here (null: they do: `image:` services and Dockerfiles). */
+  imagesRefusal: string | null;
+  /** Pulls a registry image into a release of the app (the apps driver's imageRelease); answers its release image. */
+  imageRelease(appUuid: string, image: string): Promise<string>;
   /** How often a build, a database or a rollout is looked at while waiting (default 1 s). */
   pollMs?: number;
   /** How long a service may take to serve, or a database to become healthy (default 5 minutes). */
@@ -37,27 +42,24 @@ interface StackAddon {
 
 /**
  * What of a compose file the local driver cannot run for real, one message per problem:
- * a service that is neither built from the repository nor a managed database image, a
- * Dockerfile (no container runtime here), named volumes on a built service (nothing mounts
- * them into a process), an add-on whose server is not installed.
+ * where this machine runs no container images (`imagesRefusal`), an `image:` service that is
+ * no managed database image and a `build.dockerfile`; named volumes on a service (nothing
+ * mounts them into a stack service yet); an add-on whose server is not installed.
  */
-export function localStackRefusals(manifest: Manifest, supports: (engine: DataEngine) => string | null): string[] {
+export function localStackRefusals(
+  manifest: Manifest,
+  supports: (engine: DataEngine) => string | null,
+  imagesRefusal: string | null,
+): string[] {
   const out: string[] = [];
   for (const s of manifest.services) {
     if (!s.build) {
-      out.push(
-        `${s.name}: image "${s.image}" is not a managed database or cache image (postgres, mysql/mariadb, valkey/redis); ` +
-          'the local driver runs only services built from the repository (build:) and managed add-ons',
-      );
-      continue;
-    }
-    const problem = composePathProblem(s.build.context);
-    if (problem) out.push(`${s.name}: the build context "${s.build.context}" ${problem}`);
-    if (s.build.dockerfile) {
-      out.push(
-        `${s.name}: build.dockerfile "${s.build.dockerfile}" cannot be built: the local driver builds no Dockerfiles; ` +
-          'remove it to have the context built as a Procfile, Node, Python or static app',
-      );
+      if (imagesRefusal) out.push(`${s.name}: image "${s.image}" cannot run here: ${imagesRefusal}`);
+    } else {
+      const problem = composePathProblem(s.build.context);
+      if (problem) out.push(`${s.name}: the build context "${s.build.context}" ${problem}`);
+      if (s.build.dockerfile && imagesRefusal)
+        out.push(`${s.name}: build.dockerfile "${s.build.dockerfile}" cannot be built here: ${imagesRefusal}`);
     }
     if (s.volumes.length > 0) {
       out.push(
@@ -254,7 +256,7 @@ export function createLocalStacks(deps: LocalStacksDeps): StacksDriver {
     });
 
   return {
-    refusals: (manifest) => localStackRefusals(manifest, (engine) => data.supports(engine)),
+    refusals: (manifest) => localStackRefusals(manifest, (engine) => data.supports(engine), deps.imagesRefusal),
 
     async buildImage(itemUuid, spec) {
       await provisionApp(itemUuid, itemUuid, [], 0.5, 512 * 2 ** 20, 0);
@@ -262,7 +264,14 @@ export function createLocalStacks(deps: LocalStacksDeps): StacksDriver {
       await builder.start({
         appUuid: itemUuid,
         deploymentUuid,
-        source: { repository: spec.repository, commitSha: spec.commitSha, context: spec.context },
+        source: {
+          repository: spec.repository,
+          commitSha: spec.commitSha,
+          context: spec.context,
+          // compose builds the context's Dockerfile; without one the context is detected (Procfile, Node, ...)
+          dockerfile: deps.imagesRefusal ? null : spec.dockerfile,
+          dockerfileIfPresent: !deps.imagesRefusal,
+        },
       });
       for (;;) {
         const s = await builder.status(deploymentUuid);
@@ -282,7 +291,9 @@ export function createLocalStacks(deps: LocalStacksDeps): StacksDriver {
       const { env, clusters } = await addonEnvironment(itemUuid);
       await provisionApp(itemUuid, spec.name, spec.ports, spec.cpuSize, spec.ramSize, spec.diskSize);
       const network = await serviceNetwork(itemUuid, clusters);
-      await apps.rollout(itemUuid, spec.image, {
+      // an `image:` service: the registry image becomes a release of its app (a built one is one already)
+      const image = parseReleaseImage(spec.image) ? spec.image : await deps.imageRelease(itemUuid, spec.image);
+      await apps.rollout(itemUuid, image, {
         env,
         internalPort: spec.ports[0] ?? 8080,
         cpuSize: spec.cpuSize,

@@ -41,6 +41,8 @@ export interface AppsContext {
   timing: SupervisorTiming;
   /** Podman as Berth runs it (image releases); null where images do not run. */
   podman: PodmanConfig | null;
+  /** Prunes the app's old image releases and their images (in the background), after a rollout took over; absent: nothing to prune. */
+  pruneImages?: (appUuid: string) => void;
   /** The app's runtime in this process (created empty on first use). */
   runtime(appUuid: string): AppRuntime;
 }

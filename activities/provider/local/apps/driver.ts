@@ -1,4 +1,4 @@
-import { rm } from 'node:fs/promises';
+import { readdir, rm } from 'node:fs/promises';
 import { ApplicationFailure } from '@temporalio/common';
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
@@ -16,8 +16,12 @@ import type {
 import type { JobRequest, JobRun } from '../../../../platform/drivers/data';
 import { localBuildRefusal } from '../builds/refusal';
 import { ensurePodmanConfig, podmanConfig } from '../images/config';
+import { buildSpace } from '../images/build-space';
+import { removeContainerParents } from '../images/cgroups';
 import { removeAppContainers } from '../images/container-run';
+import { pruneImageReleases, removeUnusedImages } from '../images/prune';
 import { ImagePulls } from '../images/pulls';
+import type { PlatformRegistry } from '../images/registry';
 import { imageRuntimeRefusal } from '../images/runtime';
 import type { AppEventSink, IngressRoutes, LocalBuilder } from '../contracts';
 import { groupProcesses, removeLimits, type Isolation } from '../sandbox/isolation';
@@ -51,6 +55,8 @@ export interface LocalAppsDriverDeps {
   copyTool?: string;
   /** Why container images do not run here (default: imageRuntimeRefusal(), the missing packages); null: they do. */
   imagesRefusal?: string | null;
+  /** The platform registry pulled images are pushed to (and run from); absent or null: none. */
+  registry?: PlatformRegistry | null;
 }
 
 /**
@@ -90,8 +96,27 @@ export class LocalAppsDriver implements AppsDriver {
       podman,
     };
     this.pulls = podman
-      ? new ImagePulls({ layout: deps.layout, isolation: deps.isolation, podman, store: this.store })
+      ? new ImagePulls({
+          layout: deps.layout,
+          isolation: deps.isolation,
+          podman,
+          store: this.store,
+          registry: deps.registry ?? null,
+        })
       : null;
+    if (podman) {
+      const prune = { layout: deps.layout, isolation: deps.isolation, podman, registry: deps.registry ?? null };
+      this.ctx.pruneImages = (appUuid) => {
+        void (async () => {
+          const row = await this.store.get(appUuid);
+          const inUse = [row?.release_id, row?.pending_release_id].filter((r): r is string => Boolean(r));
+          const pruned = await pruneImageReleases(prune, appUuid, inUse);
+          if (pruned.length > 0) this.ctx.log.berth(appUuid, `pruned old image releases: ${pruned.join(', ')}`);
+        })().catch((err: Error) =>
+          deps.logger.error({ appUuid, err: err.message }, 'local apps driver: could not prune image releases'),
+        );
+      };
+    }
     this.rollouts = new Rollouts(this.ctx);
     this.ports = new PublicPorts(this.ctx, deps.host);
     this.volumes = new VolumeCopies(this.ctx, deps.copyTool);
@@ -134,6 +159,18 @@ export class LocalAppsDriver implements AppsDriver {
   async close(): Promise<void> {
     await Promise.all([...this.runtimes.keys()].map((a) => this.halt(a, { ports: true })));
     await this.ctx.log.close();
+  }
+
+  /** The images the app's releases name. */
+  private async imagesOf(appUuid: string): Promise<string[]> {
+    const dir = `${this.deps.layout.appDir(appUuid)}/releases`;
+    const names = (await readdir(dir).catch(() => [] as string[])).filter((n) => n.endsWith('.json'));
+    const images: string[] = [];
+    for (const name of names) {
+      const m = await this.deps.builder.manifest(appUuid, name.slice(0, -'.json'.length)).catch(() => null);
+      if (m?.kind === 'image' && m.image) images.push(m.image);
+    }
+    return images;
   }
 
   /** Whether the app's release (or the one it rolls out) is an image. */
@@ -293,6 +330,7 @@ export class LocalAppsDriver implements AppsDriver {
         repository: request.repository!,
         commitSha: request.commitSha!,
         credential: request.credential ?? null,
+        dockerfile: request.builder === 'dockerfile' ? '' : null,
       },
     });
   }
@@ -328,6 +366,21 @@ export class LocalAppsDriver implements AppsDriver {
         ? parsed.releaseId
         : await this.deps.builder.copyRelease(parsed.appUuid, parsed.releaseId, appUuid);
     await this.rollouts.request(appUuid, releaseId, spec);
+  }
+
+  /**
+   * Pulls a registry image (no login: a stack's `image:` service) and makes it a release of
+   * the app; answers the release's image (`local-release:...`) for `rollout`. What it does
+   * goes to the app's log.
+   */
+  async imageRelease(appUuid: string, image: string): Promise<string> {
+    await this.require(appUuid);
+    if (!this.pulls) throw ApplicationFailure.nonRetryable(this.imagesRefusal!, 'LocalImageRefused');
+    const outcome = await this.pulls.release({ appUuid, image, auth: null }, (line) =>
+      this.ctx.log.berth(appUuid, line),
+    );
+    if ('reason' in outcome) throw ApplicationFailure.nonRetryable(outcome.reason, 'LocalImagePullFailed');
+    return outcome.image;
   }
 
   async currentImage(appUuid: string): Promise<string | null> {
@@ -383,11 +436,30 @@ export class LocalAppsDriver implements AppsDriver {
     this.deps.ingress.remove(appUuid);
     await this.killLeftovers(appUuid);
     await this.ctx.log.close(appUuid);
+    const images = this.ctx.podman ? await this.imagesOf(appUuid) : [];
     await rm(this.deps.layout.appDir(appUuid), { recursive: true, force: true });
+    // its Dockerfile builds' cache and storage
+    await rm(buildSpace(this.deps.layout, appUuid).dir, { recursive: true, force: true });
+    if (this.ctx.podman && images.length > 0)
+      await removeUnusedImages(
+        {
+          layout: this.deps.layout,
+          isolation: this.deps.isolation,
+          podman: this.ctx.podman,
+          registry: this.deps.registry ?? null,
+        },
+        images,
+      ).catch((err: Error) =>
+        this.deps.logger.error(
+          { appUuid, err: err.message },
+          "local apps driver: could not remove a deleted app's images",
+        ),
+      );
     await rm(this.deps.layout.volumeDir(appUuid), { recursive: true, force: true });
     for (const file of [this.deps.layout.appLogFile(appUuid), `${this.deps.layout.appLogFile(appUuid)}.1`])
       await rm(file, { force: true });
     removeLimits(this.deps.isolation, { kind: 'app', id: appUuid });
+    removeContainerParents(this.deps.isolation, { kind: 'app', id: appUuid });
     await this.store.remove(appUuid);
   }
 }

@@ -105,6 +105,7 @@ export class Rollouts {
       pending_run_sealed: null,
       rollout_failure: null,
     });
+    this.ctx.pruneImages?.(appUuid);
   }
 
   private async fail(appUuid: string, releaseId: string | null, reason: string): Promise<void> {

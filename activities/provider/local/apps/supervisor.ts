@@ -68,6 +68,8 @@ export interface ReleaseRun {
 export interface ContainerReplicas {
   /** One start of replica `index`: the launcher's workload (a `podman run`) and how to remove its container. */
   replica(index: number): { workload: Workload; remove(): void };
+  /** Whether a container that ended killed (137) ran out of the app's memory (asked once per such end). */
+  outOfMemory(): boolean;
 }
 
 /** What the supervisor reports to the driver (events only for the release that serves). */
@@ -379,7 +381,8 @@ export class ReleaseSupervisor {
 
   private exitCause(r: Replica, code: number | null, signal: NodeJS.Signals | null): string {
     const kills = oomKills(this.deps.isolation, { kind: 'app', id: this.app });
-    if (kills > this.oomSeen) {
+    const containerOom = code === 137 && !r.killedFor && this.run.container?.outOfMemory();
+    if (kills > this.oomSeen || containerOom) {
       this.oomSeen = kills;
       return `was killed: exceeded its ram quota of ${Math.round(this.run.limits.memoryBytes / 2 ** 20)} MiB`;
     }

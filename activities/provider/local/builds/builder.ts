@@ -1,5 +1,5 @@
 import { appendFileSync, existsSync, mkdirSync } from 'node:fs';
-import { lstat, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { chown, lstat, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
 import type { Logger } from 'pino';
@@ -20,10 +20,27 @@ import {
   type StepResult,
 } from './steps';
 import type { BuildSource, LocalBuilder, ReleaseManifest } from '../contracts';
-import { groupProcesses, removeLimits, type Isolation, type SandboxOwner } from '../sandbox/isolation';
+import {
+  applyLimits,
+  groupProcesses,
+  oomKills,
+  removeLimits,
+  type Isolation,
+  type SandboxOwner,
+} from '../sandbox/isolation';
 import { SYSTEM_PATH, type Launched, type Workload } from '../sandbox/launcher';
 import type { NetworkMember } from '../network/fabric';
 import { copyReleaseTo } from './release-copy';
+import { buildSpace, clearBuild, ensureBuildSpace, type BuildSpace } from '../images/build-space';
+import { holdUserNamespace, inUserNamespace } from '../images/build-userns';
+import type { PodmanConfig } from '../images/config';
+import { dockerfileBuildArgv, pruneBuildCacheArgv, saveImageArgv } from '../images/dockerfile';
+import { podmanReason, runPodman } from '../images/podman';
+import { publishImage } from '../images/publish';
+import { parseImageReference, pinnedImage } from '../images/reference';
+import type { PlatformRegistry } from '../images/registry';
+import { PODMAN } from '../images/runtime';
+import { findDockerfile, hasDockerfile } from './detect';
 
 export interface LocalBuilderOptions {
   layout: LocalLayout;
@@ -36,6 +53,10 @@ export interface LocalBuilderOptions {
   timeoutMs?: number;
   /** Memory of the build's cgroup (default 2 GiB: the app's quota is not known here). */
   buildMemoryBytes?: number;
+  /** Podman with Berth's configuration, where this machine runs images (Dockerfile builds); null: it does not. */
+  podman?: PodmanConfig | null;
+  /** The platform registry built images are pushed to (and run from); null: they run from podman's storage. */
+  registry?: PlatformRegistry | null;
 }
 
 export const INTERRUPTED = 'the build was interrupted (Berth restarted); deploy again';
@@ -177,6 +198,7 @@ export class LocalReleaseBuilder implements LocalBuilder {
     if (record.releaseId)
       await rm(this.layout.releaseDir(record.appUuid, record.releaseId), { recursive: true, force: true });
     await rm(scratchRepo(this.layout, record.deploymentUuid), { recursive: true, force: true });
+    await clearBuild(buildSpace(this.layout, record.appUuid), record.deploymentUuid);
   }
 
   async manifest(appUuid: string, releaseId: string): Promise<ReleaseManifest | null> {
@@ -282,12 +304,17 @@ export class LocalReleaseBuilder implements LocalBuilder {
       writeBuildRecord(this.layout, record);
       await this.fetch(build, work, releaseDir);
       await this.narrow(build, releaseDir);
-      const detection = detect(releaseDir);
-      for (const note of detection.notes) this.log(build, note);
-      if ('reason' in detection) throw new BuildFailed(detection.reason);
-      await this.fence(build, releaseDir);
-      for (const step of detection.plan.steps) await this.userStep(build, group, releaseDir, step.argv);
-      await this.writeManifest(record, releaseId, detection.plan);
+      const { dockerfile, dockerfileIfPresent } = build.source;
+      if ((dockerfile !== undefined && dockerfile !== null) || (dockerfileIfPresent && hasDockerfile(releaseDir))) {
+        await this.buildImage(build, group, releaseId, releaseDir);
+      } else {
+        const detection = detect(releaseDir);
+        for (const note of detection.notes) this.log(build, note);
+        if ('reason' in detection) throw new BuildFailed(detection.reason);
+        await this.fence(build, releaseDir);
+        for (const step of detection.plan.steps) await this.userStep(build, group, releaseDir, step.argv);
+        await this.writeManifest(record, releaseId, detection.plan);
+      }
       if (build.cancelled) throw new BuildFailed('stopped');
       outcome = { status: 'succeeded', reason: null, releaseId };
     } catch (err) {
@@ -342,9 +369,9 @@ export class LocalReleaseBuilder implements LocalBuilder {
     };
     const r: StepResult = await runStep(this.options.isolation, step, { log, onSpawn });
     build.child = null;
-    // git's last word says why (not found, authentication failed); a build tool's is in the log above
-    if (r.code !== 0)
-      throw new BuildFailed(describeExit([what], r) + (argv[0] === 'git' && last ? `: ${last.slice(0, 300)}` : ''));
+    // git's and podman's last word says why (not found, authentication failed, the failed step); a build tool's is in the log above
+    const says = (argv[0] === 'git' || argv[0] === PODMAN) && last;
+    if (r.code !== 0) throw new BuildFailed(describeExit([what], r) + (says ? `: ${last.slice(0, 300)}` : ''));
   }
 
   /** Fetches exactly the commit (shallow; every branch when the server refuses a commit by id) and checks its tree out, without .git. */
@@ -467,6 +494,134 @@ export class LocalReleaseBuilder implements LocalBuilder {
       cwd: releaseDir,
       env,
     });
+  }
+
+  /**
+   * A Dockerfile build (builder dockerfile, a stack's build.dockerfile): `podman build` of the
+   * checked-out tree as root of a user namespace of the app's own (images/build-space.ts:
+   * no real root anywhere in the build), in the build's network namespace and cgroup (its
+   * limits hold podman and the RUN steps alike), its output in the build log. Berth's podman
+   * loads the image; the release is its manifest, naming the image pinned to its digest (the
+   * folder stays empty: the tree is in the image).
+   */
+  private async buildImage(build: Running, owner: SandboxOwner, releaseId: string, releaseDir: string): Promise<void> {
+    const { podman, isolation: iso } = this.options;
+    const { appUuid, deploymentUuid } = build.record;
+    if (!podman || !iso.uidSwitch)
+      throw new BuildFailed('this machine runs no container images: a Dockerfile cannot be built here');
+    const found = findDockerfile(releaseDir, build.source.dockerfile ?? '');
+    if ('reason' in found) throw new BuildFailed(found.reason);
+    const memoryBytes = this.options.buildMemoryBytes ?? DEFAULT_BUILD_MEMORY;
+    applyLimits(iso, owner, { memoryBytes, cpus: 2 });
+    const space = buildSpace(this.layout, appUuid);
+    await ensureBuildSpace(space);
+    try {
+      await this.buildInSpace(build, owner, releaseId, releaseDir, found.file, space);
+    } finally {
+      await clearBuild(space, deploymentUuid);
+    }
+  }
+
+  /** buildImage's work in the app's build space (which it clears afterwards). */
+  private async buildInSpace(
+    build: Running,
+    owner: SandboxOwner,
+    releaseId: string,
+    releaseDir: string,
+    dockerfile: string,
+    space: BuildSpace,
+  ): Promise<void> {
+    const { podman, isolation: iso } = this.options;
+    const { appUuid, deploymentUuid } = build.record;
+    const memoryBytes = this.options.buildMemoryBytes ?? DEFAULT_BUILD_MEMORY;
+    const context = space.context(deploymentUuid);
+    const archive = space.archive(deploymentUuid);
+    await clearBuild(space, deploymentUuid);
+    await rename(releaseDir, context);
+    await mkdir(releaseDir, { recursive: true, mode: 0o750 });
+    const ids = `${space.idBase}:${space.idBase}`;
+    await this.step(build, { sandbox: null, command: ['chown', '-R', ids, context], env: { PATH: SYSTEM_PATH } });
+    const tag = `localhost/berth/${appUuid}:${releaseId.toLowerCase()}`;
+    const authFile = path.join(space.env.HOME!, 'auth.json');
+    await writeFile(authFile, JSON.stringify({ auths: {} }), { mode: 0o600 });
+    await chown(authFile, space.idBase, space.idBase);
+    const { pid, holder } = await holdUserNamespace(iso, owner, space.idBase);
+    const asBuildRoot = (command: string[]) => inUserNamespace(iso, owner, pid, command);
+    try {
+      this.log(build, `$ podman build --file ${dockerfile} .`);
+      const argv = dockerfileBuildArgv({
+        context,
+        dockerfile: path.join(context, dockerfile),
+        tag,
+        dns: iso.network?.gateway,
+        authFile,
+      });
+      try {
+        await this.step(
+          build,
+          {
+            sandbox: null,
+            network: { name: `build-${deploymentUuid}`, member: BUILD_MEMBER, ephemeral: true },
+            command: asBuildRoot(argv),
+            cwd: context,
+            env: space.env,
+          },
+          'podman build',
+        );
+      } catch (err) {
+        if (err instanceof BuildFailed && !build.cancelled && !build.timedOut && oomKills(iso, owner) > 0)
+          throw new BuildFailed(
+            `the build ran out of memory (its limit is ${Math.round(memoryBytes / 2 ** 20)} MiB): the kernel killed a process of the build`,
+          );
+        throw err;
+      }
+      await this.step(
+        build,
+        { sandbox: null, command: asBuildRoot(saveImageArgv(tag, archive)), env: space.env },
+        'podman save',
+      );
+      // the app's build cache keeps a week of layers
+      await this.step(
+        build,
+        { sandbox: null, command: asBuildRoot(pruneBuildCacheArgv()), env: space.env },
+        'podman image prune',
+      ).catch((err: Error) => this.log(build, `the build cache was not pruned: ${err.message}`));
+    } finally {
+      holder.kill('SIGKILL');
+    }
+    const loaded = await runPodman(iso, podman!, ['load', '--quiet', '--input', archive]);
+    if (loaded.code !== 0) throw new BuildFailed(`could not load the built image: ${podmanReason(loaded)}`);
+    const inspected = await runPodman(iso, podman!, ['image', 'inspect', '--format', '{{.Digest}}', tag]);
+    const digest = inspected.stdout.trim();
+    if (inspected.code !== 0 || !digest)
+      throw new BuildFailed(`built ${tag}, but could not read its digest: ${podmanReason(inspected)}`);
+    let image = pinnedImage(parseImageReference(tag), digest);
+    if (this.options.registry) {
+      const published = await publishImage(iso, podman!, this.options.registry, {
+        from: image,
+        appUuid,
+        tag: releaseId.toLowerCase(),
+        onLine: (line) => this.log(build, line),
+      });
+      if (!published.ok) throw new BuildFailed(published.reason);
+      image = published.image;
+    }
+    const manifest: ReleaseManifest = {
+      releaseId,
+      appUuid,
+      commitSha: build.record.commitSha,
+      kind: 'image',
+      stack: 'dockerfile',
+      web: null,
+      staticRoot: null,
+      path: [],
+      image,
+      builtAt: new Date().toISOString(),
+    };
+    await writeFile(this.layout.releaseManifest(appUuid, releaseId), JSON.stringify(manifest, null, 2), {
+      mode: 0o640,
+    });
+    this.log(build, `release ${releaseId} runs ${image}`);
   }
 
   private async writeManifest(record: BuildRecord, releaseId: string, plan: BuildPlan): Promise<void> {

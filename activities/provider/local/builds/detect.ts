@@ -1,3 +1,4 @@
+import { DOCKERFILE_NAMES } from '../images/dockerfile';
 import { lstatSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { ReleaseManifest } from '../contracts';
@@ -145,4 +146,24 @@ export function detect(dir: string): Detection {
     return { plan: { stack: 'static', kind: 'static', web: null, staticRoot, path: [], steps: [] }, notes };
   }
   return { reason: NOTHING_DETECTED, notes };
+}
+
+/** Whether the tree has a Dockerfile or Containerfile at its root (a plain file). */
+export const hasDockerfile = (dir: string): boolean => DOCKERFILE_NAMES.some((name) => plain(dir, name));
+
+/**
+ * The Dockerfile of a Dockerfile build, relative to the context: the one named (a plain file
+ * of the tree: no link, nothing outside), else `Dockerfile` or `Containerfile` at the root.
+ */
+export function findDockerfile(dir: string, named: string): { file: string } | { reason: string } {
+  if (named) {
+    const rel = path.posix.normalize(named);
+    if (path.posix.isAbsolute(rel) || rel.split('/').includes('..'))
+      return { reason: `the Dockerfile "${named}" is outside the build context` };
+    return plain(dir, rel) ? { file: rel } : { reason: `the Dockerfile "${named}" is not a file of the commit` };
+  }
+  const file = DOCKERFILE_NAMES.find((name) => plain(dir, name));
+  return file
+    ? { file }
+    : { reason: `no ${DOCKERFILE_NAMES.join(' or ')} at the root of the commit (builder dockerfile)` };
 }

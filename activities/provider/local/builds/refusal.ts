@@ -3,8 +3,9 @@ import type { BuildRequest } from '../../../../platform/drivers/apps';
 
 /**
  * Why the `local` driver cannot build or run what a deployment asks for, or null when it
- * can: it builds git commits into releases and pulls registry images with podman (refused
- * with `imagesRefusal`, the missing packages, when this machine has no podman).
+ * can: it builds git commits into releases (with podman for builder dockerfile) and pulls
+ * registry images with podman (both refused with `imagesRefusal`, the missing packages,
+ * when this machine has no podman).
  */
 export function localBuildRefusal(
   request: Pick<BuildRequest, 'method' | 'image' | 'commitSha'>,
@@ -12,9 +13,7 @@ export function localBuildRefusal(
   imagesRefusal: string | null,
 ): string | null {
   if (request.method === 'container_registry') return imagesRefusal;
-  if (builder === 'dockerfile') {
-    return 'the local driver builds no Dockerfiles (builder dockerfile); use builder auto (Procfile, Node, Python or a static site), or a driver that builds images (kubernetes, planned)';
-  }
+  if (builder === 'dockerfile' && imagesRefusal) return imagesRefusal;
   if (request.method === 'parent_image') {
     return request.image && parseReleaseImage(request.image)
       ? null

@@ -66,6 +66,20 @@ export function storageConf(dir: string): string {
   ].join('\n');
 }
 
+/**
+ * Image names as Docker reads them (the registries.conf of a Dockerfile build): a name
+ * without a registry (`FROM node:20`) is on Docker Hub; podman never asks which registry
+ * (it cannot, without a terminal) and never reads the machine's own registries.conf.
+ */
+export function registriesConf(): string {
+  return [
+    '# Written by Berth (activities/provider/local/images/config.ts).',
+    'unqualified-search-registries = ["docker.io"]',
+    'short-name-mode = "permissive"',
+    '',
+  ].join('\n');
+}
+
 /** Where podman's files are for this layout (pure). */
 export function podmanConfig(layout: LocalLayout): PodmanConfig {
   const dir = path.join(layout.privateRoot, 'podman');

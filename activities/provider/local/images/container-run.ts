@@ -1,3 +1,4 @@
+import path from 'node:path';
 import type { Isolation } from '../sandbox/isolation';
 import type { Workload } from '../sandbox/launcher';
 import type { PodmanConfig } from './config';
@@ -17,6 +18,12 @@ export interface ContainerRunSpec {
   /** The app's quota, as the container's own cgroup limits (podman's cgroupfs manager, under its libpod_parent). */
   memoryBytes: number;
   cpus: number;
+  /**
+   * The cgroup (from each controller's root) the container's own is made under: the app's,
+   * whose limit all its replicas share (as process replicas do) and whose peak usage tells an
+   * out-of-memory kill (cgroups.ts). Null: none (no cgroups here).
+   */
+  cgroupParent?: string | null;
   /** The host uid (= gid) the container's root is mapped to (the app's own); null: no user namespace (Berth not root). */
   uid: number | null;
   /** The workload's own network namespace (`--network ns:<path>`); absent: the network `podman run` itself is in (the launcher's namespace for the replica). */
@@ -33,6 +40,8 @@ export function containerRunArgv(spec: ContainerRunSpec): string[] {
   argv.push('--cgroup-manager', 'cgroupfs', '--log-driver', 'passthrough');
   const bytes = `${Math.max(6 * 2 ** 20, Math.floor(spec.memoryBytes))}b`;
   argv.push('--memory', bytes, '--memory-swap', bytes, '--cpus', String(spec.cpus));
+  // conmon stays in Berth's cgroup: the app's holds only the container
+  if (spec.cgroupParent) argv.push('--cgroups', 'no-conmon', '--cgroup-parent', spec.cgroupParent);
   if (spec.uid !== null) argv.push('--uidmap', `0:${spec.uid}:1`, '--gidmap', `0:${spec.uid}:1`);
   // host: the network podman itself runs in (the launcher starts it inside the workload's namespace)
   argv.push('--network', spec.netnsPath ? `ns:${spec.netnsPath}` : 'host');
@@ -78,7 +87,14 @@ export function containerWorkload(
   }
   const argv = containerRunArgv({ ...spec, envNames: [...Object.keys(carried), 'PORT'], envValues: byValue });
   return {
-    workload: { sandbox: null, command: argv, env: { ...carried, ...podmanEnv(cfg) }, listens: true },
+    // conmon writes its files (an `oom` marker when the container runs out of memory) in its working folder: podman's own
+    workload: {
+      sandbox: null,
+      command: argv,
+      cwd: path.join(cfg.dir, 'tmp'),
+      env: { ...carried, ...podmanEnv(cfg) },
+      listens: true,
+    },
     dropped,
   };
 }

@@ -8,7 +8,9 @@ import type { AppStateStore } from '../apps/state';
 import type { ReleaseManifest } from '../contracts';
 import type { Isolation } from '../sandbox/isolation';
 import type { PodmanConfig } from './config';
+import { publishImage } from './publish';
 import { pullImage, type RegistryAuth } from './pull';
+import type { PlatformRegistry } from './registry';
 
 /** The release an image becomes: one per digest and app (`image-<first 12 hex digits>`). */
 export function imageReleaseId(digest: string): string {
@@ -25,7 +27,14 @@ export class ImagePulls {
   private readonly running = new Map<string, { cancelled: boolean }>();
 
   constructor(
-    private readonly deps: { layout: LocalLayout; isolation: Isolation; podman: PodmanConfig; store: AppStateStore },
+    private readonly deps: {
+      layout: LocalLayout;
+      isolation: Isolation;
+      podman: PodmanConfig;
+      store: AppStateStore;
+      /** Where release images are pushed (and run from); null: they run from podman's storage as pulled. */
+      registry: PlatformRegistry | null;
+    },
   ) {}
 
   private marker(deploymentUuid: string): string {
@@ -72,25 +81,55 @@ export class ImagePulls {
     const settle = (outcome: { image: string } | { reason: string }) =>
       this.deps.store.settleBuild(deploymentUuid, appUuid, outcome);
     try {
-      const pulled = await pullImage(this.deps.isolation, this.deps.podman, {
-        image: input.image,
-        auth: input.auth,
-        onLine: (line) => this.log(deploymentUuid, line),
-      });
+      const outcome = await this.release(input, (line) => this.log(deploymentUuid, line), state);
       if (state.cancelled) return await settle({ reason: 'the deployment was cancelled' });
-      if (!pulled.ok) {
-        this.log(deploymentUuid, `pull failed: ${pulled.reason}`);
-        return await settle({ reason: pulled.reason });
-      }
-      const releaseId = imageReleaseId(pulled.digest);
-      await this.writeRelease(appUuid, releaseId, pulled.image);
-      this.log(deploymentUuid, `release ${releaseId} runs ${pulled.image}`);
-      await settle({ image: releaseImage(appUuid, releaseId) });
+      await settle(outcome);
     } catch (err) {
       const reason = `the image pull failed: ${(err as Error).message}`;
       this.log(deploymentUuid, reason);
       await settle({ reason }).catch(() => {});
     }
+  }
+
+  /**
+   * Pulls `image` and makes it a release of the app (pushed to the platform registry first,
+   * when there is one): answers the release's image (`local-release:...`) or the reason.
+   * What it does is told to `say`, line by line.
+   */
+  async release(
+    input: { appUuid: string; image: string; auth: RegistryAuth | null },
+    say: (line: string) => void,
+    state: { cancelled: boolean } = { cancelled: false },
+  ): Promise<{ image: string } | { reason: string }> {
+    const { appUuid } = input;
+    const pulled = await pullImage(this.deps.isolation, this.deps.podman, {
+      image: input.image,
+      auth: input.auth,
+      onLine: say,
+    });
+    if (!pulled.ok) {
+      say(`pull failed: ${pulled.reason}`);
+      return { reason: pulled.reason };
+    }
+    if (state.cancelled) return { reason: 'the deployment was cancelled' };
+    const releaseId = imageReleaseId(pulled.digest);
+    let image = pulled.image;
+    if (this.deps.registry) {
+      const published = await publishImage(this.deps.isolation, this.deps.podman, this.deps.registry, {
+        from: pulled.image,
+        appUuid,
+        tag: releaseId,
+        onLine: say,
+      });
+      if (!published.ok) {
+        say(`push failed: ${published.reason}`);
+        return { reason: published.reason };
+      }
+      image = published.image;
+    }
+    await this.writeRelease(appUuid, releaseId, image);
+    say(`release ${releaseId} runs ${image}`);
+    return { image: releaseImage(appUuid, releaseId) };
   }
 
   /** The release folder (empty: the image is in podman's storage) and its manifest, naming the pinned image. */

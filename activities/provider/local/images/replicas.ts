@@ -2,7 +2,9 @@ import { randomBytes } from 'node:crypto';
 import type { Isolation } from '../sandbox/isolation';
 import type { ContainerReplicas } from '../apps/supervisor';
 import type { PodmanConfig } from './config';
+import { applyLimits, cgroupName, type SandboxOwner } from '../sandbox/isolation';
 import { containerWorkload, removeContainer } from './container-run';
+import { memoryPeaked } from './cgroups';
 
 /** The label every container of an app carries (its leftovers are found by it). */
 export const APP_LABEL = 'berth.app';
@@ -33,9 +35,13 @@ export function imageReplicas(
   // one run of the release (a rollout of the same digest boots beside the one serving): names never meet
   const run = randomBytes(3).toString('hex');
   let told = false;
+  const owner: SandboxOwner = { kind: 'app', id: input.appUuid };
   return {
+    outOfMemory: () => memoryPeaked(iso, owner),
     replica(index) {
       const name = `berth-${input.appUuid}-${input.releaseId}-${run}-web${index}-${++starts}`;
+      // the app's cgroup with its quota (as for process replicas): the containers are made below it
+      applyLimits(iso, owner, { memoryBytes: input.memoryBytes, cpus: input.cpus });
       const { workload, dropped } = containerWorkload(
         cfg,
         {
@@ -45,6 +51,7 @@ export function imageReplicas(
           cpus: input.cpus,
           uid: input.uid,
           dns: iso.network?.gateway,
+          cgroupParent: iso.cgroups ? `/berth/${cgroupName(owner)}` : null,
           labels: { [APP_LABEL]: input.appUuid },
         },
         input.env,
