@@ -6,7 +6,7 @@ import pino from 'pino';
 import { localCapabilities } from '../../activities/provider/local/capabilities';
 import { instanceTag } from '../../activities/provider/local/network/fabric';
 import { openLocalVpcs } from '../../activities/provider/local/vpc/driver';
-import { peerRouteRanges } from '../../activities/provider/local/vpc/fabric';
+import { installedPeerRoutes } from '../../activities/provider/local/vpc/peer-routes';
 import { routerNamespace, vpcRunDir } from '../../activities/provider/local/vpc/names';
 import { resolverPid } from '../../activities/provider/local/vpc/resolver';
 import { createVpcGateways } from '../../activities/provider/local/vpc/gateways';
@@ -137,7 +137,7 @@ export async function useVpcDriver(stack: TestStack, kind: VpcDriverKind): Promi
     },
     routes: async (vpcUuid) => {
       const ns = routerNamespace(tag, vpcUuid);
-      return existsSync(`/run/netns/${ns}`) ? (await peerRouteRanges(ns)).sort() : [];
+      return existsSync(`/run/netns/${ns}`) ? (await installedPeerRoutes(ns)).map((r) => r.cidr).sort() : [];
     },
     restarts: async (workloadUuid) =>
       restarts.filter((r) => r.workloadUuid === workloadUuid).map(({ request_id, reason }) => ({ request_id, reason })),

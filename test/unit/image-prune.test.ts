@@ -6,7 +6,7 @@ import path from 'node:path';
 import { ensurePodmanConfig, podmanConfig } from '../../activities/provider/local/images/config';
 import { podmanEnv } from '../../activities/provider/local/images/podman';
 import { KEPT_IMAGE_RELEASES, pruneImageReleases } from '../../activities/provider/local/images/prune';
-import type { ReleaseManifest } from '../../activities/provider/local/contracts';
+import { imageReleaseManifest, type ReleaseManifest } from '../../activities/provider/local/contracts';
 import { detectIsolation } from '../../activities/provider/local/sandbox/isolation';
 import { localLayout, type LocalLayout } from '../../platform/local-layout';
 import { imageTestsMissing } from '../support/images';
@@ -57,18 +57,15 @@ describePrune('pruning image releases', () => {
       podmanSays(['build', '--quiet', '-t', image, ctx]);
       images.push(image);
     }
-    const release = (appUuid: string, n: number): ReleaseManifest => ({
-      releaseId: `r${n}`,
-      appUuid,
-      commitSha: null,
-      kind: 'image',
-      stack: 'image',
-      web: null,
-      staticRoot: null,
-      path: [],
-      image: images[n - 1]!,
-      builtAt: new Date(Date.UTC(2026, 10, 1, n)).toISOString(),
-    });
+    const release = (appUuid: string, n: number): ReleaseManifest =>
+      imageReleaseManifest({
+        releaseId: `r${n}`,
+        appUuid,
+        commitSha: null,
+        stack: 'image',
+        image: images[n - 1]!,
+        builtAt: new Date(Date.UTC(2026, 10, 1, n)),
+      });
     const write = (m: ReleaseManifest) => {
       mkdirSync(layout.releaseDir(m.appUuid, m.releaseId), { recursive: true });
       writeFileSync(layout.releaseManifest(m.appUuid, m.releaseId), JSON.stringify(m));

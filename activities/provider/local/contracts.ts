@@ -26,6 +26,29 @@ export interface ReleaseManifest {
   builtAt: string;
 }
 
+/** The manifest of an image release: a registry image (`stack: image`, no commit) or a Dockerfile built here. */
+export function imageReleaseManifest(r: {
+  releaseId: string;
+  appUuid: string;
+  commitSha: string | null;
+  stack: 'image' | 'dockerfile';
+  image: string;
+  builtAt?: Date;
+}): ReleaseManifest {
+  return {
+    releaseId: r.releaseId,
+    appUuid: r.appUuid,
+    commitSha: r.commitSha,
+    kind: 'image',
+    stack: r.stack,
+    web: null,
+    staticRoot: null,
+    path: [],
+    image: r.image,
+    builtAt: (r.builtAt ?? new Date()).toISOString(),
+  };
+}
+
 /** Where the builder fetches the commit from. */
 export interface BuildSource {
   /** A local bare repository (git_push: the app's own) or an https (or allowed file://) URL. */

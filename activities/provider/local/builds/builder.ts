@@ -19,7 +19,7 @@ import {
   runStep,
   type StepResult,
 } from './steps';
-import type { BuildSource, LocalBuilder, ReleaseManifest } from '../contracts';
+import { imageReleaseManifest, type BuildSource, type LocalBuilder, type ReleaseManifest } from '../contracts';
 import {
   applyLimits,
   groupProcesses,
@@ -606,18 +606,13 @@ export class LocalReleaseBuilder implements LocalBuilder {
       if (!published.ok) throw new BuildFailed(published.reason);
       image = published.image;
     }
-    const manifest: ReleaseManifest = {
+    const manifest = imageReleaseManifest({
       releaseId,
       appUuid,
       commitSha: build.record.commitSha,
-      kind: 'image',
       stack: 'dockerfile',
-      web: null,
-      staticRoot: null,
-      path: [],
       image,
-      builtAt: new Date().toISOString(),
-    };
+    });
     await writeFile(this.layout.releaseManifest(appUuid, releaseId), JSON.stringify(manifest, null, 2), {
       mode: 0o640,
     });

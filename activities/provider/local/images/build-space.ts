@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { chmod, chown, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { APP_UID_BASE, APP_UID_RANGE, type LocalLayout } from '../../../../platform/local-layout';
-import { DEFAULT_ULIMITS, registriesConf } from './config';
+import { DEFAULT_ULIMITS, registriesConf, toml } from './config';
 import { RUNC } from './runtime';
 
 /**
@@ -63,9 +63,6 @@ export function buildSpace(layout: LocalLayout, appUuid: string): BuildSpace {
     archive: (deploymentUuid) => path.join(dir, 'out', `${deploymentUuid}.tar`),
   };
 }
-
-const toml = (value: string | string[]) =>
-  Array.isArray(value) ? `[${value.map((v) => JSON.stringify(v)).join(', ')}]` : JSON.stringify(value);
 
 /** Podman inside the build namespace: no cgroups of its own (the build's cgroup holds it whole), runc, file events. */
 function containersConf(dir: string): string {

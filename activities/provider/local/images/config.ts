@@ -22,7 +22,8 @@ export interface PodmanConfig {
 /** nofile and nproc as high as podman can set them on this machine kind (its own defaults fail: "error setting rlimit"). */
 export const DEFAULT_ULIMITS = ['nofile=20000:20000', 'nproc=32768:32768'];
 
-const toml = (value: string | string[]) =>
+/** A TOML string or array of strings (containers.conf, storage.conf). */
+export const toml = (value: string | string[]) =>
   Array.isArray(value) ? `[${value.map((v) => JSON.stringify(v)).join(', ')}]` : JSON.stringify(value);
 
 export function containersConf(dir: string): string {

@@ -5,7 +5,7 @@ import { buildLogLine } from '../../../../platform/build-log';
 import { releaseImage, type LocalLayout } from '../../../../platform/local-layout';
 import type { BuildStatus } from '../../../../platform/drivers/apps';
 import type { AppStateStore } from '../apps/state';
-import type { ReleaseManifest } from '../contracts';
+import { imageReleaseManifest } from '../contracts';
 import type { Isolation } from '../sandbox/isolation';
 import type { PodmanConfig } from './config';
 import { publishImage } from './publish';
@@ -136,18 +136,7 @@ export class ImagePulls {
   private async writeRelease(appUuid: string, releaseId: string, image: string): Promise<void> {
     const { layout } = this.deps;
     await mkdir(layout.releaseDir(appUuid, releaseId), { recursive: true, mode: 0o750 });
-    const manifest: ReleaseManifest = {
-      releaseId,
-      appUuid,
-      commitSha: null,
-      kind: 'image',
-      stack: 'image',
-      web: null,
-      staticRoot: null,
-      path: [],
-      image,
-      builtAt: new Date().toISOString(),
-    };
+    const manifest = imageReleaseManifest({ releaseId, appUuid, commitSha: null, stack: 'image', image });
     await writeFile(layout.releaseManifest(appUuid, releaseId), JSON.stringify(manifest, null, 2), { mode: 0o640 });
   }
 }

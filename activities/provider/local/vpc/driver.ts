@@ -153,10 +153,12 @@ export async function openLocalVpcs(deps: LocalVpcDeps): Promise<{
     fabric,
     /** Berth stops: every router goes with its processes (the next start builds them again). */
     async close() {
-      const byKey = new Map(vpcs.map((v) => [vpcKey(v.uuid), v.uuid]));
-      // VPCs made since the start as well
-      for (const v of await rows<{ uuid: string }>(db, `SELECT uuid FROM vpcs`).catch(() => []))
-        byKey.set(vpcKey(v.uuid), v.uuid);
+      const byKey = new Map(
+        (await rows<{ uuid: string }>(db, `SELECT uuid FROM vpcs`).catch(() => [])).map((v) => [
+          vpcKey(v.uuid),
+          v.uuid,
+        ]),
+      );
       for (const ns of routerNamespaces(tag)) {
         const uuid = byKey.get(ns.slice(ns.lastIndexOf('-') + 1));
         if (uuid) await removeVpc(uuid).catch(() => {});

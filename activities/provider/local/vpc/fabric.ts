@@ -5,7 +5,8 @@ import type { Logger } from 'pino';
 import { cidr4, formatAddress4, isAttachmentFqdn, last, parseCidr4 } from '../../../../domain/vpc';
 import type { AppVpcAttachment } from '../../../../platform/drivers/apps';
 import { ip, NETNS_DIR } from '../network/namespace';
-import { PEER_ROUTE_PROTOCOL, plugInterfaces, routerNamespace, subnetBridge, vpcRunDir } from './names';
+import { plugInterfaces, routerNamespace, subnetBridge, vpcRunDir } from './names';
+import { installedPeerRoutes } from './peer-routes';
 import { publishName, publishedNames, withdrawName } from './resolver';
 
 /**
@@ -60,7 +61,7 @@ export class VpcFabric {
   }
 
   /** Addresses live workloads hold in the VPC now. */
-  liveAddresses(vpcUuid: string): Set<string> {
+  private liveAddresses(vpcUuid: string): Set<string> {
     const out = new Set<string>();
     for (const list of this.plugged.values()) for (const p of list) if (p.vpcUuid === vpcUuid) out.add(p.address);
     return out;
@@ -140,8 +141,8 @@ export class VpcFabric {
     this.plugged.set(workload, [...(this.plugged.get(workload) ?? []), entry]);
     await ip(['-n', router, 'link', 'set', ifs.router, 'master', bridge, 'up']);
     const routes = [`route replace ${a.vpcCidrV4} via ${gateway} dev ${ifs.workload}`];
-    for (const range of await peerRouteRanges(router))
-      routes.push(`route replace ${range} via ${gateway} dev ${ifs.workload}`);
+    for (const { cidr: range } of await installedPeerRoutes(router))
+      if (parseCidr4(range)) routes.push(`route replace ${range} via ${gateway} dev ${ifs.workload}`);
     if (!a.public) routes.push(`route replace default via ${gateway} dev ${ifs.workload}`);
     await ip(
       ['-n', ns, '-batch', '-'],
@@ -252,10 +253,3 @@ const addressMac = (address: string): string =>
 /** A locally administered unicast MAC address from the bridge's name. */
 const bridgeMac = (bridge: string): string =>
   `02:${createHash('sha256').update(bridge).digest('hex').slice(0, 10).match(/../g)!.join(':')}`;
-
-/** The ranges of the router's peer routes, as the kernel holds them. */
-export async function peerRouteRanges(router: string): Promise<string[]> {
-  const out = await ip(['-n', router, '-j', 'route', 'show', 'proto', String(PEER_ROUTE_PROTOCOL)]).catch(() => '[]');
-  const found = JSON.parse(out || '[]') as Array<{ dst: string }>;
-  return found.map((r) => (r.dst.includes('/') ? r.dst : `${r.dst}/32`)).filter((r) => parseCidr4(r) !== null);
-}
