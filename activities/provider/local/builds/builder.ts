@@ -172,8 +172,10 @@ export class LocalReleaseBuilder implements LocalBuilder {
     const build = this.running.get(deploymentUuid);
     if (build) {
       if (build.record.status === 'building') {
+        // the status reads cancelled at once; the log's last line waits for the build's
+        // processes to be gone, so output they had buffered never lands after it
         build.cancelled = true;
-        this.finish(build.record, 'cancelled', null);
+        this.settle(build.record, 'cancelled', null);
         this.stopProcesses(build);
       }
       await build.finished;
@@ -265,8 +267,24 @@ export class LocalReleaseBuilder implements LocalBuilder {
     reason: string | null,
     releaseId: string | null = null,
   ): void {
+    this.settle(record, status, reason, releaseId);
+    this.logOutcome(record);
+  }
+
+  /** Records how a build ended (what `status` answers). */
+  private settle(
+    record: BuildRecord,
+    status: BuildRecord['status'],
+    reason: string | null,
+    releaseId: string | null = null,
+  ): void {
     Object.assign(record, { status, reason, releaseId, finishedAt: new Date().toISOString() });
     writeBuildRecord(this.layout, record);
+  }
+
+  /** The build log's last line: how the build ended. */
+  private logOutcome(record: BuildRecord): void {
+    const { status, reason, releaseId } = record;
     const line =
       status === 'succeeded'
         ? `release ${releaseId} built`
@@ -341,6 +359,7 @@ export class LocalReleaseBuilder implements LocalBuilder {
       // a cancel that came while the build was being cleaned up: the release it made goes too
       if (outcome?.releaseId)
         await rm(this.layout.releaseDir(record.appUuid, outcome.releaseId), { recursive: true, force: true });
+      this.logOutcome(record);
       return;
     }
     if (outcome) this.finish(record, outcome.status, outcome.reason, outcome.releaseId);
