@@ -9,7 +9,8 @@ import type { AppsContext } from './context';
 import { probesFor } from './health-probe';
 import type { ReleaseRun } from './supervisor';
 import { networkMember } from './network-member';
-import { volumeAccess } from './volumes';
+import { mountVariable, volumeAccess } from './volumes';
+import { containerMounts } from '../images/volume-grants';
 
 /**
  * How one release of the app runs (an image release: as containers of its pinned image, with
@@ -36,16 +37,21 @@ export async function releaseRun(
       `release ${releaseId} is an image, and images do not run here`,
       'LocalImageRefused',
     );
+  const uid = ctx.isolation.uidSwitch ? appUid(appUuid) : null;
+  // volumeAccess made the folders; a container's uid is given its way into them
+  const mounts = image && uid !== null ? await containerMounts(ctx.layout, uid, spec.mounts) : volumes.binds;
   const container =
     image && ctx.podman
       ? imageReplicas(ctx.isolation, ctx.podman, {
           appUuid,
           releaseId,
           image,
-          env,
+          // in a container a volume is always at its mount path
+          env: { ...env, ...Object.fromEntries(spec.mounts.map((m) => [mountVariable(m.mountPath), m.mountPath])) },
           memoryBytes: spec.ramSize,
           cpus: spec.cpuSize,
-          uid: ctx.isolation.uidSwitch ? appUid(appUuid) : null,
+          uid,
+          mounts,
           onDropped: (names) =>
             ctx.log.berth(appUuid, `not passed to the container (podman reads them itself): ${names.join(', ')}`),
         })

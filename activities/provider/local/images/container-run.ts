@@ -30,6 +30,8 @@ export interface ContainerRunSpec {
   netnsPath?: string;
   /** The resolver the container's /etc/resolv.conf names (the workload network's gateway); absent: the machine's. */
   dns?: string;
+  /** Storage volumes bind-mounted into the container (their folders open to `uid`: volume-grants.ts). */
+  mounts?: { source: string; target: string }[];
   /** Labels (the app's uuid: leftovers are found by it). */
   labels?: Record<string, string>;
 }
@@ -46,6 +48,7 @@ export function containerRunArgv(spec: ContainerRunSpec): string[] {
   // host: the network podman itself runs in (the launcher starts it inside the workload's namespace)
   argv.push('--network', spec.netnsPath ? `ns:${spec.netnsPath}` : 'host');
   if (spec.dns) argv.push('--dns', spec.dns);
+  for (const m of spec.mounts ?? []) argv.push('--volume', `${m.source}:${m.target}`);
   for (const [k, v] of Object.entries(spec.labels ?? {})) argv.push('--label', `${k}=${v}`);
   for (const name of spec.envNames) argv.push('--env', name);
   for (const [k, v] of Object.entries(spec.envValues ?? {})) argv.push('--env', `${k}=${v}`);

@@ -27,6 +27,8 @@ export function imageReplicas(
     memoryBytes: number;
     cpus: number;
     uid: number | null;
+    /** Storage volumes (already open to `uid`: volume-grants.ts). */
+    mounts: { source: string; target: string }[];
     /** Told once which variables podman cannot pass (it reads them itself). */
     onDropped?: (names: string[]) => void;
   },
@@ -50,6 +52,7 @@ export function imageReplicas(
           memoryBytes: input.memoryBytes,
           cpus: input.cpus,
           uid: input.uid,
+          mounts: input.mounts,
           dns: iso.network?.gateway,
           cgroupParent: iso.cgroups ? `/berth/${cgroupName(owner)}` : null,
           labels: { [APP_LABEL]: input.appUuid },

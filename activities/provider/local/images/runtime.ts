@@ -5,12 +5,15 @@ export const PODMAN = '/usr/bin/podman';
 export const RUNC = '/usr/sbin/runc';
 /** The init `podman run --init` starts as a container's pid 1 (reaps zombies, passes signals on). */
 export const CATATONIT = '/usr/bin/catatonit';
+/** Grants a container's uid its way into a storage volume (volume-grants.ts). */
+export const SETFACL = '/usr/bin/setfacl';
 
 /** The Debian packages the image runtime needs, each found by its binary. */
 export const IMAGE_RUNTIME_PACKAGES = [
   { pkg: 'podman', binary: PODMAN },
   { pkg: 'runc', binary: RUNC },
   { pkg: 'catatonit', binary: CATATONIT },
+  { pkg: 'acl', binary: SETFACL },
 ] as const;
 
 /**
