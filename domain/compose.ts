@@ -15,6 +15,8 @@ export interface ManifestService {
   ports: number[];
   depends_on: string[];
   volumes: string[];
+  /** Where each named volume is mounted in the service (`volume`: its name in `volumes`). */
+  mounts: { volume: string; path: string }[];
   cpu_size: number;
   ram_size: number;
 }
@@ -198,6 +200,8 @@ function parsePorts(service: string, raw: unknown): number[] {
 
 interface Mount {
   source: string | null;
+  /** The path in the container (null: not given). */
+  target: string | null;
   bind: boolean;
 }
 
@@ -207,14 +211,15 @@ function parseVolumes(service: string, raw: unknown): Mount[] {
   return raw.map((v) => {
     if (isRecord(v)) {
       const source = typeof v.source === 'string' ? v.source : null;
-      return { source, bind: v.type === 'bind' || (source !== null && /^[./~]/.test(source)) };
+      const target = typeof v.target === 'string' ? v.target : null;
+      return { source, target, bind: v.type === 'bind' || (source !== null && /^[./~]/.test(source)) };
     }
     if (typeof v !== 'string')
       throw new ComposeError(`services.${service}.volumes has an invalid entry: ${JSON.stringify(v)}`);
     const parts = v.split(':');
-    if (parts.length === 1) return { source: null, bind: false };
+    if (parts.length === 1) return { source: null, target: parts[0]!, bind: false };
     const source = parts[0]!;
-    return { source, bind: /^[./~]/.test(source) || source.includes('/') };
+    return { source, target: parts[1] ?? null, bind: /^[./~]/.test(source) || source.includes('/') };
   });
 }
 
@@ -302,6 +307,7 @@ export function analyzeCompose(text: string, composeFile: string): { manifest: M
     }
     const mounts = parseVolumes(name, raw.volumes);
     const named: string[] = [];
+    const namedMounts: ManifestService['mounts'] = [];
     for (const m of mounts) {
       if (m.bind) {
         warnings.push({
@@ -313,8 +319,11 @@ export function analyzeCompose(text: string, composeFile: string): { manifest: M
       } else if (m.source) {
         if (!volumeUse.has(m.source))
           throw new ComposeError(`services.${name}.volumes refers to undefined volume "${m.source}"`);
+        if (!m.target || !m.target.startsWith('/'))
+          throw new ComposeError(`services.${name}.volumes: volume "${m.source}" needs an absolute path to be mounted at`);
         volumeUse.get(m.source)!.push(name);
         named.push(m.source);
+        namedMounts.push({ volume: m.source, path: m.target });
       }
     }
     const limits =
@@ -342,6 +351,7 @@ export function analyzeCompose(text: string, composeFile: string): { manifest: M
         ports: parsePorts(name, raw.ports),
         depends_on: dependsOn(raw.depends_on),
         volumes: named,
+        mounts: namedMounts,
         cpu_size: parseCpu(limits.cpus) ?? DEFAULT_SIZES.app.cpu,
         ram_size: parseBytes(limits.memory) ?? DEFAULT_SIZES.app.ram,
       });

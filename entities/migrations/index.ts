@@ -22,6 +22,7 @@ import { LocalAppRunSpecs1733500000000 } from './1733500000000-local-app-run-spe
 import { Certificates1733600000000 } from './1733600000000-certificates';
 import { LocalVpcRestarts1733700000000 } from './1733700000000-local-vpc-restarts';
 import { VpnGatewayPorts1733800000000 } from './1733800000000-vpn-gateway-ports';
+import { LocalStackVolumes1733900000000 } from './1733900000000-local-stack-volumes';
 
 /** Every migration, in timestamp order (one entry per line). */
 export const migrations = [
@@ -49,4 +50,5 @@ export const migrations = [
   Certificates1733600000000,
   LocalVpcRestarts1733700000000,
   VpnGatewayPorts1733800000000,
+  LocalStackVolumes1733900000000,
 ];

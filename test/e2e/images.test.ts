@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync, readlinkSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import path from 'node:path';
 import request from 'supertest';
 import { DEPLOYABLE_STATES } from '../../domain/apps';
@@ -380,25 +380,43 @@ describeImages('container_registry apps on the local driver (podman)', () => {
     expect(existsSync(path.join(ROOT, 'oom'))).toBe(false);
   });
 
-  it("a stack runs its image: service as a container (pulled from a registry, pushed to the platform's) and builds its build: service's Dockerfile; it reaches running and both answer", async () => {
+  it("a stack runs its image: service as a container (pulled from a registry, pushed to the platform's), builds its build: service's Dockerfile, mounts its named volume in both and runs its managed postgres; it reaches running, everything answers, and deleting it removes the volume", async () => {
     const open = await startTestRegistry(undefined, undefined, { open: true });
     const webPage = 'a stack service built from its Dockerfile\n';
+    // the built service, at each start: a line in the shared volume, and postgres's answer to
+    // an SSLRequest (N or S) at its DATABASE_URL, both served over HTTP
+    const boot = [
+      'echo booted >> /www/shared/boots',
+      'hp=${DATABASE_URL#*@}; hp=${hp%%/*}',
+      "printf '\\000\\000\\000\\010\\004\\322\\026\\057' | nc -w 5 ${hp%:*} ${hp##*:} > /www/db-answer",
+    ].join('; ');
     const source = localRepo({
       'compose.yaml': [
         'services:',
         '  hello:',
         `    image: ${pushTestImage(open)}`,
         '    ports: ["8080"]',
+        '    volumes: ["shared:/www/shared"]',
         '  web:',
         '    build: ./web',
         '    ports: ["8080"]',
+        '    volumes:',
+        '      - type: volume',
+        '        source: shared',
+        '        target: /www/shared',
+        '  db:',
+        '    image: postgres:16',
+        'volumes:',
+        '  shared: {}',
         '',
       ].join('\n'),
       'web/www/index.html': webPage,
     });
+    const volumesDir = path.join(/App files\s+(\S+)/.exec(berth.output())![1]!, 'volumes');
+    const stackVolumes = () => readdirSync(volumesDir).filter((f) => f.startsWith('sv-'));
     try {
       addBusybox(path.join(source.dir, 'web'));
-      source.commit({ 'web/Dockerfile': busyboxDockerfile() });
+      source.commit({ 'web/Dockerfile': busyboxDockerfile([], boot) });
       const created = (
         await api
           .post('/api/v1/stacks')
@@ -411,19 +429,31 @@ describeImages('container_registry apps on the local driver (podman)', () => {
           const s = (await api.get(`/api/v1/stacks/${created.uuid}`).set(auth).expect(200)).body;
           return s.latest_deployment && ['completed', 'failed'].includes(s.latest_deployment.state) ? s : undefined;
         },
-        { what: 'the stack deployed', timeoutMs: 180_000 },
+        { what: 'the stack deployed', timeoutMs: 240_000 },
       );
       expect(stack.latest_deployment).toMatchObject({ state: 'completed', validation_errors: {} });
       expect(stack.state).toBe('running');
+      expect(stack.services.find((s: any) => s.compose_service_name === 'db')).toMatchObject({
+        item_type: 'addon',
+        compose_service_type: 'postgres',
+        status: 'running',
+      });
       const platform = platformRegistry();
-      for (const [name, page] of [
-        ['hello', TEST_IMAGE_PAGE],
-        ['web', webPage],
-      ] as const) {
+      const appOf = async (name: string) => {
         const service = stack.services.find((s: any) => s.compose_service_name === name);
-        const app = (await api.get(`/api/v1/apps/${service.item_uuid}`).set(auth).expect(200)).body;
-        await eventually(async () => (await berth.viaPublicUrl(app.public_url)).text === page, {
-          what: `the stack's ${name} service answering`,
+        return (await api.get(`/api/v1/apps/${service.item_uuid}`).set(auth).expect(200)).body;
+      };
+      const [hello, web] = [await appOf('hello'), await appOf('web')];
+      const page = async (app: any, file: string) => {
+        const r = await berth.viaPublicUrl(app.public_url, file);
+        return r.status === 200 ? r.text : `${r.status}`;
+      };
+      for (const [app, want] of [
+        [hello, TEST_IMAGE_PAGE],
+        [web, webPage],
+      ] as const) {
+        await eventually(async () => (await page(app, '/')) === want, {
+          what: `the stack's ${app.name} service answering`,
           timeoutMs: 60_000,
         });
         // each runs as a container of its image, from the platform registry
@@ -431,6 +461,17 @@ describeImages('container_registry apps on the local driver (podman)', () => {
           expect.stringMatching(new RegExp(` ${platform.host}/berth/${app.uuid}@sha256:[0-9a-f]{64}$`)),
         ]);
       }
+      // what the built service wrote in the named volume, the image service (another uid) serves
+      expect(await page(hello, '/shared/boots')).toBe('booted\n');
+      // the managed postgres answered the built service at its DATABASE_URL
+      expect(await page(web, '/db-answer')).toMatch(/^[NS]$/);
+      expect(stackVolumes()).toHaveLength(1);
+
+      await api.delete(`/api/v1/stacks/${created.uuid}`).set(auth).expect(204);
+      await eventually(async () => stackVolumes().length === 0 && containersOf(web.uuid).length === 0, {
+        what: "the stack's volume and containers gone",
+        timeoutMs: 60_000,
+      });
     } finally {
       source.dispose();
       await open.stop();

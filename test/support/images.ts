@@ -147,9 +147,12 @@ export function pushTestImage(registry: TestRegistry, repo = 'acme/hello:1'): st
  * root file system has (`base/`, as a base image has them: a RUN step's runtime mounts
  * /proc, /dev, /sys and /run there), Debian's static busybox copied in from the context
  * (the file `busybox`), its applets installed by a RUN step, then `runs` (shell RUN
- * steps), serving `www/` over HTTP on PORT (or, with ALLOC_MB set, allocating that many MiB).
+ * steps), serving `www/` over HTTP on PORT (or, with ALLOC_MB set, allocating that many MiB),
+ * after the shell command `boot` if given.
  */
-export function busyboxDockerfile(runs: string[] = []): string {
+export function busyboxDockerfile(runs: string[] = [], boot = ''): string {
+  // with ALLOC_MB set it allocates that much instead (an app over its memory quota)
+  const start = `${boot ? `${boot}; ` : ''}if [ -n "$ALLOC_MB" ]; then exec dd if=/dev/zero of=/dev/null bs=\${ALLOC_MB}M count=1; fi; exec httpd -f -p $PORT -h /www`;
   return [
     'FROM scratch',
     'COPY base /',
@@ -157,8 +160,7 @@ export function busyboxDockerfile(runs: string[] = []): string {
     'RUN ["/bin/busybox", "--install", "-s", "/bin"]',
     ...runs.map((r) => `RUN ${r}`),
     'COPY www /www',
-    // with ALLOC_MB set it allocates that much instead (an app over its memory quota)
-    'CMD ["/bin/sh", "-c", "if [ -n \\"$ALLOC_MB\\" ]; then exec dd if=/dev/zero of=/dev/null bs=${ALLOC_MB}M count=1; fi; exec httpd -f -p $PORT -h /www"]',
+    `CMD ${JSON.stringify(['/bin/sh', '-c', start])}`,
     '',
   ].join('\n');
 }

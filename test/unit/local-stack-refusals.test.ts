@@ -12,7 +12,7 @@ describe('local stacks: what the local driver refuses at validation', () => {
     expect(localStackRefusals(m, everythingInstalled, null)).toEqual([]);
   });
 
-  it('where images do not run: an image that is no managed kind and a Dockerfile are refused with the reason; a context outside the repository and a volume on a service are each named', () => {
+  it('where images do not run: an image that is no managed kind and a Dockerfile are refused with the reason; a context outside the repository, and a volume on a service where volumes cannot be mounted, are each named', () => {
     const m = manifestOf(
       [
         'services:',
@@ -24,17 +24,34 @@ describe('local stacks: what the local driver refuses at validation', () => {
       ].join('\n'),
     );
     const noPodman = "this machine lacks Debian's podman package";
-    expect(localStackRefusals(m, everythingInstalled, noPodman)).toEqual([
+    const noMounts = 'mounting a volume at its path needs Berth to run as root';
+    expect(localStackRefusals(m, everythingInstalled, noPodman, noMounts)).toEqual([
       `proxy: image "nginx:1.27" cannot run here: ${noPodman}`,
       `api: build.dockerfile "Dockerfile.prod" cannot be built here: ${noPodman}`,
       'up: the build context "../elsewhere" must not contain .. segments',
-      expect.stringMatching(/^files: the named volumes "uploads" cannot be mounted/),
+      `files: the named volumes "uploads" cannot be mounted: ${noMounts}`,
     ]);
-    // where podman runs, the image service and the Dockerfile run
-    expect(localStackRefusals(m, everythingInstalled, null)).toEqual([
+    // where podman runs and volumes mount, the image service, the Dockerfile and the volume run
+    expect(localStackRefusals(m, everythingInstalled, null, null)).toEqual([
       'up: the build context "../elsewhere" must not contain .. segments',
-      expect.stringMatching(/^files: the named volumes "uploads" cannot be mounted/),
     ]);
+  });
+
+  it("a service's named volumes are mounted where the compose file says (short and long syntax); a path that is not absolute is refused", () => {
+    const m = manifestOf(
+      [
+        'services:',
+        '  web:\n    build: .\n    volumes:\n      - uploads:/srv/uploads:ro\n      - type: volume\n        source: cache\n        target: /var/cache/app',
+        'volumes:\n  uploads: {}\n  cache: {}',
+      ].join('\n'),
+    );
+    expect(m.services[0]!.mounts).toEqual([
+      { volume: 'uploads', path: '/srv/uploads' },
+      { volume: 'cache', path: '/var/cache/app' },
+    ]);
+    expect(() =>
+      manifestOf('services:\n  web:\n    build: .\n    volumes: [uploads:data]\nvolumes:\n  uploads: {}\n'),
+    ).toThrow('services.web.volumes: volume "uploads" needs an absolute path to be mounted at');
   });
 
   it('an add-on whose server is not installed is refused with what to install', () => {

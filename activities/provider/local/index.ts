@@ -26,6 +26,7 @@ import { openLocalCa } from './ingress/tls/local-ca';
 import { podmanConfig } from './images/config';
 import { openPlatformRegistry } from './images/registry';
 import { imageRuntimeRefusal } from './images/runtime';
+import { localVolumeMountRefusal } from './apps/volumes';
 
 export interface LocalProviderOptions {
   config: Config;
@@ -162,6 +163,7 @@ export async function startLocalProvider(options: LocalProviderOptions): Promise
       data,
       logger,
       imagesRefusal: imageRuntimeRefusal(),
+      volumesRefusal: localVolumeMountRefusal(isolation),
       imageRelease: (appUuid, image) => apps.imageRelease(appUuid, image),
     }),
     summary: [

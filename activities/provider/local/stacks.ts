@@ -7,7 +7,7 @@ import { composePathProblem, type AddonType, type Manifest } from '../../../doma
 import type { SecretBox } from '../../../domain/secret-box';
 import { one, rows } from '../../../entities/sql';
 import { clusterIdOf, generatePassword } from '../../data';
-import type { AppNetworkSpec, AppsDriver } from '../../../platform/drivers/apps';
+import type { AppMount, AppNetworkSpec, AppsDriver } from '../../../platform/drivers/apps';
 import type { DataDriver, DataEngine } from '../../../platform/drivers/data';
 import type { StacksDriver } from '../../../platform/drivers/stacks';
 import { parseReleaseImage } from '../../../platform/local-layout';
@@ -22,6 +22,8 @@ export interface LocalStacksDeps {
   logger: Logger;
   /** Why container images do not run here (null: they do: `image:` services and Dockerfiles). */
   imagesRefusal: string | null;
+  /** Why a named volume cannot be mounted at its path here (null: it can). */
+  volumesRefusal: string | null;
   /** Pulls a registry image into a release of the app (the apps driver's imageRelease); answers its release image. */
   imageRelease(appUuid: string, image: string): Promise<string>;
   /** How often a build, a database or a rollout is looked at while waiting (default 1 s). */
@@ -43,13 +45,15 @@ interface StackAddon {
 /**
  * What of a compose file the local driver cannot run for real, one message per problem:
  * where this machine runs no container images (`imagesRefusal`), an `image:` service that is
- * no managed database image and a `build.dockerfile`; named volumes on a service (nothing
- * mounts them into a stack service yet); an add-on whose server is not installed.
+ * no managed database image and a `build.dockerfile`; where volumes cannot be mounted at
+ * their paths (`volumesRefusal`), named volumes on a service; an add-on whose server is not
+ * installed.
  */
 export function localStackRefusals(
   manifest: Manifest,
   supports: (engine: DataEngine) => string | null,
   imagesRefusal: string | null,
+  volumesRefusal: string | null = null,
 ): string[] {
   const out: string[] = [];
   for (const s of manifest.services) {
@@ -61,10 +65,9 @@ export function localStackRefusals(
       if (s.build.dockerfile && imagesRefusal)
         out.push(`${s.name}: build.dockerfile "${s.build.dockerfile}" cannot be built here: ${imagesRefusal}`);
     }
-    if (s.volumes.length > 0) {
+    if (s.volumes.length > 0 && volumesRefusal) {
       out.push(
-        `${s.name}: the named volumes ${s.volumes.map((v) => `"${v}"`).join(', ')} cannot be mounted: the local driver mounts no volumes into stack services; ` +
-          'keep the data in a managed database service',
+        `${s.name}: the named volumes ${s.volumes.map((v) => `"${v}"`).join(', ')} cannot be mounted: ${volumesRefusal}`,
       );
     }
   }
@@ -79,6 +82,11 @@ export function localStackRefusals(
 function buildId(deploymentUuid: string, itemUuid: string): string {
   const h = createHash('sha256').update(`stack-build:${deploymentUuid}:${itemUuid}`).digest('hex');
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-5${h.slice(13, 16)}-8${h.slice(17, 20)}-${h.slice(20, 32)}`;
+}
+
+/** A stack's named volume as a storage volume of the local data driver: one id per stack and name. */
+function stackVolumeId(stackUuid: string, name: string): string {
+  return `sv-${createHash('sha256').update(`stack-volume:${stackUuid}:${name}`).digest('hex').slice(0, 24)}`;
 }
 
 /** `db` -> `DB_URL`: the per-service variable naming each add-on's connection URL. */
@@ -215,6 +223,52 @@ export function createLocalStacks(deps: LocalStacksDeps): StacksDriver {
     };
   }
 
+  /**
+   * The named volumes a service mounts, as app mounts: each a storage volume of the stack
+   * (made on first use, kept across deployments and services: compose's own rule).
+   */
+  async function serviceMounts(itemUuid: string): Promise<AppMount[]> {
+    const found = await one<{ stack_uuid: string; service: string; manifest: Manifest | null }>(
+      ds,
+      `SELECT s.uuid AS stack_uuid, i.compose_service_name AS service, s.manifest
+         FROM stack_items i JOIN stacks s ON s.uuid = i.stack_uuid WHERE i.uuid = $1`,
+      [itemUuid],
+    );
+    if (!found) return [];
+    const service = found.manifest?.services.find((x) => x.name === found.service);
+    const mounts: AppMount[] = [];
+    for (const m of service?.mounts ?? []) {
+      const volumeId = stackVolumeId(found.stack_uuid, m.volume);
+      await ds.query(
+        `INSERT INTO local_stack_volumes (volume_id, stack_uuid, name) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
+        [volumeId, found.stack_uuid, m.volume],
+      );
+      await data.provision({
+        id: volumeId,
+        engine: 'storage',
+        cpuSize: 0,
+        ramSize: 0,
+        publicAccess: false,
+        backups: false,
+        password: null,
+      });
+      mounts.push({ volumeId, subPath: null, mountPath: m.path });
+    }
+    return mounts;
+  }
+
+  /** The named volumes of stacks that are gone (their services are being removed): folders and rows. */
+  async function dropVolumesOfDeletedStacks(): Promise<void> {
+    const gone = await rows<{ volume_id: string }>(
+      ds,
+      `SELECT volume_id FROM local_stack_volumes v WHERE NOT EXISTS (SELECT 1 FROM stacks s WHERE s.uuid = v.stack_uuid)`,
+    );
+    for (const v of gone) {
+      await data.delete(v.volume_id);
+      await ds.query(`DELETE FROM local_stack_volumes WHERE volume_id = $1`, [v.volume_id]);
+    }
+  }
+
   async function waitServing(itemUuid: string, name: string): Promise<string> {
     const deadline = Date.now() + readyTimeoutMs;
     for (;;) {
@@ -256,7 +310,8 @@ export function createLocalStacks(deps: LocalStacksDeps): StacksDriver {
     });
 
   return {
-    refusals: (manifest) => localStackRefusals(manifest, (engine) => data.supports(engine), deps.imagesRefusal),
+    refusals: (manifest) =>
+      localStackRefusals(manifest, (engine) => data.supports(engine), deps.imagesRefusal, deps.volumesRefusal),
 
     async buildImage(itemUuid, spec) {
       await provisionApp(itemUuid, itemUuid, [], 0.5, 512 * 2 ** 20, 0);
@@ -300,7 +355,7 @@ export function createLocalStacks(deps: LocalStacksDeps): StacksDriver {
         ramSize: spec.ramSize,
         replicas: 1,
         healthChecks: [],
-        mounts: [],
+        mounts: await serviceMounts(itemUuid),
         ...(network ? { network } : {}),
       });
       return waitServing(itemUuid, spec.name);
@@ -315,9 +370,10 @@ export function createLocalStacks(deps: LocalStacksDeps): StacksDriver {
       if (addon) {
         await data.delete(clusterIdOf(itemUuid));
         await ds.query(`DELETE FROM local_stack_addons WHERE item_uuid = $1`, [itemUuid]);
-        return;
+      } else {
+        await apps.delete(itemUuid);
       }
-      await apps.delete(itemUuid);
+      await dropVolumesOfDeletedStacks();
     },
   };
 }

@@ -122,3 +122,15 @@ export async function volumeAccess(layout: LocalLayout, iso: Isolation, mounts: 
   if (mounts.length > 0) access.umask = VOLUME_UMASK;
   return access;
 }
+
+/**
+ * Why a volume cannot be mounted at a path an app names here (null: it can): a compose
+ * file's named volume needs its mount path for real, which takes Berth as root with mount
+ * namespaces (a storage add-on's mount falls back to `BERTH_MOUNT_<PATH>` naming its folder).
+ */
+export function localVolumeMountRefusal(iso: Isolation): string | null {
+  if (iso.uidSwitch && iso.mountNamespaces === true) return null;
+  return iso.uidSwitch
+    ? 'mounting a volume at its path needs mount namespaces (`unshare --mount`), which this machine refuses'
+    : 'mounting a volume at its path needs Berth to run as root';
+}
