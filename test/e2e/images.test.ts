@@ -251,24 +251,17 @@ describeImages('container_registry apps on the local driver (podman)', () => {
     },
   );
 
-  it("a parent_image app runs the parent's release: the same pinned image", async () => {
+  it("a parent_image app runs the parent's release: the same pinned image; with parent_image_auto_sync it follows the parent's next release", async () => {
     const parent = (await api.get('/api/v1/apps').set(auth).expect(200)).body.find((a: any) =>
       a.name.startsWith('imaged'),
     );
-    const child = (
-      await api
-        .post('/api/v1/apps')
-        .set(auth)
-        .send({
-          name: 'imagechild',
-          resource_id: resource,
-          deployment_method: 'parent_image',
-          deployment_config: { parent_app_id: parent.uuid },
-        })
-        .expect(201)
-    ).body;
-    const deployment = await deployed(child.uuid);
-    expect(deployment.state).toBe('completed');
+    // a clone that runs its parent's image and follows it (CLN-02's flags)
+    const cloned = await api
+      .post(`/api/v1/apps/${parent.uuid}/clone`)
+      .set(auth)
+      .send({ name: 'imagechild', resource_id: resource, use_parent_image: true, parent_image_auto_sync: true });
+    expect([cloned.status, cloned.body.detail]).toEqual([201, undefined]);
+    const child = cloned.body;
     await eventually(async () => (await berth.viaPublicUrl(child.public_url)).status === 200, {
       what: 'the child served',
       timeoutMs: 60_000,
@@ -276,6 +269,25 @@ describeImages('container_registry apps on the local driver (podman)', () => {
     expect((await berth.viaPublicUrl(child.public_url)).text).toBe(TEST_IMAGE_PAGE);
     const imageOf = (row: string) => row.split(' ')[1];
     expect(containersOf(child.uuid).map(imageOf)).toEqual(containersOf(parent.uuid).map(imageOf));
+
+    // the parent's tag moves to a new image and the parent deploys it: the child follows by itself
+    const page = 'the next release of the parent\n';
+    pushTestImage(registry, 'acme/hello:1', page);
+    expect((await deployed(parent.uuid)).state).toBe('completed');
+    await eventually(async () => (await berth.viaPublicUrl(child.public_url)).text === page, {
+      what: "the child serving the parent's next release",
+      timeoutMs: 120_000,
+    });
+    const [parentImage] = containersOf(parent.uuid).map(imageOf);
+    expect(containersOf(child.uuid).map(imageOf)).toEqual([parentImage]);
+    // the follow is a deployment of the child's own, by the parent_image method
+    await eventually(
+      async () => {
+        const list = (await api.get(`/api/v1/apps/${child.uuid}/deployments`).set(auth).expect(200)).body;
+        return list.length === 1 && list[0].deployment_method === 'parent_image' && list[0].state === 'completed';
+      },
+      { what: "the child's follow-up deployment completed", timeoutMs: 60_000 },
+    );
   });
 
   it('an image the registry does not have fails the deployment with its reason', async () => {

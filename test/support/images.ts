@@ -1,4 +1,5 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -108,16 +109,17 @@ export const TEST_IMAGE_PAGE = 'hello from a container image\n';
 
 /**
  * Builds the test image (cached: the same context builds nothing new) and pushes it to the
- * registry as `<host>/<repo>`: FROM scratch, busybox, `httpd -f -p $PORT` serving one page.
+ * registry as `<host>/<repo>`: FROM scratch, busybox, `httpd -f -p $PORT` serving one page
+ * (TEST_IMAGE_PAGE unless `page` is given: another image).
  * Answers the pushed reference.
  */
-export function pushTestImage(registry: TestRegistry, repo = 'acme/hello:1'): string {
+export function pushTestImage(registry: TestRegistry, repo = 'acme/hello:1', page = TEST_IMAGE_PAGE): string {
   const env = testPodmanEnv();
   const context = mkdtempSync(path.join(tmpdir(), 'berth-image-ctx-'));
   try {
     execFileSync('cp', [BUSYBOX, path.join(context, 'busybox')]);
     mkdirSync(path.join(context, 'www'));
-    writeFileSync(path.join(context, 'www', 'index.html'), TEST_IMAGE_PAGE);
+    writeFileSync(path.join(context, 'www', 'index.html'), page);
     writeFileSync(
       path.join(context, 'Containerfile'),
       [
@@ -128,7 +130,7 @@ export function pushTestImage(registry: TestRegistry, repo = 'acme/hello:1'): st
         '',
       ].join('\n'),
     );
-    const local = 'localhost/berth-test-hello:1';
+    const local = `localhost/berth-test-hello:${page === TEST_IMAGE_PAGE ? '1' : createHash('sha256').update(page).digest('hex').slice(0, 12)}`;
     execFileSync('podman', ['build', '--quiet', '--timestamp', '0', '-t', local, context], { env, stdio: 'pipe' });
     const ref = `${registry.host}/${repo}`;
     execFileSync(
