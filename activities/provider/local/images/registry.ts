@@ -45,6 +45,28 @@ const authJson = (host: string, username: string, password: string) =>
   JSON.stringify({ auths: { [host]: { auth: Buffer.from(`${username}:${password}`).toString('base64') } } });
 
 /**
+ * The registry's own garbage collection (`docker-registry garbage-collect`): the blobs no
+ * manifest names any more (image pruning deletes release manifests, images/prune.ts) are
+ * removed. It must not run beside pushes, so it runs here, before the registry serves. Only
+ * unreferenced blobs go: Berth's releases are pushed by digest, untagged, so
+ * `--delete-untagged` is never used. A failure is logged and the registry starts anyway.
+ */
+async function collectGarbage(dir: string, config: string, logger: Logger): Promise<void> {
+  if (!existsSync(path.join(dir, 'data', 'docker', 'registry', 'v2', 'repositories'))) return; // nothing pushed yet
+  try {
+    const { stdout } = await run(REGISTRY_BINARY, ['garbage-collect', config], {
+      timeout: 10 * 60_000,
+      maxBuffer: 64 * 2 ** 20,
+      env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' },
+    });
+    const freed = stdout.split('\n').filter((l) => l.startsWith('blob eligible for deletion')).length;
+    if (freed > 0) logger.info({ freed }, 'the embedded image registry freed the blobs no release names');
+  } catch (err) {
+    logger.warn({ err: (err as Error).message }, "the embedded image registry's garbage collection failed");
+  }
+}
+
+/**
  * The embedded registry: Debian's docker-registry on loopback, a child of Berth, its storage
  * and its login under `dir` (kept across restarts: the port too, since releases name it).
  * The login is made at first start (user `berth`, a random password; htpasswd, bcrypt).
@@ -88,6 +110,7 @@ async function startEmbedded(dir: string, logger: Logger): Promise<PlatformRegis
   );
   const authFile = path.join(dir, 'auth.json');
   await writeFile(authFile, authJson(host, 'berth', password), { mode: 0o600 });
+  await collectGarbage(dir, config, logger);
   const proc: ChildProcess = spawn(REGISTRY_BINARY, ['serve', config], {
     stdio: ['ignore', 'ignore', 'pipe'],
     env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' },
