@@ -23,6 +23,9 @@ import { timeSkipping, type TimeSkipping } from '../support/temporal';
  * and failures recorded on the domain and retried.
  */
 const describeWithPebble = hasPebble() ? describe : describe.skip;
+// real ACME orders against pebble, and a worker that drains them at each test's end: on a
+// machine loaded by the rest of the suite this has gone past the default 120 s once
+jest.setTimeout(240_000);
 
 let pebble: Pebble;
 let stack: TestStack;
