@@ -389,7 +389,8 @@ export class LocalReleaseBuilder implements LocalBuilder {
     const r: StepResult = await runStep(this.options.isolation, step, { log, onSpawn });
     build.child = null;
     // git's and podman's last word says why (not found, authentication failed, the failed step); a build tool's is in the log above
-    const says = (argv[0] === 'git' || argv[0] === PODMAN) && last;
+    // (podman in a build's user namespace runs under a wrapper: its step is named `podman ...`)
+    const says = (argv[0] === 'git' || argv[0] === PODMAN || what.startsWith('podman ')) && last;
     if (r.code !== 0) throw new BuildFailed(describeExit([what], r) + (says ? `: ${last.slice(0, 300)}` : ''));
   }
 

@@ -96,6 +96,21 @@ function storageConf(dir: string): string {
   ].join('\n');
 }
 
+/**
+ * Where podman in the build namespace looks for image signatures: a folder of the space's
+ * (`$HOME/.config/containers/registries.d`, read before the machine's /etc one). Without it,
+ * podman, root in its namespace, reads the machine root's /var/lib/containers/sigstore,
+ * which it may not open: every pull of a registry's image fails with "permission denied".
+ */
+function registriesD(dir: string): string {
+  return [
+    '# Written by Berth (activities/provider/local/images/build-space.ts).',
+    'default-docker:',
+    `  sigstore: ${JSON.stringify(`file://${path.join(dir, 'sigstore')}`)}`,
+    '',
+  ].join('\n');
+}
+
 /** Creates the app's build space (idempotent): the configuration files root's, the folders the build root's. */
 export async function ensureBuildSpace(space: BuildSpace): Promise<void> {
   const parent = path.dirname(space.dir);
@@ -110,10 +125,13 @@ export async function ensureBuildSpace(space: BuildSpace): Promise<void> {
     await chown(d, space.idBase, space.idBase);
     await chmod(d, 0o700);
   }
+  const registriesDir = path.join(space.env.HOME!, '.config', 'containers', 'registries.d');
+  await mkdir(registriesDir, { recursive: true, mode: 0o755 });
   const files: [string, string][] = [
     [space.env.CONTAINERS_CONF!, containersConf(space.dir)],
     [space.env.CONTAINERS_STORAGE_CONF!, storageConf(space.dir)],
     [space.env.CONTAINERS_REGISTRIES_CONF!, registriesConf()],
+    [path.join(registriesDir, 'berth.yaml'), registriesD(space.dir)],
   ];
   for (const [file, text] of files) {
     if ((await readFile(file, 'utf8').catch(() => null)) !== text) await writeFile(file, text);
