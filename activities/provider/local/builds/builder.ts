@@ -36,6 +36,7 @@ import type { PlatformRegistry } from '../images/registry';
 import { PODMAN } from '../images/runtime';
 import { hasDockerfile } from './detect';
 import { buildDockerfileRelease } from './dockerfile-build';
+import { loginSecrets } from '../images/base-images';
 
 export interface LocalBuilderOptions {
   layout: LocalLayout;
@@ -238,10 +239,16 @@ export class LocalReleaseBuilder implements LocalBuilder {
     }
   }
 
+  /** `text` without the build's secrets (the git credential's, the registry logins'): each becomes ***. */
+  private redact(build: Running, text: string): string {
+    const { credential, registryLogins } = build.source;
+    const secrets = [credential, ...(registryLogins ?? [])].flatMap((login) => (login ? loginSecrets(login) : []));
+    return secrets.reduce((t, secret) => t.split(secret).join('***'), text);
+  }
+
   /** Appends one timestamped line to the deployment's build log (a credential never reaches it). */
   private log(build: Running, text: string): void {
-    const token = build.source.credential?.token;
-    const safe = token ? text.split(token).join('***') : text;
+    const safe = this.redact(build, text);
     appendFileSync(this.layout.buildLogFile(build.record.deploymentUuid), buildLogLine(safe), { mode: 0o600 });
   }
 
@@ -321,6 +328,7 @@ export class LocalReleaseBuilder implements LocalBuilder {
           releaseId,
           releaseDir,
           dockerfile: dockerfile ?? '',
+          registryLogins: build.source.registryLogins ?? [],
           stopped: () => build.cancelled || build.timedOut,
           step: (step, what) => this.step(build, step, what),
           log: (text) => this.log(build, text),
@@ -339,11 +347,14 @@ export class LocalReleaseBuilder implements LocalBuilder {
       if (build.cancelled) {
         // the status reads cancelled already
       } else {
-        const reason = build.timedOut
-          ? `the build took longer than ${duration(this.options.timeoutMs ?? DEFAULT_TIMEOUT_MS)}`
-          : err instanceof BuildFailed
-            ? err.message
-            : `internal error: ${(err as Error).message}`;
+        const reason = this.redact(
+          build,
+          build.timedOut
+            ? `the build took longer than ${duration(this.options.timeoutMs ?? DEFAULT_TIMEOUT_MS)}`
+            : err instanceof BuildFailed
+              ? err.message
+              : `internal error: ${(err as Error).message}`,
+        );
         if (!(err instanceof BuildFailed))
           this.options.logger.error({ err, deployment: record.deploymentUuid }, 'local build failed');
         outcome = { status: 'failed', reason, releaseId: null };
@@ -376,8 +387,9 @@ export class LocalReleaseBuilder implements LocalBuilder {
     if (build.cancelled || build.timedOut) throw new BuildFailed('stopped');
     let last = '';
     const log = (line: string) => {
-      if (line.trim()) last = line.trim();
-      this.log(build, line);
+      const safe = this.redact(build, line);
+      if (safe.trim()) last = safe.trim();
+      this.log(build, safe);
     };
     const onSpawn = (step: Launched) => {
       build.child = step;

@@ -1,14 +1,16 @@
-import { chown, mkdir, rename, writeFile } from 'node:fs/promises';
+import { chown, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import type { RegistryLogin } from '../../../../platform/drivers/apps';
 import type { LocalLayout } from '../../../../platform/local-layout';
 import { imageReleaseManifest } from '../contracts';
+import { authFileText, baseImages, loginsFor, pullBaseImageArgv, registryKey } from '../images/base-images';
 import { buildSpace, clearBuild, ensureBuildSpace, type BuildSpace } from '../images/build-space';
 import { holdUserNamespace, inUserNamespace } from '../images/build-userns';
 import type { PodmanConfig } from '../images/config';
 import { dockerfileBuildArgv, pruneBuildCacheArgv, saveImageArgv } from '../images/dockerfile';
 import { podmanReason, runPodman } from '../images/podman';
 import { publishImage } from '../images/publish';
-import { parseImageReference, pinnedImage } from '../images/reference';
+import { parseImageReference, pinnedImage, qualifiedImage, type ImageReference } from '../images/reference';
 import type { PlatformRegistry } from '../images/registry';
 import { applyLimits, oomKills, type Isolation, type SandboxOwner } from '../sandbox/isolation';
 import { SYSTEM_PATH, type Workload } from '../sandbox/launcher';
@@ -33,6 +35,8 @@ export interface DockerfileBuild {
   releaseDir: string;
   /** The Dockerfile's path the app names ('' : Dockerfile, else Containerfile). */
   dockerfile: string;
+  /** The workspace's registry logins (opened for this build): those of the registries the FROM lines name are used. */
+  registryLogins: RegistryLogin[];
   /** Whether the build was cancelled or ran out of time (a failed step then says nothing more). */
   stopped(): boolean;
   /** Runs one step of the build (the builder's: its output in the log, a failure a BuildFailed). */
@@ -54,18 +58,25 @@ export async function buildDockerfileRelease(b: DockerfileBuild): Promise<void> 
     throw new BuildFailed('this machine runs no container images: a Dockerfile cannot be built here');
   const found = findDockerfile(b.releaseDir, b.dockerfile);
   if ('reason' in found) throw new BuildFailed(found.reason);
+  const bases = baseImages(await readFile(path.join(b.releaseDir, found.file), 'utf8'));
   applyLimits(iso, b.owner, { memoryBytes: b.memoryBytes, cpus: 2 });
   const space = buildSpace(b.layout, b.appUuid);
   await ensureBuildSpace(space);
   try {
-    await buildInSpace(b, podman, found.file, space);
+    await buildInSpace(b, podman, found.file, bases, space);
   } finally {
     await clearBuild(space, b.deploymentUuid);
   }
 }
 
 /** The build's work in the app's build space (which buildDockerfileRelease clears afterwards). */
-async function buildInSpace(b: DockerfileBuild, podman: PodmanConfig, dockerfile: string, space: BuildSpace) {
+async function buildInSpace(
+  b: DockerfileBuild,
+  podman: PodmanConfig,
+  dockerfile: string,
+  bases: ImageReference[],
+  space: BuildSpace,
+) {
   const { isolation: iso, appUuid, deploymentUuid, releaseId, releaseDir, owner } = b;
   const context = space.context(deploymentUuid);
   const archive = space.archive(deploymentUuid);
@@ -75,12 +86,14 @@ async function buildInSpace(b: DockerfileBuild, podman: PodmanConfig, dockerfile
   const ids = `${space.idBase}:${space.idBase}`;
   await b.step({ sandbox: null, command: ['chown', '-R', ids, context], env: { PATH: SYSTEM_PATH } });
   const tag = `localhost/berth/${appUuid}:${releaseId.toLowerCase()}`;
-  const authFile = path.join(space.env.HOME!, 'auth.json');
-  await writeFile(authFile, JSON.stringify({ auths: {} }), { mode: 0o600 });
+  const logins = loginsFor(bases, b.registryLogins);
+  const authFile = space.authFile(deploymentUuid);
+  await writeFile(authFile, authFileText(logins), { mode: 0o600 });
   await chown(authFile, space.idBase, space.idBase);
   const { pid, holder } = await holdUserNamespace(iso, owner, space.idBase);
   const asBuildRoot = (command: string[]) => inUserNamespace(iso, owner, pid, command);
   try {
+    await pullPrivateBases(b, bases, logins, authFile, asBuildRoot, space.env);
     b.log(`$ podman build --file ${dockerfile} .`);
     const argv = dockerfileBuildArgv({
       context,
@@ -135,4 +148,27 @@ async function buildInSpace(b: DockerfileBuild, podman: PodmanConfig, dockerfile
   const manifest = imageReleaseManifest({ releaseId, appUuid, commitSha: b.commitSha, stack: 'dockerfile', image });
   await writeFile(b.layout.releaseManifest(appUuid, releaseId), JSON.stringify(manifest, null, 2), { mode: 0o640 });
   b.log(`release ${releaseId} runs ${image}`);
+}
+
+/**
+ * The base images on a registry the build has a login for are pulled first, with the
+ * build's auth file, by the build's podman (as its namespace's root, in its cgroup) from the
+ * machine's network, as a container_registry pull is: a registry the workspace stored a
+ * credential for is reached like one (on the machine's loopback or network too), while the
+ * RUN steps and every other FROM stay in the build's own network namespace. `podman build`
+ * then finds them in its storage. A wrong login fails here, with the registry's reason.
+ */
+async function pullPrivateBases(
+  b: DockerfileBuild,
+  bases: ImageReference[],
+  logins: RegistryLogin[],
+  authFile: string,
+  asBuildRoot: (command: string[]) => string[],
+  env: Record<string, string>,
+): Promise<void> {
+  const hosts = new Set(logins.map((l) => registryKey(l.server)));
+  for (const image of bases.filter((i) => hosts.has(registryKey(i.registry)))) {
+    b.log(`$ podman pull ${qualifiedImage(image)} (with the workspace's credential for ${image.registry})`);
+    await b.step({ sandbox: null, command: asBuildRoot(pullBaseImageArgv(image, authFile)), env }, 'podman pull');
+  }
 }

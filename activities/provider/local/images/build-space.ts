@@ -42,6 +42,8 @@ export interface BuildSpace {
   context(deploymentUuid: string): string;
   /** Where a built image is saved for Berth's podman. */
   archive(deploymentUuid: string): string;
+  /** The build's auth file (0600, the build root's): the registry logins its FROM lines need, removed with the build. */
+  authFile(deploymentUuid: string): string;
 }
 
 export function buildSpace(layout: LocalLayout, appUuid: string): BuildSpace {
@@ -61,6 +63,7 @@ export function buildSpace(layout: LocalLayout, appUuid: string): BuildSpace {
     },
     context: (deploymentUuid) => path.join(dir, 'contexts', deploymentUuid),
     archive: (deploymentUuid) => path.join(dir, 'out', `${deploymentUuid}.tar`),
+    authFile: (deploymentUuid) => path.join(dir, 'home', `auth-${deploymentUuid}.json`),
   };
 }
 
@@ -140,8 +143,9 @@ export async function ensureBuildSpace(space: BuildSpace): Promise<void> {
   }
 }
 
-/** Removes what one build left in the space (its context and archive); the storage (the cache) stays. */
+/** Removes what one build left in the space (its context, archive and auth file); the storage (the cache) stays. */
 export async function clearBuild(space: BuildSpace, deploymentUuid: string): Promise<void> {
+  await rm(space.authFile(deploymentUuid), { force: true });
   await rm(space.context(deploymentUuid), { recursive: true, force: true });
   await rm(space.archive(deploymentUuid), { force: true });
 }
