@@ -10,6 +10,7 @@ import type { ActivityDeps } from './deps';
 import { branchHead, commitSubject, GitError } from './git';
 import type { AppRuntimeStatus, AppSpec, BuildStatus } from '../platform/drivers/apps';
 import { parentImageSync } from './parent-image-sync';
+import { openWorkspaceRegistryLogins } from './registry-credentials';
 import { moveAppTo, moveState } from './state';
 import { plugInAppNetworks } from './vpc';
 
@@ -319,7 +320,7 @@ export function createAppActivities(
       return { ok: true, commitSha: null, commitMessage: null, branch: null };
     },
 
-    /** Starts the build; a container_registry login is opened here, for this call only. */
+    /** Starts the build; a container_registry login (or a Dockerfile build's registry logins) is opened here, for this call only. */
     async startDeploymentBuild(deploymentUuid: string): Promise<void> {
       const d = await one<{
         app_uuid: string;
@@ -353,6 +354,11 @@ export function createAppActivities(
           );
         registryAuth = { hostname: c.registry_hostname, username: c.username, token: secretBox.open(c.token_sealed) };
       }
+      // a Dockerfile's FROM may name a private image: the build gets the workspace's logins and uses those its FROM lines need
+      const registryLogins =
+        d.builder === 'dockerfile' && isGitMethod(d.deployment_method)
+          ? await openWorkspaceRegistryLogins(deps, d.workspace_uuid)
+          : null;
       // git_push: the data plane's own repository of the app; public_git and github: the configured one
       const repository =
         d.deployment_method === 'git_push'
@@ -370,6 +376,7 @@ export function createAppActivities(
         registryAuth,
         repository,
         credential: null,
+        registryLogins,
       });
     },
 

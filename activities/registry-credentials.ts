@@ -1,5 +1,6 @@
 import { DEFAULT_REGISTRY_HOST, type RegistryProvider } from '../domain/registries';
-import { one } from '../entities/sql';
+import { one, rows } from '../entities/sql';
+import type { RegistryLogin } from '../platform/drivers/apps';
 import type { ActivityDeps } from './deps';
 
 export interface RegistryAuth {
@@ -35,4 +36,31 @@ export async function openRegistryCredential(
   const server = row.registry_hostname ?? DEFAULT_REGISTRY_HOST[row.registry];
   if (!server) return null;
   return { registry: row.registry, server, username: row.username, token: deps.secretBox.open(row.token_sealed) };
+}
+
+/**
+ * The workspace's registry credentials as logins, tokens opened, for a Dockerfile build
+ * (its FROM lines may name private images): inside an activity, never an activity result.
+ * The most recently changed first (for two credentials of one registry, the build uses it).
+ * A credential whose registry has no host of its own and names none is left out.
+ */
+export async function openWorkspaceRegistryLogins(
+  deps: Pick<ActivityDeps, 'dataSource' | 'secretBox'>,
+  workspaceUuid: string,
+): Promise<RegistryLogin[]> {
+  const found = await rows<{
+    registry: RegistryProvider;
+    registry_hostname: string | null;
+    username: string;
+    token_sealed: string;
+  }>(
+    deps.dataSource,
+    `SELECT registry, registry_hostname, username, token_sealed FROM container_registry_credentials
+      WHERE workspace_uuid = $1 ORDER BY updated_at DESC, uuid`,
+    [workspaceUuid],
+  );
+  return found.flatMap((row) => {
+    const server = row.registry_hostname ?? DEFAULT_REGISTRY_HOST[row.registry];
+    return server ? [{ server, username: row.username, token: deps.secretBox.open(row.token_sealed) }] : [];
+  });
 }

@@ -77,6 +77,14 @@ export const DEFAULT_APP_RUN: Omit<AppRunSpec, 'env'> = {
   mounts: [],
 };
 
+/** A stored registry credential of the app's workspace, opened inside the activity for one build. */
+export interface RegistryLogin {
+  /** The registry host it logs in to (registry_hostname, or the provider's own). */
+  server: string;
+  username: string;
+  token: string;
+}
+
 export interface BuildRequest {
   appUuid: string;
   deploymentUuid: string;
@@ -93,6 +101,8 @@ export interface BuildRequest {
   repository?: string | null;
   /** A login for a private repository, opened inside the activity for this call only. */
   credential?: { username: string; token: string } | null;
+  /** builder dockerfile: the workspace's registry logins; the build uses those of the registries its FROM lines name. */
+  registryLogins?: RegistryLogin[] | null;
 }
 
 export type BuildStatus =

@@ -1,7 +1,7 @@
 import { seedWorkspace, tokenWith, type Workspace } from '../support/fixtures';
 import { expectNoSecretLeaks, startStack, type TestStack } from '../support/stack';
 import { REGISTRY_PROVIDERS } from '../../domain/registries';
-import { openRegistryCredential } from '../../activities/registry-credentials';
+import { openRegistryCredential, openWorkspaceRegistryLogins } from '../../activities/registry-credentials';
 
 let stack: TestStack;
 let ws: Workspace;
@@ -217,6 +217,22 @@ describe('container registry credentials', () => {
     );
     const other = await seedWorkspace(stack.ds);
     expect(await openRegistryCredential(stack.activityDeps, other.uuid, ghcr.body.uuid)).toBeNull();
+    expectNoSecretLeaks(stack, [t]);
+  });
+
+  it("a Dockerfile build gets its workspace's credentials as logins (opened, newest first), never another workspace's", async () => {
+    const other = await seedWorkspace(stack.ds);
+    const before = await openWorkspaceRegistryLogins(stack.activityDeps, ws.uuid);
+    const t = token();
+    await stack.http
+      .post(base)
+      .set(auth(ws.ownerToken))
+      .send({ name: 'from-quay', registry: 'quay', username: 'robot', token: t })
+      .expect(201);
+    const [newest, ...rest] = await openWorkspaceRegistryLogins(stack.activityDeps, ws.uuid);
+    expect(newest).toEqual({ server: 'quay.io', username: 'robot', token: t });
+    expect(rest).toHaveLength(before.length);
+    expect(await openWorkspaceRegistryLogins(stack.activityDeps, other.uuid)).toEqual([]);
     expectNoSecretLeaks(stack, [t]);
   });
 });

@@ -3,6 +3,7 @@ import { existsSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import path from 'node:path';
 import request from 'supertest';
 import { DEPLOYABLE_STATES } from '../../domain/apps';
+import { systemAppsDir } from '../../platform/local-layout';
 import { ROOT } from '../support/env';
 import { eventually } from '../support/stack';
 import { localRepo } from '../support/git';
@@ -367,6 +368,86 @@ describeImages('container_registry apps on the local driver (podman)', () => {
       ]);
     } finally {
       repo.dispose();
+    }
+  });
+
+  /** One Dockerfile app (the resource's quota has room for few more) and its working copy, for the FROM cases. */
+  let fromApp: { app: any; repo: ReturnType<typeof localRepo> } | null = null;
+  afterAll(() => fromApp?.repo.dispose());
+
+  /** A git push of `FROM <base>` with a page of its own to the FROM cases' app: the app, the push output, its deployment and log. */
+  async function pushFromBase(base: string, page: string) {
+    if (!fromApp) {
+      const created = await api
+        .post('/api/v1/apps')
+        .set(auth)
+        .send({ name: 'fromprivate', resource_id: resource, deployment_method: 'git_push', builder: 'dockerfile' });
+      expect([created.status, created.body.detail]).toEqual([201, undefined]);
+      fromApp = { app: created.body, repo: localRepo({ 'www/index.html': 'none yet\n' }) };
+    }
+    const { app, repo } = fromApp;
+    repo.commit({ 'www/index.html': page, Dockerfile: `FROM ${base}\nCOPY www /www\n` });
+    const out = berth.push(repo.dir, app.git_url);
+    const [deployment] = (await api.get(`/api/v1/apps/${app.uuid}/deployments`).set(auth).expect(200)).body;
+    return { app, out, deployment, log: await buildLog(app.uuid, deployment.uuid) };
+  }
+
+  /** The auth files a Dockerfile build of the app left in its build space (none: each is removed with its build). */
+  function leftAuthFiles(appUuid: string): string[] {
+    const home = path.join(systemAppsDir(berth.dataDir), 'image-builds', appUuid, 'home');
+    expect(existsSync(home)).toBe(true);
+    return readdirSync(home).filter((f) => f.startsWith('auth'));
+  }
+
+  it("a Dockerfile whose FROM is a private image builds with the workspace's credential for that registry; a wrong one fails the build with the registry's reason, and its token is nowhere", async () => {
+    // the newest credential of a registry is the one a build uses: the wrong one first, then the right one (the same app, pushed again)
+    const wrong = `wrong-${registry.password}-from`;
+    await credential('from-wrong', wrong);
+    const failed = await pushFromBase(image, 'never served\n');
+    expect(failed.deployment.state).toBe('failed');
+    expect(failed.deployment.message).toMatch(/podman pull.*unauthorized: authentication required/);
+    expect(failed.log).toContain(`$ podman pull ${image} (with the workspace's credential for ${registry.host})`);
+    expect(failed.out).toMatch(/remote: .*unauthorized/);
+    const b64 = Buffer.from(`${registry.username}:${wrong}`).toString('base64');
+    for (const text of [failed.out, failed.log, JSON.stringify(failed.deployment), berth.output()]) {
+      expect(text).not.toContain(wrong);
+      expect(text).not.toContain(b64);
+    }
+    expect(leftAuthFiles(failed.app.uuid)).toEqual([]);
+
+    await credential('from-good', registry.password);
+    const page = 'built FROM a private base image\n';
+    const built = await pushFromBase(image, page);
+    expect([built.deployment.state, built.deployment.message, built.log]).toEqual([
+      'completed',
+      null,
+      expect.anything(),
+    ]);
+    expect(built.out).toMatch(new RegExp(`remote: deployed: ${built.app.public_url}`));
+    expect(built.log).toContain(`$ podman pull ${image}`);
+    expect(built.log).toMatch(/STEP 1\/2: FROM /);
+    await eventually(async () => (await berth.viaPublicUrl(built.app.public_url)).status === 200, {
+      what: 'the app built FROM a private image served',
+      timeoutMs: 60_000,
+    });
+    expect((await berth.viaPublicUrl(built.app.public_url)).text).toBe(page);
+    expect(leftAuthFiles(built.app.uuid)).toEqual([]);
+    for (const text of [built.out, built.log, berth.output()]) expect(text).not.toContain(registry.password);
+  });
+
+  it('a Dockerfile whose FROM is on a registry the workspace has no credential for fails its build, naming the image', async () => {
+    const other = await startTestRegistry('other', `pw-other-${Math.random().toString(36).slice(2)}`);
+    try {
+      const base = pushTestImage(other);
+      const { deployment, log } = await pushFromBase(base, 'never served\n');
+      expect(deployment.state).toBe('failed');
+      // podman's reason: the registry, on the machine's loopback, is not reachable from the build's own network
+      expect(deployment.message).toMatch(/^podman build exited .*: /);
+      expect(deployment.message).toContain(other.host);
+      expect(log).toContain(base);
+      expect(log).not.toContain('$ podman pull');
+    } finally {
+      await other.stop();
     }
   });
 

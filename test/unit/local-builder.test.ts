@@ -531,6 +531,35 @@ describe('local builder: private https repositories and limits', () => {
     }
   });
 
+  it('the registry logins a build is given never reach its log or record, even when a step prints them', async () => {
+    const token = `regtok-${randomUUID()}`;
+    const b64 = Buffer.from(`bot:${token}`).toString('base64');
+    const files = appFixture('node-hello');
+    files['package.json'] = JSON.stringify({
+      name: 'leaky',
+      version: '1.0.0',
+      scripts: { build: `echo leaked ${token} ${b64}`, start: 'node server.js' },
+    });
+    const repo = repoOf(files);
+    const deploymentUuid = randomUUID();
+    await builder.start({
+      appUuid: randomUUID(),
+      deploymentUuid,
+      source: {
+        repository: repo.dir,
+        commitSha: repo.head(),
+        registryLogins: [{ server: 'ghcr.io', username: 'bot', token }],
+      },
+    });
+    expect(await settled(builder, deploymentUuid)).toMatchObject({ status: 'succeeded' });
+    expect(logOf(deploymentUuid)).toContain('leaked *** ***');
+    const written =
+      readFileSync(layout.buildLogFile(deploymentUuid), 'utf8') +
+      readFileSync(buildRecordFile(layout, deploymentUuid), 'utf8');
+    expect(written).not.toContain(token);
+    expect(written).not.toContain(b64);
+  });
+
   it('a build past its time limit is killed and fails with the reason', async () => {
     const marker = `endless-build-${randomUUID().slice(0, 8)}`;
     const files = appFixture('node-hello');

@@ -4,7 +4,7 @@
  * supervised processes, the ingress routes HTTP to them. Each part lives in its own file
  * of this folder; they meet only through these types.
  */
-import type { BuildStatus } from '../../../platform/drivers/apps';
+import type { BuildStatus, RegistryLogin } from '../../../platform/drivers/apps';
 
 /** What the builder found in the source and how the release runs (written beside the release as JSON). */
 export interface ReleaseManifest {
@@ -66,6 +66,8 @@ export interface BuildSource {
   dockerfileIfPresent?: boolean;
   /** A stored credential for a private repository, opened for this build only. */
   credential?: { username: string; token: string } | null;
+  /** A Dockerfile build: the workspace's registry logins, opened for this build only (it uses those its FROM lines need). */
+  registryLogins?: RegistryLogin[] | null;
 }
 
 export interface LocalBuilder {

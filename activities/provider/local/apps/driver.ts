@@ -331,6 +331,7 @@ export class LocalAppsDriver implements AppsDriver {
         commitSha: request.commitSha!,
         credential: request.credential ?? null,
         dockerfile: request.builder === 'dockerfile' ? '' : null,
+        registryLogins: request.builder === 'dockerfile' ? (request.registryLogins ?? null) : null,
       },
     });
   }

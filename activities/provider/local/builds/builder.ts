@@ -1,5 +1,5 @@
 import { appendFileSync, existsSync, mkdirSync } from 'node:fs';
-import { chown, lstat, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
 import type { Logger } from 'pino';
@@ -11,6 +11,8 @@ import { ensureAppDir } from '../apps/dirs';
 import { detect, type BuildPlan } from './detect';
 import { readBuildRecord, writeBuildRecord, type BuildRecord } from './record';
 import {
+  BUILD_MEMBER,
+  BuildFailed,
   describeExit,
   killAll,
   killGroup,
@@ -19,28 +21,22 @@ import {
   runStep,
   type StepResult,
 } from './steps';
-import { imageReleaseManifest, type BuildSource, type LocalBuilder, type ReleaseManifest } from '../contracts';
+import type { BuildSource, LocalBuilder, ReleaseManifest } from '../contracts';
 import {
-  applyLimits,
   groupProcesses,
-  oomKills,
   removeLimits,
   type Isolation,
   type SandboxOwner,
 } from '../sandbox/isolation';
 import { SYSTEM_PATH, type Launched, type Workload } from '../sandbox/launcher';
-import type { NetworkMember } from '../network/fabric';
 import { copyReleaseTo } from './release-copy';
-import { buildSpace, clearBuild, ensureBuildSpace, type BuildSpace } from '../images/build-space';
-import { holdUserNamespace, inUserNamespace } from '../images/build-userns';
+import { buildSpace, clearBuild } from '../images/build-space';
 import type { PodmanConfig } from '../images/config';
-import { dockerfileBuildArgv, pruneBuildCacheArgv, saveImageArgv } from '../images/dockerfile';
-import { podmanReason, runPodman } from '../images/podman';
-import { publishImage } from '../images/publish';
-import { parseImageReference, pinnedImage } from '../images/reference';
 import type { PlatformRegistry } from '../images/registry';
 import { PODMAN } from '../images/runtime';
-import { findDockerfile, hasDockerfile } from './detect';
+import { hasDockerfile } from './detect';
+import { buildDockerfileRelease } from './dockerfile-build';
+import { loginSecrets } from '../images/base-images';
 
 export interface LocalBuilderOptions {
   layout: LocalLayout;
@@ -73,8 +69,6 @@ interface Running {
   finished: Promise<void>;
 }
 
-class BuildFailed extends Error {}
-
 /** `20261123T190102-<sha7>`: sortable by build time, readable. */
 function newReleaseId(sha: string, at: Date): string {
   return `${at
@@ -82,15 +76,6 @@ function newReleaseId(sha: string, at: Date): string {
     .replace(/[-:]/g, '')
     .replace(/\.\d+Z$/, '')}-${sha.slice(0, 7)}`;
 }
-
-/** A build on the workload network: on no workspace's network, it reaches nothing of the platform and only goes out. */
-const BUILD_MEMBER: NetworkMember = {
-  workspace: null,
-  app: null,
-  allowConnections: false,
-  clusters: [],
-  serviceName: null,
-};
 
 /** A build's sandbox: its own cgroup (the app's quota is not known here), as the app's uid. */
 const buildOwner = (deploymentUuid: string): SandboxOwner => ({ kind: 'build', id: deploymentUuid });
@@ -254,10 +239,16 @@ export class LocalReleaseBuilder implements LocalBuilder {
     }
   }
 
+  /** `text` without the build's secrets (the git credential's, the registry logins'): each becomes ***. */
+  private redact(build: Running, text: string): string {
+    const { credential, registryLogins } = build.source;
+    const secrets = [credential, ...(registryLogins ?? [])].flatMap((login) => (login ? loginSecrets(login) : []));
+    return secrets.reduce((t, secret) => t.split(secret).join('***'), text);
+  }
+
   /** Appends one timestamped line to the deployment's build log (a credential never reaches it). */
   private log(build: Running, text: string): void {
-    const token = build.source.credential?.token;
-    const safe = token ? text.split(token).join('***') : text;
+    const safe = this.redact(build, text);
     appendFileSync(this.layout.buildLogFile(build.record.deploymentUuid), buildLogLine(safe), { mode: 0o600 });
   }
 
@@ -324,7 +315,24 @@ export class LocalReleaseBuilder implements LocalBuilder {
       await this.narrow(build, releaseDir);
       const { dockerfile, dockerfileIfPresent } = build.source;
       if ((dockerfile !== undefined && dockerfile !== null) || (dockerfileIfPresent && hasDockerfile(releaseDir))) {
-        await this.buildImage(build, group, releaseId, releaseDir);
+        await buildDockerfileRelease({
+          layout: this.layout,
+          isolation: this.options.isolation,
+          podman: this.options.podman ?? null,
+          registry: this.options.registry ?? null,
+          memoryBytes: this.options.buildMemoryBytes ?? DEFAULT_BUILD_MEMORY,
+          appUuid: record.appUuid,
+          deploymentUuid: record.deploymentUuid,
+          commitSha: record.commitSha,
+          owner: group,
+          releaseId,
+          releaseDir,
+          dockerfile: dockerfile ?? '',
+          registryLogins: build.source.registryLogins ?? [],
+          stopped: () => build.cancelled || build.timedOut,
+          step: (step, what) => this.step(build, step, what),
+          log: (text) => this.log(build, text),
+        });
       } else {
         const detection = detect(releaseDir);
         for (const note of detection.notes) this.log(build, note);
@@ -339,11 +347,14 @@ export class LocalReleaseBuilder implements LocalBuilder {
       if (build.cancelled) {
         // the status reads cancelled already
       } else {
-        const reason = build.timedOut
-          ? `the build took longer than ${duration(this.options.timeoutMs ?? DEFAULT_TIMEOUT_MS)}`
-          : err instanceof BuildFailed
-            ? err.message
-            : `internal error: ${(err as Error).message}`;
+        const reason = this.redact(
+          build,
+          build.timedOut
+            ? `the build took longer than ${duration(this.options.timeoutMs ?? DEFAULT_TIMEOUT_MS)}`
+            : err instanceof BuildFailed
+              ? err.message
+              : `internal error: ${(err as Error).message}`,
+        );
         if (!(err instanceof BuildFailed))
           this.options.logger.error({ err, deployment: record.deploymentUuid }, 'local build failed');
         outcome = { status: 'failed', reason, releaseId: null };
@@ -376,8 +387,9 @@ export class LocalReleaseBuilder implements LocalBuilder {
     if (build.cancelled || build.timedOut) throw new BuildFailed('stopped');
     let last = '';
     const log = (line: string) => {
-      if (line.trim()) last = line.trim();
-      this.log(build, line);
+      const safe = this.redact(build, line);
+      if (safe.trim()) last = safe.trim();
+      this.log(build, safe);
     };
     const onSpawn = (step: Launched) => {
       build.child = step;
@@ -389,7 +401,8 @@ export class LocalReleaseBuilder implements LocalBuilder {
     const r: StepResult = await runStep(this.options.isolation, step, { log, onSpawn });
     build.child = null;
     // git's and podman's last word says why (not found, authentication failed, the failed step); a build tool's is in the log above
-    const says = (argv[0] === 'git' || argv[0] === PODMAN) && last;
+    // (podman in a build's user namespace runs under a wrapper: its step is named `podman ...`)
+    const says = (argv[0] === 'git' || argv[0] === PODMAN || what.startsWith('podman ')) && last;
     if (r.code !== 0) throw new BuildFailed(describeExit([what], r) + (says ? `: ${last.slice(0, 300)}` : ''));
   }
 
@@ -513,129 +526,6 @@ export class LocalReleaseBuilder implements LocalBuilder {
       cwd: releaseDir,
       env,
     });
-  }
-
-  /**
-   * A Dockerfile build (builder dockerfile, a stack's build.dockerfile): `podman build` of the
-   * checked-out tree as root of a user namespace of the app's own (images/build-space.ts:
-   * no real root anywhere in the build), in the build's network namespace and cgroup (its
-   * limits hold podman and the RUN steps alike), its output in the build log. Berth's podman
-   * loads the image; the release is its manifest, naming the image pinned to its digest (the
-   * folder stays empty: the tree is in the image).
-   */
-  private async buildImage(build: Running, owner: SandboxOwner, releaseId: string, releaseDir: string): Promise<void> {
-    const { podman, isolation: iso } = this.options;
-    const { appUuid, deploymentUuid } = build.record;
-    if (!podman || !iso.uidSwitch)
-      throw new BuildFailed('this machine runs no container images: a Dockerfile cannot be built here');
-    const found = findDockerfile(releaseDir, build.source.dockerfile ?? '');
-    if ('reason' in found) throw new BuildFailed(found.reason);
-    const memoryBytes = this.options.buildMemoryBytes ?? DEFAULT_BUILD_MEMORY;
-    applyLimits(iso, owner, { memoryBytes, cpus: 2 });
-    const space = buildSpace(this.layout, appUuid);
-    await ensureBuildSpace(space);
-    try {
-      await this.buildInSpace(build, owner, releaseId, releaseDir, found.file, space);
-    } finally {
-      await clearBuild(space, deploymentUuid);
-    }
-  }
-
-  /** buildImage's work in the app's build space (which it clears afterwards). */
-  private async buildInSpace(
-    build: Running,
-    owner: SandboxOwner,
-    releaseId: string,
-    releaseDir: string,
-    dockerfile: string,
-    space: BuildSpace,
-  ): Promise<void> {
-    const { podman, isolation: iso } = this.options;
-    const { appUuid, deploymentUuid } = build.record;
-    const memoryBytes = this.options.buildMemoryBytes ?? DEFAULT_BUILD_MEMORY;
-    const context = space.context(deploymentUuid);
-    const archive = space.archive(deploymentUuid);
-    await clearBuild(space, deploymentUuid);
-    await rename(releaseDir, context);
-    await mkdir(releaseDir, { recursive: true, mode: 0o750 });
-    const ids = `${space.idBase}:${space.idBase}`;
-    await this.step(build, { sandbox: null, command: ['chown', '-R', ids, context], env: { PATH: SYSTEM_PATH } });
-    const tag = `localhost/berth/${appUuid}:${releaseId.toLowerCase()}`;
-    const authFile = path.join(space.env.HOME!, 'auth.json');
-    await writeFile(authFile, JSON.stringify({ auths: {} }), { mode: 0o600 });
-    await chown(authFile, space.idBase, space.idBase);
-    const { pid, holder } = await holdUserNamespace(iso, owner, space.idBase);
-    const asBuildRoot = (command: string[]) => inUserNamespace(iso, owner, pid, command);
-    try {
-      this.log(build, `$ podman build --file ${dockerfile} .`);
-      const argv = dockerfileBuildArgv({
-        context,
-        dockerfile: path.join(context, dockerfile),
-        tag,
-        dns: iso.network?.gateway,
-        authFile,
-      });
-      try {
-        await this.step(
-          build,
-          {
-            sandbox: null,
-            network: { name: `build-${deploymentUuid}`, member: BUILD_MEMBER, ephemeral: true },
-            command: asBuildRoot(argv),
-            cwd: context,
-            env: space.env,
-          },
-          'podman build',
-        );
-      } catch (err) {
-        if (err instanceof BuildFailed && !build.cancelled && !build.timedOut && oomKills(iso, owner) > 0)
-          throw new BuildFailed(
-            `the build ran out of memory (its limit is ${Math.round(memoryBytes / 2 ** 20)} MiB): the kernel killed a process of the build`,
-          );
-        throw err;
-      }
-      await this.step(
-        build,
-        { sandbox: null, command: asBuildRoot(saveImageArgv(tag, archive)), env: space.env },
-        'podman save',
-      );
-      // the app's build cache keeps a week of layers
-      await this.step(
-        build,
-        { sandbox: null, command: asBuildRoot(pruneBuildCacheArgv()), env: space.env },
-        'podman image prune',
-      ).catch((err: Error) => this.log(build, `the build cache was not pruned: ${err.message}`));
-    } finally {
-      holder.kill('SIGKILL');
-    }
-    const loaded = await runPodman(iso, podman!, ['load', '--quiet', '--input', archive]);
-    if (loaded.code !== 0) throw new BuildFailed(`could not load the built image: ${podmanReason(loaded)}`);
-    const inspected = await runPodman(iso, podman!, ['image', 'inspect', '--format', '{{.Digest}}', tag]);
-    const digest = inspected.stdout.trim();
-    if (inspected.code !== 0 || !digest)
-      throw new BuildFailed(`built ${tag}, but could not read its digest: ${podmanReason(inspected)}`);
-    let image = pinnedImage(parseImageReference(tag), digest);
-    if (this.options.registry) {
-      const published = await publishImage(iso, podman!, this.options.registry, {
-        from: image,
-        appUuid,
-        tag: releaseId.toLowerCase(),
-        onLine: (line) => this.log(build, line),
-      });
-      if (!published.ok) throw new BuildFailed(published.reason);
-      image = published.image;
-    }
-    const manifest = imageReleaseManifest({
-      releaseId,
-      appUuid,
-      commitSha: build.record.commitSha,
-      stack: 'dockerfile',
-      image,
-    });
-    await writeFile(this.layout.releaseManifest(appUuid, releaseId), JSON.stringify(manifest, null, 2), {
-      mode: 0o640,
-    });
-    this.log(build, `release ${releaseId} runs ${image}`);
   }
 
   private async writeManifest(record: BuildRecord, releaseId: string, plan: BuildPlan): Promise<void> {

@@ -2,6 +2,19 @@ import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import type { Isolation } from '../sandbox/isolation';
 import { launch, type Launched, type Workload } from '../sandbox/launcher';
+import type { NetworkMember } from '../network/fabric';
+
+/** A build's failure with the reason its deployment shows. */
+export class BuildFailed extends Error {}
+
+/** A build on the workload network: on no workspace's network, it reaches nothing of the platform and only goes out. */
+export const BUILD_MEMBER: NetworkMember = {
+  workspace: null,
+  app: null,
+  allowConnections: false,
+  clusters: [],
+  serviceName: null,
+};
 
 export interface StepResult {
   code: number | null;

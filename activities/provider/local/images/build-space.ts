@@ -42,6 +42,8 @@ export interface BuildSpace {
   context(deploymentUuid: string): string;
   /** Where a built image is saved for Berth's podman. */
   archive(deploymentUuid: string): string;
+  /** The build's auth file (0600, the build root's): the registry logins its FROM lines need, removed with the build. */
+  authFile(deploymentUuid: string): string;
 }
 
 export function buildSpace(layout: LocalLayout, appUuid: string): BuildSpace {
@@ -61,6 +63,7 @@ export function buildSpace(layout: LocalLayout, appUuid: string): BuildSpace {
     },
     context: (deploymentUuid) => path.join(dir, 'contexts', deploymentUuid),
     archive: (deploymentUuid) => path.join(dir, 'out', `${deploymentUuid}.tar`),
+    authFile: (deploymentUuid) => path.join(dir, 'home', `auth-${deploymentUuid}.json`),
   };
 }
 
@@ -96,6 +99,21 @@ function storageConf(dir: string): string {
   ].join('\n');
 }
 
+/**
+ * Where podman in the build namespace looks for image signatures: a folder of the space's
+ * (`$HOME/.config/containers/registries.d`, read before the machine's /etc one). Without it,
+ * podman, root in its namespace, reads the machine root's /var/lib/containers/sigstore,
+ * which it may not open: every pull of a registry's image fails with "permission denied".
+ */
+function registriesD(dir: string): string {
+  return [
+    '# Written by Berth (activities/provider/local/images/build-space.ts).',
+    'default-docker:',
+    `  sigstore: ${JSON.stringify(`file://${path.join(dir, 'sigstore')}`)}`,
+    '',
+  ].join('\n');
+}
+
 /** Creates the app's build space (idempotent): the configuration files root's, the folders the build root's. */
 export async function ensureBuildSpace(space: BuildSpace): Promise<void> {
   const parent = path.dirname(space.dir);
@@ -110,10 +128,13 @@ export async function ensureBuildSpace(space: BuildSpace): Promise<void> {
     await chown(d, space.idBase, space.idBase);
     await chmod(d, 0o700);
   }
+  const registriesDir = path.join(space.env.HOME!, '.config', 'containers', 'registries.d');
+  await mkdir(registriesDir, { recursive: true, mode: 0o755 });
   const files: [string, string][] = [
     [space.env.CONTAINERS_CONF!, containersConf(space.dir)],
     [space.env.CONTAINERS_STORAGE_CONF!, storageConf(space.dir)],
     [space.env.CONTAINERS_REGISTRIES_CONF!, registriesConf()],
+    [path.join(registriesDir, 'berth.yaml'), registriesD(space.dir)],
   ];
   for (const [file, text] of files) {
     if ((await readFile(file, 'utf8').catch(() => null)) !== text) await writeFile(file, text);
@@ -122,8 +143,9 @@ export async function ensureBuildSpace(space: BuildSpace): Promise<void> {
   }
 }
 
-/** Removes what one build left in the space (its context and archive); the storage (the cache) stays. */
+/** Removes what one build left in the space (its context, archive and auth file); the storage (the cache) stays. */
 export async function clearBuild(space: BuildSpace, deploymentUuid: string): Promise<void> {
+  await rm(space.authFile(deploymentUuid), { force: true });
   await rm(space.context(deploymentUuid), { recursive: true, force: true });
   await rm(space.archive(deploymentUuid), { force: true });
 }

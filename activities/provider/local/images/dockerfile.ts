@@ -19,7 +19,7 @@ export interface DockerfileBuildSpec {
   tag: string;
   /** The resolver RUN steps are given (the workload network's gateway); absent: podman's default. */
   dns?: string;
-  /** An auth file of the build space's own (empty): a FROM never uses a login of the machine's. */
+  /** The build's own auth file: the workspace's logins for the registries its FROM lines name, never a login of the machine's. */
   authFile: string;
 }
 
