@@ -49,7 +49,8 @@ async function main(): Promise<void> {
     'www/index.html': TEST_IMAGE_PAGE,
   });
   try {
-    berth = await startBerthDev();
+    // the test registry is on loopback: the operator's allow-list lets it through (registry-reach.ts)
+    berth = await startBerthDev({ BERTH_REGISTRY_ALLOW_CIDRS: '127.0.0.1/32' });
     const dev = berth;
     const api = request(dev.apiUrl);
     const auth = { Authorization: `Bearer ${dev.token}` };

@@ -45,15 +45,15 @@ const V6_NAMES: Record<string, string> = {
   rfc6145: 'is an SIIT-translated address',
 };
 
-/** Parses the allow-list; throws on a malformed entry (refuse to start rather than guess). */
-export function parseAllowList(cidrs: readonly string[]): AllowList {
+/** Parses an allow-list (of `variable`); throws on a malformed entry (refuse to start rather than guess). */
+export function parseAllowList(cidrs: readonly string[], variable = 'BERTH_WEBHOOK_ALLOW_CIDRS'): AllowList {
   return cidrs.map((cidr) => {
     try {
       return cidr.includes('/')
         ? ipaddr.parseCIDR(cidr)
         : ([ipaddr.parse(cidr), ipaddr.parse(cidr).kind() === 'ipv4' ? 32 : 128] as Range);
     } catch {
-      throw new Error(`BERTH_WEBHOOK_ALLOW_CIDRS: "${cidr}" is not an address range`);
+      throw new Error(`${variable}: "${cidr}" is not an address range`);
     }
   });
 }

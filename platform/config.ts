@@ -28,6 +28,8 @@ export interface Config {
   logLevel: string;
   reconcileIntervalMs: number;
   webhookAllowCidrs: string[];
+  /** Private or loopback ranges a tenant's image registry may be at (BERTH_REGISTRY_ALLOW_CIDRS; default none). */
+  registryAllowCidrs: string[];
   dnsServers: string[];
   smtpUrl: string | undefined;
   mailFrom: string;
@@ -266,6 +268,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
   const faultRate = int(env.BERTH_PROVIDER_FAULT_RATE, 0, 'BERTH_PROVIDER_FAULT_RATE');
   if (faultRate < 0 || faultRate > 1) throw new Error('BERTH_PROVIDER_FAULT_RATE must be between 0 and 1');
   parseAllowList(list(env.BERTH_WEBHOOK_ALLOW_CIDRS)); // a malformed range stops the start instead of failing every webhook request
+  parseAllowList(list(env.BERTH_REGISTRY_ALLOW_CIDRS), 'BERTH_REGISTRY_ALLOW_CIDRS');
   const workloadRange = workloadNetwork(env.BERTH_WORKLOAD_NETWORK);
   return {
     databaseUrl: env.DATABASE_URL || undefined,
@@ -284,6 +287,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     logLevel: env.LOG_LEVEL || 'info',
     reconcileIntervalMs: int(env.BERTH_RECONCILE_INTERVAL_MS, 5000, 'BERTH_RECONCILE_INTERVAL_MS'),
     webhookAllowCidrs: list(env.BERTH_WEBHOOK_ALLOW_CIDRS),
+    registryAllowCidrs: list(env.BERTH_REGISTRY_ALLOW_CIDRS),
     dnsServers: list(env.BERTH_DNS_SERVERS).map(dnsServer),
     smtpUrl: env.BERTH_SMTP_URL || undefined,
     mailFrom: env.BERTH_MAIL_FROM || 'Berth <berth@localhost>',

@@ -41,7 +41,8 @@ beforeAll(async () => {
   if (missing) return;
   registry = await startTestRegistry();
   image = pushTestImage(registry);
-  berth = await startBerthDev({ BERTH_GIT_ALLOW_FILE_URLS: '1' });
+  // the test registries are on loopback: the operator's allow-list lets 127.0.0.1 through (registry-reach.ts)
+  berth = await startBerthDev({ BERTH_GIT_ALLOW_FILE_URLS: '1', BERTH_REGISTRY_ALLOW_CIDRS: '127.0.0.1/32' });
   api = request(berth.apiUrl);
   auth = { Authorization: `Bearer ${berth.token}` };
   resource = (await api.get('/api/v1/resources').set(auth).expect(200)).body[0].uuid;
@@ -299,6 +300,32 @@ describeImages('container_registry apps on the local driver (podman)', () => {
     );
     expect(deployment.state).toBe('failed');
     expect(deployment.message).toMatch(/manifest unknown/);
+  });
+
+  it("a registry on the platform's own network is refused (the machine's ports are not a tenant's to probe), unless the operator allows its range", async () => {
+    const noimage = (await api.get('/api/v1/apps').set(auth).expect(200)).body.find((a: any) => a.name.startsWith('noimage'));
+    // 127.0.0.1 is allowed for the test registries; 127.0.0.2 is not: Berth's API answers there
+    const apiPort = new URL(berth.apiUrl).port;
+    await api
+      .put(`/api/v1/apps/${noimage.uuid}/deployment`)
+      .set(auth)
+      .send({
+        deployment_method: 'container_registry',
+        deployment_config: {
+          image: `127.0.0.2:${apiPort}/acme/hello:1`,
+          credential_id: noimage.deployment_config.credential_id,
+        },
+      })
+      .expect(200);
+    const deployment = await deployed(noimage.uuid);
+    expect(deployment.state).toBe('failed');
+    expect(deployment.message).toMatch(
+      new RegExp(
+        `public registries only, and 127\\.0\\.0\\.2:${apiPort} is not one \\(127\\.0\\.0\\.2 is in loopback space\\).*BERTH_REGISTRY_ALLOW_CIDRS`,
+      ),
+    );
+    // nothing reached the API: the refusal came before any pull
+    expect(await buildLog(noimage.uuid, deployment.uuid)).not.toMatch(/pulling/);
   });
 
   it('with a wrong credential the deployment fails with the registry reason, and the secret is nowhere', async () => {

@@ -1,3 +1,4 @@
+import { parseAllowList } from '../../../domain/webhook-destination';
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
 import type { Logger } from 'pino';
@@ -93,6 +94,7 @@ export async function startLocalProvider(options: LocalProviderOptions): Promise
     },
   });
   const podman = imageRuntimeRefusal() ? null : podmanConfig(layout);
+  const registryAllow = parseAllowList(config.registryAllowCidrs, 'BERTH_REGISTRY_ALLOW_CIDRS');
   const registry = podman
     ? await openPlatformRegistry(config.registry, path.join(layout.privateRoot, 'registry'), logger)
     : { registry: null, summary: 'off (this machine runs no container images)' };
@@ -104,6 +106,7 @@ export async function startLocalProvider(options: LocalProviderOptions): Promise
     gitCaFile: config.gitCaFile,
     podman,
     registry: registry.registry,
+    registryAllow,
   });
   const apps = new LocalAppsDriver({
     dataSource,
@@ -116,6 +119,7 @@ export async function startLocalProvider(options: LocalProviderOptions): Promise
     logger,
     host: config.host,
     registry: registry.registry,
+    registryAllow,
   });
   const data = createLocalData({
     dataSource,

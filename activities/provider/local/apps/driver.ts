@@ -1,3 +1,4 @@
+import type { AllowList } from '../../../../domain/webhook-destination';
 import { readdir, rm } from 'node:fs/promises';
 import { ApplicationFailure } from '@temporalio/common';
 import type { Logger } from 'pino';
@@ -57,6 +58,8 @@ export interface LocalAppsDriverDeps {
   imagesRefusal?: string | null;
   /** The platform registry pulled images are pushed to (and run from); absent or null: none. */
   registry?: PlatformRegistry | null;
+  /** Private or loopback ranges a tenant's registry may be at (the operator's BERTH_REGISTRY_ALLOW_CIDRS; absent: none). */
+  registryAllow?: AllowList;
 }
 
 /**
@@ -102,6 +105,7 @@ export class LocalAppsDriver implements AppsDriver {
           podman,
           store: this.store,
           registry: deps.registry ?? null,
+          registryAllow: deps.registryAllow ?? [],
         })
       : null;
     if (podman) {

@@ -1,3 +1,4 @@
+import type { AllowList } from '../../../../domain/webhook-destination';
 import { appendFileSync, existsSync, mkdirSync } from 'node:fs';
 import { lstat, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -53,6 +54,8 @@ export interface LocalBuilderOptions {
   podman?: PodmanConfig | null;
   /** The platform registry built images are pushed to (and run from); null: they run from podman's storage. */
   registry?: PlatformRegistry | null;
+  /** Private or loopback ranges a tenant's registry may be at (the operator's BERTH_REGISTRY_ALLOW_CIDRS; absent: none). */
+  registryAllow?: AllowList;
 }
 
 export const INTERRUPTED = 'the build was interrupted (Berth restarted); deploy again';
@@ -320,6 +323,7 @@ export class LocalReleaseBuilder implements LocalBuilder {
           isolation: this.options.isolation,
           podman: this.options.podman ?? null,
           registry: this.options.registry ?? null,
+          registryAllow: this.options.registryAllow ?? [],
           memoryBytes: this.options.buildMemoryBytes ?? DEFAULT_BUILD_MEMORY,
           appUuid: record.appUuid,
           deploymentUuid: record.deploymentUuid,

@@ -16,6 +16,8 @@ import { applyLimits, oomKills, type Isolation, type SandboxOwner } from '../san
 import { SYSTEM_PATH, type Workload } from '../sandbox/launcher';
 import { findDockerfile } from './detect';
 import { BUILD_MEMBER, BuildFailed } from './steps';
+import { registryRefusal } from '../images/registry-reach';
+import type { AllowList } from '../../../../domain/webhook-destination';
 
 /** What a Dockerfile build is given by the builder (builder.ts) that runs it. */
 export interface DockerfileBuild {
@@ -23,6 +25,8 @@ export interface DockerfileBuild {
   isolation: Isolation;
   podman: PodmanConfig | null;
   registry: PlatformRegistry | null;
+  /** Private or loopback ranges a registry named with a login may be at (registry-reach.ts). */
+  registryAllow: AllowList;
   /** The memory of the build's cgroup. */
   memoryBytes: number;
   appUuid: string;
@@ -168,6 +172,8 @@ async function pullPrivateBases(
 ): Promise<void> {
   const hosts = new Set(logins.map((l) => registryKey(l.server)));
   for (const image of bases.filter((i) => hosts.has(registryKey(i.registry)))) {
+    const refused = await registryRefusal(image.registry, b.registryAllow);
+    if (refused) throw new BuildFailed(refused);
     b.log(`$ podman pull ${qualifiedImage(image)} (with the workspace's credential for ${image.registry})`);
     await b.step({ sandbox: null, command: asBuildRoot(pullBaseImageArgv(image, authFile)), env }, 'podman pull');
   }

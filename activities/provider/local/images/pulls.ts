@@ -10,6 +10,9 @@ import type { Isolation } from '../sandbox/isolation';
 import type { PodmanConfig } from './config';
 import { publishImage } from './publish';
 import { pullImage, type RegistryAuth } from './pull';
+import { parseImageReference } from './reference';
+import { registryRefusal } from './registry-reach';
+import type { AllowList } from '../../../../domain/webhook-destination';
 import type { PlatformRegistry } from './registry';
 
 /** The release an image becomes: one per digest and app (`image-<first 12 hex digits>`). */
@@ -34,6 +37,8 @@ export class ImagePulls {
       store: AppStateStore;
       /** Where release images are pushed (and run from); null: they run from podman's storage as pulled. */
       registry: PlatformRegistry | null;
+      /** Private or loopback ranges a tenant's registry may be at (registry-reach.ts). */
+      registryAllow: AllowList;
     },
   ) {}
 
@@ -102,6 +107,11 @@ export class ImagePulls {
     state: { cancelled: boolean } = { cancelled: false },
   ): Promise<{ image: string } | { reason: string }> {
     const { appUuid } = input;
+    const refused = await registryRefusal(parseImageReference(input.image).registry, this.deps.registryAllow);
+    if (refused) {
+      say(`pull refused: ${refused}`);
+      return { reason: refused };
+    }
     const pulled = await pullImage(this.deps.isolation, this.deps.podman, {
       image: input.image,
       auth: input.auth,
