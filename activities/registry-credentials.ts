@@ -3,6 +3,20 @@ import { one, rows } from '../entities/sql';
 import type { RegistryLogin } from '../platform/drivers/apps';
 import type { ActivityDeps } from './deps';
 
+/** A stored credential as these read it (its token still sealed). */
+interface CredentialRow {
+  registry: RegistryProvider;
+  registry_hostname: string | null;
+  username: string;
+  token_sealed: string;
+}
+
+const CREDENTIAL_COLUMNS = 'registry, registry_hostname, username, token_sealed';
+
+/** The host a credential logs in to: its registry_hostname, or its provider's own (null: neither). */
+const serverOf = (row: CredentialRow): string | null =>
+  row.registry_hostname ?? DEFAULT_REGISTRY_HOST[row.registry] ?? null;
+
 export interface RegistryAuth {
   registry: RegistryProvider;
   /** Host the image is pulled from: registry_hostname, or the provider's own. */
@@ -22,19 +36,13 @@ export async function openRegistryCredential(
   workspaceUuid: string,
   credentialId: string,
 ): Promise<RegistryAuth | null> {
-  const row = await one<{
-    registry: RegistryProvider;
-    registry_hostname: string | null;
-    username: string;
-    token_sealed: string;
-  }>(
+  const row = await one<CredentialRow>(
     deps.dataSource,
-    `SELECT registry, registry_hostname, username, token_sealed FROM container_registry_credentials WHERE uuid = $1 AND workspace_uuid = $2`,
+    `SELECT ${CREDENTIAL_COLUMNS} FROM container_registry_credentials WHERE uuid = $1 AND workspace_uuid = $2`,
     [credentialId, workspaceUuid],
   );
-  if (!row) return null;
-  const server = row.registry_hostname ?? DEFAULT_REGISTRY_HOST[row.registry];
-  if (!server) return null;
+  const server = row && serverOf(row);
+  if (!row || !server) return null;
   return { registry: row.registry, server, username: row.username, token: deps.secretBox.open(row.token_sealed) };
 }
 
@@ -48,19 +56,13 @@ export async function openWorkspaceRegistryLogins(
   deps: Pick<ActivityDeps, 'dataSource' | 'secretBox'>,
   workspaceUuid: string,
 ): Promise<RegistryLogin[]> {
-  const found = await rows<{
-    registry: RegistryProvider;
-    registry_hostname: string | null;
-    username: string;
-    token_sealed: string;
-  }>(
+  const found = await rows<CredentialRow>(
     deps.dataSource,
-    `SELECT registry, registry_hostname, username, token_sealed FROM container_registry_credentials
-      WHERE workspace_uuid = $1 ORDER BY updated_at DESC, uuid`,
+    `SELECT ${CREDENTIAL_COLUMNS} FROM container_registry_credentials WHERE workspace_uuid = $1 ORDER BY updated_at DESC, uuid`,
     [workspaceUuid],
   );
   return found.flatMap((row) => {
-    const server = row.registry_hostname ?? DEFAULT_REGISTRY_HOST[row.registry];
+    const server = serverOf(row);
     return server ? [{ server, username: row.username, token: deps.secretBox.open(row.token_sealed) }] : [];
   });
 }
