@@ -17,6 +17,7 @@ import {
   type TestRegistry,
 } from '../support/images';
 import { startBerthDev, type BerthDev } from './support/berth-dev';
+import { deployStack } from './support/stacks';
 
 /**
  * Issue 27, container_registry apps on the local driver, end to end: `berth dev` pulls an
@@ -303,7 +304,9 @@ describeImages('container_registry apps on the local driver (podman)', () => {
   });
 
   it("a registry on the platform's own network is refused (the machine's ports are not a tenant's to probe), unless the operator allows its range", async () => {
-    const noimage = (await api.get('/api/v1/apps').set(auth).expect(200)).body.find((a: any) => a.name.startsWith('noimage'));
+    const noimage = (await api.get('/api/v1/apps').set(auth).expect(200)).body.find((a: any) =>
+      a.name.startsWith('noimage'),
+    );
     // 127.0.0.1 is allowed for the test registries; 127.0.0.2 is not: Berth's API answers there
     const apiPort = new URL(berth.apiUrl).port;
     await api
@@ -537,19 +540,11 @@ describeImages('container_registry apps on the local driver (podman)', () => {
     try {
       addBusybox(path.join(source.dir, 'web'));
       source.commit({ 'web/Dockerfile': busyboxDockerfile([], boot) });
-      const created = (
-        await api
-          .post('/api/v1/stacks')
-          .set(auth)
-          .send({ name: 'imaged-stack', resource_id: resource, repository_url: source.url, branch: 'main' })
-          .expect(201)
-      ).body;
-      const stack = await eventually(
-        async () => {
-          const s = (await api.get(`/api/v1/stacks/${created.uuid}`).set(auth).expect(200)).body;
-          return s.latest_deployment && ['completed', 'failed'].includes(s.latest_deployment.state) ? s : undefined;
-        },
-        { what: 'the stack deployed', timeoutMs: 240_000 },
+      const stack = await deployStack(
+        api,
+        auth,
+        { name: 'imaged-stack', resource_id: resource, repository_url: source.url },
+        240_000,
       );
       expect(stack.latest_deployment).toMatchObject({ state: 'completed', validation_errors: {} });
       expect(stack.state).toBe('running');
@@ -587,7 +582,7 @@ describeImages('container_registry apps on the local driver (podman)', () => {
       expect(await page(web, '/db-answer')).toMatch(/^[NS]$/);
       expect(stackVolumes()).toHaveLength(1);
 
-      await api.delete(`/api/v1/stacks/${created.uuid}`).set(auth).expect(204);
+      await api.delete(`/api/v1/stacks/${stack.uuid}`).set(auth).expect(204);
       await eventually(async () => stackVolumes().length === 0 && containersOf(web.uuid).length === 0, {
         what: "the stack's volume and containers gone",
         timeoutMs: 60_000,
