@@ -503,10 +503,10 @@ describeImages('container_registry apps on the local driver (podman)', () => {
     expect(existsSync(path.join(ROOT, 'oom'))).toBe(false);
   });
 
-  it("a stack runs its image: service as a container (pulled from a registry, pushed to the platform's), builds its build: service's Dockerfile, mounts its named volume in both and runs its managed postgres; it reaches running, everything answers, and deleting it removes the volume", async () => {
+  it("a stack runs its image: service as a container (pulled from a registry, pushed to the platform's), builds its build: service's Dockerfile (FROM a private image, with the workspace's credential), mounts its named volume in both and runs its managed postgres; it reaches running, everything answers, and deleting it removes the volume", async () => {
     const open = await startTestRegistry(undefined, undefined, { open: true });
     const webPage = 'a stack service built from its Dockerfile\n';
-    // the built service, at each start: a line in the shared volume, and postgres's answer to
+    // the built service (FROM the private test image), at each start: a line in the shared volume, and postgres's answer to
     // an SSLRequest (N or S) at its DATABASE_URL, both served over HTTP
     const boot = [
       'echo booted >> /www/shared/boots',
@@ -538,8 +538,16 @@ describeImages('container_registry apps on the local driver (podman)', () => {
     const volumesDir = path.join(/App files\s+(\S+)/.exec(berth.output())![1]!, 'volumes');
     const stackVolumes = () => readdirSync(volumesDir).filter((f) => f.startsWith('sv-'));
     try {
-      addBusybox(path.join(source.dir, 'web'));
-      source.commit({ 'web/Dockerfile': busyboxDockerfile([], boot) });
+      // the built service's base is a private image: built with the workspace's credential for its registry
+      await credential('stack-base', registry.password);
+      source.commit({
+        'web/Dockerfile': [
+          `FROM ${image}`,
+          'COPY www /www',
+          `CMD ${JSON.stringify(['/bin/busybox', 'sh', '-c', `${boot}; exec /bin/busybox httpd -f -p $PORT -h /www`])}`,
+          '',
+        ].join('\n'),
+      });
       const stack = await deployStack(
         api,
         auth,

@@ -7,6 +7,7 @@ import { composePathProblem, type AddonType, type Manifest } from '../../../doma
 import type { SecretBox } from '../../../domain/secret-box';
 import { one, rows } from '../../../entities/sql';
 import { clusterIdOf, generatePassword } from '../../data';
+import { openWorkspaceRegistryLogins } from '../../registry-credentials';
 import type { AppMount, AppNetworkSpec, AppsDriver } from '../../../platform/drivers/apps';
 import type { DataDriver, DataEngine } from '../../../platform/drivers/data';
 import type { StacksDriver } from '../../../platform/drivers/stacks';
@@ -316,6 +317,16 @@ export function createLocalStacks(deps: LocalStacksDeps): StacksDriver {
     async buildImage(itemUuid, spec) {
       await provisionApp(itemUuid, itemUuid, [], 0.5, 512 * 2 ** 20, 0);
       const deploymentUuid = buildId(spec.deploymentUuid, itemUuid);
+      // a Dockerfile's private FROM is pulled with the workspace's credential for its registry, as an app's is
+      const stack = await one<{ workspace_uuid: string }>(
+        ds,
+        `SELECT s.workspace_uuid FROM stack_items i JOIN stacks s ON s.uuid = i.stack_uuid WHERE i.uuid = $1`,
+        [itemUuid],
+      );
+      const registryLogins =
+        stack && !deps.imagesRefusal
+          ? await openWorkspaceRegistryLogins({ dataSource: ds, secretBox }, stack.workspace_uuid)
+          : [];
       await builder.start({
         appUuid: itemUuid,
         deploymentUuid,
@@ -326,6 +337,7 @@ export function createLocalStacks(deps: LocalStacksDeps): StacksDriver {
           // compose builds the context's Dockerfile; without one the context is detected (Procfile, Node, ...)
           dockerfile: deps.imagesRefusal ? null : spec.dockerfile,
           dockerfileIfPresent: !deps.imagesRefusal,
+          registryLogins,
         },
       });
       for (;;) {
