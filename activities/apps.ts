@@ -10,7 +10,7 @@ import type { ActivityDeps } from './deps';
 import { branchHead, commitSubject, GitError } from './git';
 import type { AppRuntimeStatus, AppSpec, BuildStatus } from '../platform/drivers/apps';
 import { parentImageSync } from './parent-image-sync';
-import { openWorkspaceRegistryLogins } from './registry-credentials';
+import { openRegistryCredential, openWorkspaceRegistryLogins } from './registry-credentials';
 import { moveAppTo, moveState } from './state';
 import { plugInAppNetworks } from './vpc';
 
@@ -342,17 +342,13 @@ export function createAppActivities(
       if (!d) throw ApplicationFailure.nonRetryable('the deployment no longer exists', 'DeploymentGone');
       let registryAuth = null;
       if (d.deployment_method === 'container_registry' && d.credential_id) {
-        const c = await one<{ registry_hostname: string | null; username: string; token_sealed: string }>(
-          ds,
-          `SELECT registry_hostname, username, token_sealed FROM container_registry_credentials WHERE uuid = $1 AND workspace_uuid = $2`,
-          [d.credential_id, d.workspace_uuid],
-        );
+        const c = await openRegistryCredential(deps, d.workspace_uuid, d.credential_id);
         if (!c)
           throw ApplicationFailure.nonRetryable(
             'the registry credential of the app no longer exists',
             'CredentialGone',
           );
-        registryAuth = { hostname: c.registry_hostname, username: c.username, token: secretBox.open(c.token_sealed) };
+        registryAuth = { hostname: c.server, username: c.username, token: c.token };
       }
       // a Dockerfile's FROM may name a private image: the build gets the workspace's logins and uses those its FROM lines need
       const registryLogins =

@@ -19,8 +19,8 @@ const serverOf = (row: CredentialRow): string | null =>
 
 export interface RegistryAuth {
   registry: RegistryProvider;
-  /** Host the image is pulled from: registry_hostname, or the provider's own. */
-  server: string;
+  /** The host the login is for: registry_hostname, or the provider's own; null: neither (the image's own registry). */
+  server: string | null;
   username: string;
   token: string;
 }
@@ -41,8 +41,8 @@ export async function openRegistryCredential(
     `SELECT ${CREDENTIAL_COLUMNS} FROM container_registry_credentials WHERE uuid = $1 AND workspace_uuid = $2`,
     [credentialId, workspaceUuid],
   );
-  const server = row && serverOf(row);
-  if (!row || !server) return null;
+  if (!row) return null;
+  const server = serverOf(row);
   return { registry: row.registry, server, username: row.username, token: deps.secretBox.open(row.token_sealed) };
 }
 
