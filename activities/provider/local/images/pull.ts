@@ -2,6 +2,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Isolation } from '../sandbox/isolation';
 import type { PodmanConfig } from './config';
+import { loginSecrets } from './base-images';
 import { podmanReason, runPodman } from './podman';
 import { isLoopbackRegistry, parseImageReference, pinnedImage, qualifiedImage } from './reference';
 
@@ -20,9 +21,8 @@ const PULL_TIME_LIMIT_MS = 15 * 60_000;
 
 /** `text` with the login's secret (and its base64 form in an auth file) replaced by ***. */
 export function withoutSecret(text: string, auth: RegistryAuth | null): string {
-  if (!auth?.token) return text;
-  const secrets = [auth.token, Buffer.from(`${auth.username}:${auth.token}`).toString('base64')];
-  return secrets.reduce((t, s) => t.split(s).join('***'), text);
+  if (!auth) return text;
+  return loginSecrets(auth).reduce((t, s) => t.split(s).join('***'), text);
 }
 
 /**
