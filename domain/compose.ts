@@ -320,7 +320,9 @@ export function analyzeCompose(text: string, composeFile: string): { manifest: M
         if (!volumeUse.has(m.source))
           throw new ComposeError(`services.${name}.volumes refers to undefined volume "${m.source}"`);
         if (!m.target || !m.target.startsWith('/'))
-          throw new ComposeError(`services.${name}.volumes: volume "${m.source}" needs an absolute path to be mounted at`);
+          throw new ComposeError(
+            `services.${name}.volumes: volume "${m.source}" needs an absolute path to be mounted at`,
+          );
         volumeUse.get(m.source)!.push(name);
         named.push(m.source);
         namedMounts.push({ volume: m.source, path: m.target });

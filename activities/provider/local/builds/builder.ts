@@ -23,12 +23,7 @@ import {
   type StepResult,
 } from './steps';
 import type { BuildSource, LocalBuilder, ReleaseManifest } from '../contracts';
-import {
-  groupProcesses,
-  removeLimits,
-  type Isolation,
-  type SandboxOwner,
-} from '../sandbox/isolation';
+import { groupProcesses, removeLimits, type Isolation, type SandboxOwner } from '../sandbox/isolation';
 import { SYSTEM_PATH, type Launched, type Workload } from '../sandbox/launcher';
 import { copyReleaseTo } from './release-copy';
 import { buildSpace, clearBuild } from '../images/build-space';
