@@ -14,7 +14,7 @@ import { qualifiedImage } from '../../activities/provider/local/images/reference
 describe('the base images of a Dockerfile', () => {
   const names = (text: string) => baseImages(text).map(qualifiedImage);
 
-  it('are the images its FROM lines name, qualified, once each; not scratch, not an earlier stage', () => {
+  it('are the images its FROM lines and COPY --from name, qualified, once each; not scratch, not an earlier stage or its index', () => {
     const dockerfile = [
       '# syntax comment',
       'ARG BASE=registry.example.com/acme/base:2',
@@ -29,11 +29,14 @@ describe('the base images of a Dockerfile', () => {
       '  127.0.0.1:5000/acme/hello:1',
       'FROM registry.example.com/acme/base:2',
       'COPY --from=build /out /out',
+      'COPY --from=0 /a /a',
+      'COPY --chown=1:1 --from=ghcr.io/acme/tools:3 /bin/tool /bin/tool',
     ].join('\n');
     expect(names(dockerfile)).toEqual([
       'registry.example.com/acme/base:2',
       'docker.io/library/node:20',
       '127.0.0.1:5000/acme/hello:1',
+      'ghcr.io/acme/tools:3',
     ]);
   });
 

@@ -48,13 +48,22 @@ function substituted(word: string, args: Map<string, string>): string | null {
 }
 
 /**
- * The images the FROM lines name, in order, once each: `scratch`, an earlier stage's name
- * and a reference an ARG without a default makes are not images of a registry.
+ * The images the FROM lines (and `COPY --from=`) name, in order, once each: `scratch`, an
+ * earlier stage's name or index and a reference an ARG without a default makes are not
+ * images of a registry.
  */
 export function baseImages(dockerfile: string): ImageReference[] {
   const args = new Map<string, string>();
   const stages = new Set<string>();
   const images = new Map<string, ImageReference>();
+  const add = (image: string) => {
+    try {
+      const ref = parseImageReference(image);
+      images.set(qualifiedImage(ref), ref);
+    } catch {
+      // not a reference podman could pull either: the build says so
+    }
+  };
   let seenFrom = false;
   for (const instruction of instructions(dockerfile)) {
     const [keyword = '', ...words] = instruction.split(/\s+/);
@@ -65,6 +74,13 @@ export function baseImages(dockerfile: string): ImageReference[] {
         if (eq > 0) args.set(w.slice(0, eq), w.slice(eq + 1).replace(/^"(.*)"$/, '$1'));
       }
     }
+    if (kw === 'COPY') {
+      // `COPY --from=<image>`: an image the build pulls too (a stage's name or index is none)
+      const from = words.find((w) => w.toLowerCase().startsWith('--from='))?.slice('--from='.length);
+      const image = from ? substituted(from, args) : null;
+      if (image && !/^\d+$/.test(image) && !stages.has(image.toLowerCase())) add(image);
+      continue;
+    }
     if (kw !== 'FROM') continue;
     seenFrom = true;
     const rest = words.filter((w) => !w.startsWith('--'));
@@ -73,12 +89,7 @@ export function baseImages(dockerfile: string): ImageReference[] {
     const earlierStage = image !== null && stages.has(image.toLowerCase());
     if (as?.toUpperCase() === 'AS' && stage) stages.add(stage.toLowerCase());
     if (!image || image.toLowerCase() === 'scratch' || earlierStage) continue;
-    try {
-      const ref = parseImageReference(image);
-      images.set(qualifiedImage(ref), ref);
-    } catch {
-      // not a reference podman could pull either: the build says so
-    }
+    add(image);
   }
   return [...images.values()];
 }
