@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { LocalReleaseBuilder } from '../../activities/provider/local/builds/builder';
-import { BUILD_ID_COUNT, buildIdBase } from '../../activities/provider/local/images/build-space';
+import { APP_ID_COUNT, appIdBase } from '../../activities/provider/local/images/id-range';
 import { ensurePodmanConfig, podmanConfig } from '../../activities/provider/local/images/config';
 import { detectIsolation } from '../../activities/provider/local/sandbox/isolation';
 import type { BuildStatus } from '../../platform/drivers/apps';
@@ -106,7 +106,7 @@ describeBuilds('Dockerfile builds on the local driver (podman build)', () => {
     expect(text).toMatch(/STEP 1\/\d+: FROM scratch/);
     // the RUN steps' root is BUILD_IDS on the host: never uid 0
     const map = /uid map: +(\d+) +(\d+) +(\d+)/.exec(text);
-    expect(map?.slice(1).map(Number)).toEqual([0, buildIdBase(appUuid), BUILD_ID_COUNT]);
+    expect(map?.slice(1).map(Number)).toEqual([0, appIdBase(appUuid), APP_ID_COUNT]);
     // a PID namespace of its own: the step's shell and its ls, not the machine's processes
     expect(Number(/processes: (\d+)/.exec(text)?.[1])).toBeLessThan(5);
     expect(text).toContain('written');

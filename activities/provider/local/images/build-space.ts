@@ -1,15 +1,15 @@
-import { createHash } from 'node:crypto';
 import { chmod, chown, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { APP_UID_BASE, APP_UID_RANGE, type LocalLayout } from '../../../../platform/local-layout';
+import type { LocalLayout } from '../../../../platform/local-layout';
 import { DEFAULT_ULIMITS, registriesConf, toml } from './config';
+import { appIdBase } from './id-range';
 import { RUNC } from './runtime';
 
 /**
  * Where an app's Dockerfiles are built, and as whom. A Dockerfile's RUN steps are
  * strangers' code: the whole build (podman, buildah and the steps) runs as root of a user
  * namespace of its own whose 65536 ids are an unprivileged range of the host's, one per app
- * (buildIds), never the machine's root. Podman there has a storage of its own (the app's
+ * (id-range.ts), never the machine's root. Podman there has a storage of its own (the app's
  * build cache: no layer of another tenant's build is ever used) and runs the steps with runc
  * in namespaces of their own; the image it built is handed to Berth's podman as an archive.
  *
@@ -17,19 +17,6 @@ import { RUNC } from './runtime';
  * writes the layers with the host's ids (the image comes out owned by uid 1000000...) and
  * leaves a RUN step's `/` owned by the real root (docs/decisions.md).
  */
-
-/** Ids per app's build namespace (root..65535 inside). */
-export const BUILD_ID_COUNT = 65536;
-/** First host id of the build ranges: above every app uid. */
-const BUILD_ID_BASE = APP_UID_BASE + APP_UID_RANGE;
-/** How many ranges fit below 2^32 - 2 (the kernel's invalid and overflow ids stay out). */
-const BUILD_ID_SLOTS = Math.floor((2 ** 32 - 2 - BUILD_ID_BASE) / BUILD_ID_COUNT) - 1;
-
-/** The host id the app's build namespace's root is (its 65536 ids follow): a stable function of the app's uuid. */
-export function buildIdBase(appUuid: string): number {
-  const n = parseInt(createHash('sha256').update(`build:${appUuid}`).digest('hex').slice(0, 8), 16);
-  return BUILD_ID_BASE + (n % BUILD_ID_SLOTS) * BUILD_ID_COUNT;
-}
 
 export interface BuildSpace {
   /** `<appsRoot>/image-builds/<app>`: root's, 0750, group the build root's (it reads the files, writes only below). */
@@ -50,7 +37,7 @@ export function buildSpace(layout: LocalLayout, appUuid: string): BuildSpace {
   const dir = path.join(layout.appsRoot, 'image-builds', appUuid);
   return {
     dir,
-    idBase: buildIdBase(appUuid),
+    idBase: appIdBase(appUuid),
     env: {
       PATH: '/usr/sbin:/usr/bin:/sbin:/bin',
       HOME: path.join(dir, 'home'),

@@ -2,7 +2,7 @@ import { readlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { cgroupName, type Isolation, type SandboxOwner } from '../sandbox/isolation';
 import { launch, type Launched } from '../sandbox/launcher';
-import { BUILD_ID_COUNT } from './build-space';
+import { APP_ID_COUNT } from './id-range';
 
 const NSENTER = '/usr/bin/nsenter';
 const UNSHARE = '/usr/bin/unshare';
@@ -56,8 +56,8 @@ export async function holdUserNamespace(
     }
     await new Promise((r) => setTimeout(r, 5));
   }
-  writeFileSync(`/proc/${pid}/uid_map`, `0 ${idBase} ${BUILD_ID_COUNT}\n`);
-  writeFileSync(`/proc/${pid}/gid_map`, `0 ${idBase} ${BUILD_ID_COUNT}\n`);
+  writeFileSync(`/proc/${pid}/uid_map`, `0 ${idBase} ${APP_ID_COUNT}\n`);
+  writeFileSync(`/proc/${pid}/gid_map`, `0 ${idBase} ${APP_ID_COUNT}\n`);
   return { pid, holder };
 }
 
