@@ -16,6 +16,7 @@ import {
   TEST_IMAGE_PAGE,
   type TestRegistry,
 } from '../support/images';
+import { appIdBase } from '../../activities/provider/local/images/id-range';
 import { startBerthDev, type BerthDev } from './support/berth-dev';
 import { deployStack } from './support/stacks';
 
@@ -329,6 +330,31 @@ describeImages('container_registry apps on the local driver (podman)', () => {
     );
     // nothing reached the API: the refusal came before any pull
     expect(await buildLog(noimage.uuid, deployment.uuid)).not.toMatch(/pulling/);
+  });
+
+  it("an image whose USER is not root runs as that user, an id of the app's own range (its root is the range's first)", async () => {
+    const noimage = (await api.get('/api/v1/apps').set(auth).expect(200)).body.find((a: any) =>
+      a.name.startsWith('noimage'),
+    );
+    const ref = pushTestImage(registry, 'acme/as-user:1', 'served by uid 1000\n', { user: 1000 });
+    await api
+      .put(`/api/v1/apps/${noimage.uuid}/deployment`)
+      .set(auth)
+      .send({
+        deployment_method: 'container_registry',
+        deployment_config: { image: ref, credential_id: noimage.deployment_config.credential_id },
+      })
+      .expect(200);
+    expect((await deployed(noimage.uuid)).state).toBe('completed');
+    await eventually(async () => (await berth.viaPublicUrl(noimage.public_url, '/uid')).text === '1000\n', {
+      what: 'the image user serving its uid',
+      timeoutMs: 60_000,
+    });
+    // on the machine: the container's process is the app's range's id 1000, not root, not another app's
+    const [container] = containersOf(noimage.uuid);
+    const pid = podman(['inspect', '--format', '{{.State.Pid}}', container!.split(' ')[0]!]).trim();
+    const uids = /^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1];
+    expect(Number(uids)).toBe(appIdBase(noimage.uuid) + 1000);
   });
 
   it('with a wrong credential the deployment fails with the registry reason, and the secret is nowhere', async () => {

@@ -110,27 +110,44 @@ export const TEST_IMAGE_PAGE = 'hello from a container image\n';
 /**
  * Builds the test image (cached: the same context builds nothing new) and pushes it to the
  * registry as `<host>/<repo>`: FROM scratch, busybox, `httpd -f -p $PORT` serving one page
- * (TEST_IMAGE_PAGE unless `page` is given: another image).
+ * (TEST_IMAGE_PAGE unless `page` is given: another image); with `user`, the image's USER is
+ * that uid and it writes its uid to /uid before serving.
  * Answers the pushed reference.
  */
-export function pushTestImage(registry: TestRegistry, repo = 'acme/hello:1', page = TEST_IMAGE_PAGE): string {
+export function pushTestImage(
+  registry: TestRegistry,
+  repo = 'acme/hello:1',
+  page = TEST_IMAGE_PAGE,
+  options: { user?: number } = {},
+): string {
   const env = testPodmanEnv();
   const context = mkdtempSync(path.join(tmpdir(), 'berth-image-ctx-'));
   try {
     execFileSync('cp', [BUSYBOX, path.join(context, 'busybox')]);
     mkdirSync(path.join(context, 'www'));
     writeFileSync(path.join(context, 'www', 'index.html'), page);
+    const { user } = options;
     writeFileSync(
       path.join(context, 'Containerfile'),
-      [
-        'FROM scratch',
-        'COPY busybox /bin/busybox',
-        'COPY www /www',
-        'CMD ["/bin/busybox", "sh", "-c", "exec /bin/busybox httpd -f -p $PORT -h /www"]',
-        '',
-      ].join('\n'),
+      (user === undefined
+        ? [
+            'FROM scratch',
+            'COPY busybox /bin/busybox',
+            'COPY www /www',
+            'CMD ["/bin/busybox", "sh", "-c", "exec /bin/busybox httpd -f -p $PORT -h /www"]',
+          ]
+        : [
+            // www is the user's: it writes its uid there (/uid) before serving
+            'FROM scratch',
+            'COPY busybox /bin/busybox',
+            `COPY --chown=${user}:${user} www /www`,
+            `USER ${user}`,
+            'CMD ["/bin/busybox", "sh", "-c", "/bin/busybox id -u > /www/uid; exec /bin/busybox httpd -f -p $PORT -h /www"]',
+          ]
+      ).join('\n'),
     );
-    const local = `localhost/berth-test-hello:${page === TEST_IMAGE_PAGE ? '1' : createHash('sha256').update(page).digest('hex').slice(0, 12)}`;
+    const variant = `${page}\0${user ?? ''}`;
+    const local = `localhost/berth-test-hello:${variant === `${TEST_IMAGE_PAGE}\0` ? '1' : createHash('sha256').update(variant).digest('hex').slice(0, 12)}`;
     execFileSync('podman', ['build', '--quiet', '--timestamp', '0', '-t', local, context], { env, stdio: 'pipe' });
     const ref = `${registry.host}/${repo}`;
     execFileSync(

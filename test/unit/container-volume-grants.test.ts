@@ -98,7 +98,7 @@ describeRoot('storage volumes opened to a container uid (setfacl in a sandbox)',
     expect(as(processApp, [processApp, gid], `umask 007; echo from-process > ${m}/note`, dir)).toBe('');
     expect(as(container, [container], `cat ${m}/note`, dir)).toMatch(/^refused/);
 
-    const mounts = await containerMounts(temp.layout, container, [{ volumeId, subPath: 'shared', mountPath: '/data' }]);
+    const mounts = await containerMounts(temp.layout, [container], [{ volumeId, subPath: 'shared', mountPath: '/data' }]);
     expect(mounts).toEqual([{ source: dir, target: '/data' }]);
     expect(as(container, [container], `cat ${m}/note`, dir)).toBe('from-process\n');
     // the container's files (its own umask 0022) stay read-write for the volume's group
@@ -121,9 +121,9 @@ describeRoot('storage volumes opened to a container uid (setfacl in a sandbox)',
     symlinkSync(path.join(outside, 'secret'), path.join(dir, 'escape'));
     symlinkSync(path.join(outside, 'secret'), path.join(temp.layout.volumeDir(volumeId), 'swapped'));
 
-    await containerMounts(temp.layout, container, [{ volumeId, subPath: 'links', mountPath: '/data' }]);
+    await containerMounts(temp.layout, [container], [{ volumeId, subPath: 'links', mountPath: '/data' }]);
     await expect(
-      containerMounts(temp.layout, container, [{ volumeId, subPath: 'swapped', mountPath: '/data' }]),
+      containerMounts(temp.layout, [container], [{ volumeId, subPath: 'swapped', mountPath: '/data' }]),
     ).rejects.toThrow(/leads out of the volume/);
     for (const file of [path.join(outside, 'secret'), path.join(outside, 'secret', 'key')])
       expect(aclOf(file)).not.toContain(`user:${container}:`);

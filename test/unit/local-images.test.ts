@@ -70,20 +70,22 @@ describe('podman run of a replica', () => {
     image: `127.0.0.1:5000/acme/web@${DIGEST}`,
     memoryBytes: 256 * 2 ** 20,
     cpus: 0.5,
-    uid: 250_000,
+    idBase: 1_065_536,
   };
 
-  it('runs the pinned image with --rm --init, the quota, the app uid, loopback until a namespace is given', () => {
+  it("runs the pinned image with --rm --init, the quota, the app's id range (one contiguous map), loopback until a namespace is given", () => {
     const argv = containerRunArgv({ ...spec, envNames: ['PORT'] });
     expect(argv.slice(0, 4)).toEqual(['/usr/bin/podman', 'run', '--rm', '--replace']);
     expect(argv).toEqual(expect.arrayContaining(['--init', '--cgroup-manager', 'cgroupfs']));
     const after = (flag: string) => argv[argv.indexOf(flag) + 1];
-    expect([after('--memory'), after('--cpus'), after('--uidmap'), after('--network')]).toEqual([
+    expect([after('--memory'), after('--cpus'), after('--uidmap'), after('--gidmap'), after('--network')]).toEqual([
       '268435456b',
       '0.5',
-      '0:250000:1',
+      '0:1065536:65536',
+      '0:1065536:65536',
       'host',
     ]);
+    expect(argv.filter((a) => a === '--uidmap')).toHaveLength(1);
     expect(argv.at(-1)).toBe(spec.image);
     const inNs = containerRunArgv({ ...spec, envNames: ['PORT'], netnsPath: '/run/netns/berth-app-1' });
     expect(inNs[inNs.indexOf('--network') + 1]).toBe('ns:/run/netns/berth-app-1');

@@ -1,6 +1,5 @@
 import path from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
-import { appUid } from '../../../../platform/local-layout';
 import { imageReplicas } from '../images/replicas';
 import type { AppRunSpec } from '../../../../platform/drivers/apps';
 import type { ReleaseManifest } from '../contracts';
@@ -11,6 +10,8 @@ import type { ReleaseRun } from './supervisor';
 import { networkMember } from './network-member';
 import { mountVariable, volumeAccess } from './volumes';
 import { containerMounts } from '../images/volume-grants';
+import { containerHostIds } from '../images/image-user';
+import { appIdBase } from '../images/id-range';
 
 /**
  * How one release of the app runs (an image release: as containers of its pinned image, with
@@ -37,9 +38,12 @@ export async function releaseRun(
       `release ${releaseId} is an image, and images do not run here`,
       'LocalImageRefused',
     );
-  const uid = ctx.isolation.uidSwitch ? appUid(appUuid) : null;
-  // volumeAccess made the folders; a container's uid is given its way into them
-  const mounts = image && uid !== null ? await containerMounts(ctx.layout, uid, spec.mounts) : volumes.binds;
+  const idBase = image && ctx.isolation.uidSwitch ? appIdBase(appUuid) : null;
+  // volumeAccess made the folders; the container's root and the image's USER are given their way into them
+  const mounts =
+    image && ctx.podman && idBase !== null && spec.mounts.length > 0
+      ? await containerMounts(ctx.layout, await containerHostIds(ctx.isolation, ctx.podman, image, idBase), spec.mounts)
+      : volumes.binds;
   const container =
     image && ctx.podman
       ? imageReplicas(ctx.isolation, ctx.podman, {
@@ -50,7 +54,7 @@ export async function releaseRun(
           env: { ...env, ...Object.fromEntries(spec.mounts.map((m) => [mountVariable(m.mountPath), m.mountPath])) },
           memoryBytes: spec.ramSize,
           cpus: spec.cpuSize,
-          uid,
+          idBase,
           mounts,
           onDropped: (names) =>
             ctx.log.berth(appUuid, `not passed to the container (podman reads them itself): ${names.join(', ')}`),

@@ -3,6 +3,7 @@ import type { Isolation } from '../sandbox/isolation';
 import type { Workload } from '../sandbox/launcher';
 import type { PodmanConfig } from './config';
 import { podmanEnv, runPodman } from './podman';
+import { APP_ID_COUNT } from './id-range';
 import { PODMAN } from './runtime';
 
 /** How one replica of an image release runs (what `podman run` is told). */
@@ -24,13 +25,17 @@ export interface ContainerRunSpec {
    * out-of-memory kill (cgroups.ts). Null: none (no cgroups here).
    */
   cgroupParent?: string | null;
-  /** The host uid (= gid) the container's root is mapped to (the app's own); null: no user namespace (Berth not root). */
-  uid: number | null;
+  /**
+   * The host id the container's root is mapped to, its 65536 ids following (the app's id
+   * range, id-range.ts: an image's USER other than root is an id of the app's too); null: no
+   * user namespace (Berth not root).
+   */
+  idBase: number | null;
   /** The workload's own network namespace (`--network ns:<path>`); absent: the network `podman run` itself is in (the launcher's namespace for the replica). */
   netnsPath?: string;
   /** The resolver the container's /etc/resolv.conf names (the workload network's gateway); absent: the machine's. */
   dns?: string;
-  /** Storage volumes bind-mounted into the container (their folders open to `uid`: volume-grants.ts). */
+  /** Storage volumes bind-mounted into the container (their folders opened to its ids: volume-grants.ts). */
   mounts?: { source: string; target: string }[];
   /** Labels (the app's uuid: leftovers are found by it). */
   labels?: Record<string, string>;
@@ -44,7 +49,9 @@ export function containerRunArgv(spec: ContainerRunSpec): string[] {
   argv.push('--memory', bytes, '--memory-swap', bytes, '--cpus', String(spec.cpus));
   // conmon stays in Berth's cgroup: the app's holds only the container
   if (spec.cgroupParent) argv.push('--cgroups', 'no-conmon', '--cgroup-parent', spec.cgroupParent);
-  if (spec.uid !== null) argv.push('--uidmap', `0:${spec.uid}:1`, '--gidmap', `0:${spec.uid}:1`);
+  // one contiguous range: podman 4.3 fails to mount the overlay of a map of several (measured)
+  if (spec.idBase !== null)
+    argv.push('--uidmap', `0:${spec.idBase}:${APP_ID_COUNT}`, '--gidmap', `0:${spec.idBase}:${APP_ID_COUNT}`);
   // host: the network podman itself runs in (the launcher starts it inside the workload's namespace)
   argv.push('--network', spec.netnsPath ? `ns:${spec.netnsPath}` : 'host');
   if (spec.dns) argv.push('--dns', spec.dns);

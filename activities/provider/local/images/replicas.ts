@@ -26,8 +26,9 @@ export function imageReplicas(
     env: Record<string, string>;
     memoryBytes: number;
     cpus: number;
-    uid: number | null;
-    /** Storage volumes (already open to `uid`: volume-grants.ts). */
+    /** The host id the container's root is (the app's id range); null: no user namespace. */
+    idBase: number | null;
+    /** Storage volumes (already opened to the container's ids: volume-grants.ts). */
     mounts: { source: string; target: string }[];
     /** Told once which variables podman cannot pass (it reads them itself). */
     onDropped?: (names: string[]) => void;
@@ -51,7 +52,7 @@ export function imageReplicas(
           image: input.image,
           memoryBytes: input.memoryBytes,
           cpus: input.cpus,
-          uid: input.uid,
+          idBase: input.idBase,
           mounts: input.mounts,
           dns: iso.network?.gateway,
           cgroupParent: iso.cgroups ? `/berth/${cgroupName(owner)}` : null,

@@ -13,11 +13,12 @@ const exec = promisify(execFile);
 const BWRAP = '/usr/bin/bwrap';
 
 /**
- * A container's way into a storage volume. A container runs as its app's own uid (its root
- * mapped to it: `--uidmap 0:<uid>:1`), and podman 4.3 cannot map the volume's group beside
- * it (measured: the container's overlay mount then fails), so the supplementary group that
- * process replicas get (apps/volumes.ts) is no way in here. Instead the mounted folder and
- * everything in it get a POSIX ACL entry for the uid, as an access entry and as a default
+ * A container's way into a storage volume. A container runs as ids of its app's range (its
+ * root the range's first, `--uidmap 0:<base>:65536`), and podman 4.3 cannot map the
+ * volume's group beside them (measured: the container's overlay mount then fails), so the
+ * supplementary group that process replicas get (apps/volumes.ts) is no way in here.
+ * Instead the mounted folder and everything in it get a POSIX ACL entry for each id the
+ * container runs as (its root's, its image USER's), as an access entry and as a default
  * one: what anyone creates in it later carries the entry too, and what the container
  * creates stays read-write for the volume's group (a default ACL overrides the container's
  * umask). Idempotent.
@@ -27,7 +28,7 @@ const BWRAP = '/usr/bin/bwrap';
  * kept), and the sub path is followed inside it: a link an app left in the volume, or
  * swaps in during the walk, leads nowhere outside it.
  */
-export async function grantVolumeTo(uid: number, volumeRoot: string, subPath: string | null): Promise<void> {
+export async function grantVolumeTo(uids: number[], volumeRoot: string, subPath: string | null): Promise<void> {
   const argv = [
     '--unshare-pid',
     '--unshare-ipc',
@@ -50,7 +51,7 @@ export async function grantVolumeTo(uid: number, volumeRoot: string, subPath: st
     '--recursive',
     '--physical',
     '--modify',
-    `user:${uid}:rwX,default:user:${uid}:rwX`,
+    uids.map((uid) => `user:${uid}:rwX,default:user:${uid}:rwX`).join(','),
     path.posix.join('/volume', ...segments(subPath)),
   ];
   try {
@@ -58,7 +59,7 @@ export async function grantVolumeTo(uid: number, volumeRoot: string, subPath: st
   } catch (err) {
     const why = String((err as { stderr?: string }).stderr ?? '').trim() || (err as Error).message;
     throw ApplicationFailure.nonRetryable(
-      `the storage volume cannot be opened to the container (uid ${uid}): ${why}`,
+      `the storage volume cannot be opened to the container (uids ${uids.join(', ')}): ${why}`,
       'LocalVolumeGrantFailed',
     );
   }
@@ -68,16 +69,16 @@ export async function grantVolumeTo(uid: number, volumeRoot: string, subPath: st
 const segments = (subPath: string | null) => (subPath ?? '').split('/').filter((s) => s && s !== '.' && s !== '..');
 
 /**
- * The container's volume mounts, each folder opened to its uid first. podman resolves a
+ * The container's volume mounts, each folder opened to its ids (`uids`) first. podman resolves a
  * mount's source as root, so just before it is handed over the source must still resolve
  * inside its volume (a sub path an app swapped for a link is refused). An app that swaps it
  * between this check and `podman run` is the race left (docs/decisions.md).
  */
-export async function containerMounts(layout: LocalLayout, uid: number, mounts: AppMount[]): Promise<BindMount[]> {
+export async function containerMounts(layout: LocalLayout, uids: number[], mounts: AppMount[]): Promise<BindMount[]> {
   const out: BindMount[] = [];
   for (const m of mounts) {
     const root = layout.volumeDir(m.volumeId);
-    await grantVolumeTo(uid, root, m.subPath);
+    await grantVolumeTo(uids, root, m.subPath);
     const source = path.join(root, ...segments(m.subPath));
     const [real, realRoot] = await Promise.all([realpath(source), realpath(root)]);
     if (real !== realRoot && !real.startsWith(`${realRoot}/`))
