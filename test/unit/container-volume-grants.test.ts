@@ -98,7 +98,11 @@ describeRoot('storage volumes opened to a container uid (setfacl in a sandbox)',
     expect(as(processApp, [processApp, gid], `umask 007; echo from-process > ${m}/note`, dir)).toBe('');
     expect(as(container, [container], `cat ${m}/note`, dir)).toMatch(/^refused/);
 
-    const mounts = await containerMounts(temp.layout, [container], [{ volumeId, subPath: 'shared', mountPath: '/data' }]);
+    const mounts = await containerMounts(
+      temp.layout,
+      [container],
+      [{ volumeId, subPath: 'shared', mountPath: '/data' }],
+    );
     expect(mounts).toEqual([{ source: dir, target: '/data' }]);
     expect(as(container, [container], `cat ${m}/note`, dir)).toBe('from-process\n');
     // the container's files (its own umask 0022) stay read-write for the volume's group
