@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
 import { fabricUnavailable, WorkloadNetwork, type NetworkMember } from '../../activities/provider/local/network/fabric';
+import { hostInterface } from '../../activities/provider/local/network/namespace';
 import { DEFAULT_WORKLOAD_RANGE } from '../../platform/workload-addresses';
 
 /**
@@ -91,10 +92,17 @@ async function listenIn(netnsPath: string, port: number): Promise<void> {
   await new Promise<void>((resolve) => child.stdout!.once('data', () => resolve()));
 }
 
-const counts = () => ({
-  namespaces: readdirSync('/run/netns').filter((n) => n.startsWith(`berth-${net.tag}-`)).length,
-  interfaces: readdirSync('/sys/class/net').filter((n) => n.startsWith('bw')).length,
-});
+/**
+ * This network's namespaces, and how many of their host interfaces exist (other test files
+ * make workload networks of their own on the machine at the same time: only this one's count).
+ */
+const counts = () => {
+  const mine = readdirSync('/run/netns').filter((n) => n.startsWith(`berth-${net.tag}-`));
+  return {
+    namespaces: mine.length,
+    interfaces: mine.filter((n) => existsSync(`/sys/class/net/${hostInterface(n)}`)).length,
+  };
+};
 
 describeIf('tenant escape: the workload network (kernel policy)', () => {
   const ws1 = 'ws-one';
@@ -239,10 +247,13 @@ describeIf('tenant escape: the workload network (kernel policy)', () => {
 
   it('a workload that leaves takes its namespace and interface with it; close leaves nothing', async () => {
     const before = counts();
+    const eIf = `/sys/class/net/${hostInterface(`berth-${net.tag}-e-1`)}`;
     const e = await net.attach('e-1', member(ws1, 'app-e'));
     expect(counts()).toEqual({ namespaces: before.namespaces + 1, interfaces: before.interfaces + 1 });
+    expect(existsSync(eIf)).toBe(true);
     await net.detach('e-1');
     expect(counts()).toEqual(before);
+    expect(existsSync(eIf)).toBe(false);
     expect(e.address).toMatch(/^10\./);
   });
 });
