@@ -348,7 +348,7 @@ export function createAppActivities(
             'the registry credential of the app no longer exists',
             'CredentialGone',
           );
-        registryAuth = { hostname: c.server, username: c.username, token: c.token };
+        registryAuth = { server: c.server, username: c.username, token: c.token };
       }
       // a Dockerfile's FROM may name a private image: the build gets the workspace's logins and uses those its FROM lines need
       const registryLogins =

@@ -1,6 +1,6 @@
 import { DEFAULT_REGISTRY_HOST, type RegistryProvider } from '../domain/registries';
 import { one, rows } from '../entities/sql';
-import type { RegistryLogin } from '../platform/drivers/apps';
+import type { PullLogin, RegistryLogin } from '../platform/drivers/apps';
 import type { ActivityDeps } from './deps';
 
 /** A stored credential as these read it (its token still sealed). */
@@ -17,13 +17,8 @@ const CREDENTIAL_COLUMNS = 'registry, registry_hostname, username, token_sealed'
 const serverOf = (row: CredentialRow): string | null =>
   row.registry_hostname ?? DEFAULT_REGISTRY_HOST[row.registry] ?? null;
 
-export interface RegistryAuth {
-  registry: RegistryProvider;
-  /** The host the login is for: registry_hostname, or the provider's own; null: neither (the image's own registry). */
-  server: string | null;
-  username: string;
-  token: string;
-}
+/** A credential opened for a pull: its provider, and the login (`server` null: neither a registry_hostname nor a provider's own host). */
+export type OpenedRegistryCredential = PullLogin & { registry: RegistryProvider };
 
 /**
  * Resolves `deployment_config.credential_id` for an image pull, inside an activity (apps
@@ -35,7 +30,7 @@ export async function openRegistryCredential(
   deps: Pick<ActivityDeps, 'dataSource' | 'secretBox'>,
   workspaceUuid: string,
   credentialId: string,
-): Promise<RegistryAuth | null> {
+): Promise<OpenedRegistryCredential | null> {
   const row = await one<CredentialRow>(
     deps.dataSource,
     `SELECT ${CREDENTIAL_COLUMNS} FROM container_registry_credentials WHERE uuid = $1 AND workspace_uuid = $2`,

@@ -85,6 +85,9 @@ export interface RegistryLogin {
   token: string;
 }
 
+/** A registry login for one image pull (container_registry): `server` null is the image's own registry. */
+export type PullLogin = Omit<RegistryLogin, 'server'> & { server: string | null };
+
 export interface BuildRequest {
   appUuid: string;
   deploymentUuid: string;
@@ -96,7 +99,7 @@ export interface BuildRequest {
   /** container_registry / parent_image: the image to roll out as is. */
   image: string | null;
   /** Registry login for container_registry, opened inside the activity for this call only. */
-  registryAuth?: { hostname: string | null; username: string; token: string } | null;
+  registryAuth?: PullLogin | null;
   /** git methods: where the commit is fetched from (git_push: the driver's own repository of the app). */
   repository?: string | null;
   /** A login for a private repository, opened inside the activity for this call only. */

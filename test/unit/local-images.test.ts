@@ -111,7 +111,7 @@ describe('podman run of a replica', () => {
   });
 
   it("keeps a registry login's secret out of what it says", () => {
-    const auth = { hostname: null, username: 'bot', token: 'tok-123' };
+    const auth = { server: null, username: 'bot', token: 'tok-123' };
     const b64 = Buffer.from('bot:tok-123').toString('base64');
     expect(withoutSecret(`denied for tok-123 (${b64})`, auth)).toBe('denied for *** (***)');
   });

@@ -1,3 +1,4 @@
+import type { PullLogin } from '../../../../platform/drivers/apps';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Isolation } from '../sandbox/isolation';
@@ -6,21 +7,13 @@ import { loginSecrets } from './base-images';
 import { podmanReason, runPodman } from './podman';
 import { isLoopbackRegistry, parseImageReference, pinnedImage, qualifiedImage } from './reference';
 
-/** A registry login, opened inside the activity for this pull only. */
-export interface RegistryAuth {
-  /** The registry the login is for (absent: the image's own registry). */
-  hostname: string | null;
-  username: string;
-  token: string;
-}
-
 export type PullResult = { ok: true; image: string; digest: string } | { ok: false; reason: string };
 
 /** How long a pull may take. */
 const PULL_TIME_LIMIT_MS = 15 * 60_000;
 
 /** `text` with the login's secret (and its base64 form in an auth file) replaced by ***. */
-export function withoutSecret(text: string, auth: RegistryAuth | null): string {
+export function withoutSecret(text: string, auth: PullLogin | null): string {
   if (!auth) return text;
   return loginSecrets(auth).reduce((t, s) => t.split(s).join('***'), text);
 }
@@ -35,7 +28,7 @@ export function withoutSecret(text: string, auth: RegistryAuth | null): string {
 export async function pullImage(
   iso: Isolation,
   cfg: PodmanConfig,
-  input: { image: string; auth: RegistryAuth | null; onLine?: (line: string) => void },
+  input: { image: string; auth: PullLogin | null; onLine?: (line: string) => void },
 ): Promise<PullResult> {
   const ref = parseImageReference(input.image);
   const qualified = qualifiedImage(ref);
@@ -45,7 +38,7 @@ export async function pullImage(
   try {
     const authFile = path.join(dir, 'auth.json');
     const auths = auth
-      ? { [auth.hostname || ref.registry]: { auth: Buffer.from(`${auth.username}:${auth.token}`).toString('base64') } }
+      ? { [auth.server || ref.registry]: { auth: Buffer.from(`${auth.username}:${auth.token}`).toString('base64') } }
       : {};
     await writeFile(authFile, JSON.stringify({ auths }), { mode: 0o600 });
     const tls = isLoopbackRegistry(ref.registry) ? ['--tls-verify=false'] : [];

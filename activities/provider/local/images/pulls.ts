@@ -3,13 +3,13 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { buildLogLine } from '../../../../platform/build-log';
 import { releaseImage, type LocalLayout } from '../../../../platform/local-layout';
-import type { BuildStatus } from '../../../../platform/drivers/apps';
+import type { BuildStatus, PullLogin } from '../../../../platform/drivers/apps';
 import type { AppStateStore } from '../apps/state';
 import { imageReleaseManifest } from '../contracts';
 import type { Isolation } from '../sandbox/isolation';
 import type { PodmanConfig } from './config';
 import { publishImage } from './publish';
-import { pullImage, type RegistryAuth } from './pull';
+import { pullImage } from './pull';
 import { parseImageReference } from './reference';
 import { registryRefusal } from './registry-reach';
 import type { AllowList } from '../../../../domain/webhook-destination';
@@ -47,7 +47,7 @@ export class ImagePulls {
   }
 
   /** Starts pulling (idempotent per deployment). */
-  start(input: { appUuid: string; deploymentUuid: string; image: string; auth: RegistryAuth | null }): void {
+  start(input: { appUuid: string; deploymentUuid: string; image: string; auth: PullLogin | null }): void {
     const { deploymentUuid } = input;
     if (this.running.has(deploymentUuid) || existsSync(this.marker(deploymentUuid))) return;
     mkdirSync(path.dirname(this.marker(deploymentUuid)), { recursive: true, mode: 0o700 });
@@ -79,7 +79,7 @@ export class ImagePulls {
   }
 
   private async pull(
-    input: { appUuid: string; deploymentUuid: string; image: string; auth: RegistryAuth | null },
+    input: { appUuid: string; deploymentUuid: string; image: string; auth: PullLogin | null },
     state: { cancelled: boolean },
   ): Promise<void> {
     const { appUuid, deploymentUuid } = input;
@@ -102,7 +102,7 @@ export class ImagePulls {
    * What it does is told to `say`, line by line.
    */
   async release(
-    input: { appUuid: string; image: string; auth: RegistryAuth | null },
+    input: { appUuid: string; image: string; auth: PullLogin | null },
     say: (line: string) => void,
     state: { cancelled: boolean } = { cancelled: false },
   ): Promise<{ image: string } | { reason: string }> {

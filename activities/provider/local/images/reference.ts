@@ -58,6 +58,11 @@ export function pinnedImage(ref: ImageReference, digest: string): string {
  * over plain HTTP, as Docker does; every other registry over verified TLS.
  */
 export function isLoopbackRegistry(registry: string): boolean {
-  const host = registry.startsWith('[') ? registry.slice(0, registry.indexOf(']') + 1) : registry.split(':')[0]!;
-  return host === 'localhost' || host === '[::1]' || /^127(\.\d{1,3}){3}$/.test(host);
+  const host = registryHost(registry);
+  return host === 'localhost' || host === '::1' || /^127(\.\d{1,3}){3}$/.test(host);
+}
+
+/** A registry's host without its port (`[::1]:5000` -> `::1`, `reg.example:443` -> `reg.example`). */
+export function registryHost(registry: string): string {
+  return registry.startsWith('[') ? registry.slice(1, registry.indexOf(']')) : registry.split(':')[0]!;
 }

@@ -1,5 +1,6 @@
 import { lookup } from 'node:dns/promises';
 import ipaddr from 'ipaddr.js';
+import { registryHost } from './reference';
 import {
   addressVerdict,
   hostnameVerdict,
@@ -21,7 +22,7 @@ import {
  * lookup is the race left (docs/decisions.md).
  */
 export async function registryRefusal(registry: string, allow: AllowList): Promise<string | null> {
-  const host = registry.startsWith('[') ? registry.slice(1, registry.indexOf(']')) : registry.split(':')[0]!;
+  const host = registryHost(registry);
   const literal = ipaddr.isValid(host) && (host.includes(':') || ipaddr.IPv4.isValidFourPartDecimal(host));
   let verdict: Verdict = literal ? addressVerdict(host, allow) : hostnameVerdict(host);
   if (verdict.allowed && !literal) {

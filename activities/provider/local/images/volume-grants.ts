@@ -5,12 +5,10 @@ import { promisify } from 'node:util';
 import { ApplicationFailure } from '@temporalio/common';
 import type { AppMount } from '../../../../platform/drivers/apps';
 import type { LocalLayout } from '../../../../platform/local-layout';
-import type { BindMount } from '../sandbox/isolation';
+import { BWRAP, type BindMount } from '../sandbox/isolation';
 import { SETFACL } from './runtime';
 
 const exec = promisify(execFile);
-
-const BWRAP = '/usr/bin/bwrap';
 
 /**
  * A container's way into a storage volume. A container runs as ids of its app's range (its

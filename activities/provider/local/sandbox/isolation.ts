@@ -292,7 +292,8 @@ export function isolatedArgv(
   return binds.length > 0 ? [sysBin('unshare'), '--mount', '--propagation', 'private', '--', ...shell] : shell;
 }
 
-const BWRAP = '/usr/bin/bwrap';
+/** Debian's bubblewrap. */
+export const BWRAP = '/usr/bin/bwrap';
 
 /** Whether a workload asking for `view` gets it here (root, and bubblewrap works). */
 export const viewApplies = (iso: Isolation, view: SandboxView | undefined): boolean =>
